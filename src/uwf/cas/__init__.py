@@ -1,0 +1,1 @@
+"""Layer 1: the content-addressed store (PORT §3)."""

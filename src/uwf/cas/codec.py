@@ -1,0 +1,36 @@
+"""The node hash: ``crockford13(xxh64(ascii(type) ++ dcbor(payload)))`` (PORT §3).
+
+``dcbor`` is RFC 8949 deterministic CBOR (cbor2's canonical mode: map keys sorted by their
+encoded bytes, shortest heads, shortest exact float) applied to the canonical payload, in
+which integral floats within ±2^53 are integers. The meta-schema is self-typed: its hash
+leaves out the type prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cbor2
+import xxhash
+
+from uwf.util.base32 import encode64
+from uwf.util.jsonfmt import canonical
+
+
+def dcbor(payload: Any) -> bytes:
+    """Deterministic CBOR of a JSON value (canonicalised first)."""
+    return cbor2.dumps(canonical(payload), canonical=True)
+
+
+def hash_bytes(data: bytes) -> str:
+    return encode64(xxhash.xxh64_intdigest(data))
+
+
+def node_hash(type_hash: str, payload: Any) -> str:
+    """The hash of a node typed by ``type_hash``."""
+    return hash_bytes(type_hash.encode("ascii") + dcbor(payload))
+
+
+def self_typed_hash(payload: Any) -> str:
+    """The hash of a self-typed node (the meta-schema)."""
+    return hash_bytes(dcbor(payload))

@@ -1,0 +1,81 @@
+"""The meta-schema and JSON Schema 2020-12 validation with the ``cas_ref`` format.
+
+jsonschema is imported only here and only when something is validated, so read-only
+commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from uwf.cas import codec
+from uwf.util.base32 import is_hash
+from uwf.util.errors import InvalidInput
+
+META_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "(meta-schema)",
+    "description": (
+        "uwf meta-schema: every JSON Schema in the store is a node of this type, and this node "
+        "is its own type. Node hash: crockford13(xxh64(ascii(type) ++ dcbor(payload)))."
+    ),
+    "type": ["object", "boolean"],
+}
+
+
+@functools.cache
+def meta_hash() -> str:
+    return codec.self_typed_hash(META_SCHEMA)
+
+
+@functools.cache
+def _format_checker() -> Any:
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    checker.checks("cas_ref")(is_hash)
+    return checker
+
+
+_validators: dict[str, Any] = {}
+
+
+def _validator(schema: Any, key: str | None) -> Any:
+    from jsonschema import Draft202012Validator
+
+    if key is not None and key in _validators:
+        return _validators[key]
+    validator = Draft202012Validator(schema, format_checker=_format_checker())
+    if key is not None:
+        _validators[key] = validator
+    return validator
+
+
+def validate(schema: Any, payload: Any, key: str | None = None) -> list[str]:
+    """Problems of ``payload`` against ``schema`` (empty when valid), best first, one line each."""
+    validator = _validator(schema, key)
+    errors = sorted(validator.iter_errors(payload), key=lambda e: (len(e.path), str(e.path)))
+    out = []
+    for err in errors:
+        where = "/".join(str(p) for p in err.absolute_path)
+        out.append(f"{'at /' + where + ': ' if where else ''}{_short(err.message)}")
+    return out
+
+
+def check_schema(schema: Any) -> None:
+    """Raise InvalidInput unless ``schema`` is a valid JSON Schema 2020-12."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, (dict, bool)):
+        raise InvalidInput("a schema must be a JSON object or a boolean")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidInput(f"invalid JSON Schema: {_short(exc.message)}") from None
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"

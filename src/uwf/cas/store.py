@@ -1,0 +1,167 @@
+"""The store contract, shared by every backend.
+
+A backend implements five primitives (read, create, index append, list, delete); everything
+else — hashing, idempotent put, schema validation, corruption checks — lives here once, so
+the filesystem and memory stores behave the same (one contract test class runs on both).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.cas import codec
+from uwf.util.base32 import check_hash, is_hash
+from uwf.util.errors import CorruptNode, InvalidInput, NotFound, SchemaViolation
+from uwf.util.jsonfmt import canonical
+
+
+@dataclass(frozen=True)
+class Node:
+    type: str
+    payload: Any
+    timestamp: int
+
+    def as_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "payload": self.payload}
+        if timestamp:
+            out["timestamp"] = self.timestamp
+        return out
+
+
+def expected_hash(type_hash: str, payload: Any, claimed: str) -> str:
+    """The hash a node with this content must have (self-typed when type == claimed)."""
+    if type_hash == claimed:
+        return codec.self_typed_hash(payload)
+    return codec.node_hash(type_hash, payload)
+
+
+def decode_node(claimed: str, data: dict[str, Any] | Any) -> Node:
+    """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode."""
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"type", "payload", "timestamp"}
+        or not is_hash(data["type"])
+        or not isinstance(data["timestamp"], int)
+        or isinstance(data["timestamp"], bool)
+    ):
+        raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
+    try:
+        actual = expected_hash(data["type"], data["payload"], claimed)
+    except (InvalidInput, ValueError, TypeError):
+        raise CorruptNode(f"corrupt node {claimed}: payload is not canonical JSON") from None
+    if actual != claimed:
+        raise CorruptNode(f"corrupt node {claimed}: content hashes to {actual}")
+    return Node(data["type"], data["payload"], data["timestamp"])
+
+
+class Store(abc.ABC):
+    """A content-addressed store of JSON nodes typed by JSON Schemas."""
+
+    # -- backend primitives -------------------------------------------------------------
+    @abc.abstractmethod
+    def _load(self, h: str) -> Node | None:
+        """The node stored under a valid hash, None if absent; CorruptNode if damaged."""
+
+    @abc.abstractmethod
+    def _create(self, h: str, node: Node) -> bool:
+        """Store a node unless present; True if this call stored it."""
+
+    @abc.abstractmethod
+    def _index_add(self, type_hash: str, h: str) -> None:
+        """Record ``h`` in the index of its type."""
+
+    @abc.abstractmethod
+    def index(self, type_hash: str) -> list[str]:
+        """Hashes of the nodes of one type, oldest first, without duplicates."""
+
+    @abc.abstractmethod
+    def iter_hashes(self) -> Iterator[str]:
+        """Every node hash in the store (for reindex, verify and gc only)."""
+
+    @abc.abstractmethod
+    def delete(self, h: str) -> int:
+        """Remove a node (gc only); returns the bytes freed."""
+
+    @abc.abstractmethod
+    def write_index(self, index: dict[str, list[str]]) -> None:
+        """Replace the whole type index (reindex and gc only)."""
+
+    # -- shared behaviour ---------------------------------------------------------------
+    def has(self, h: str) -> bool:
+        if not is_hash(h):
+            return False
+        return self._exists(h)
+
+    def _exists(self, h: str) -> bool:
+        return self._load(h) is not None
+
+    def get(self, h: str) -> Node | None:
+        """The node at ``h`` (a checked hash), None if absent; CorruptNode if damaged."""
+        check_hash(h)
+        return self._load(h)
+
+    def require(self, h: str, what: str = "CAS node") -> Node:
+        node = self.get(h)
+        if node is None:
+            raise NotFound(f"{what} not found: {h}")
+        return node
+
+    def put_unchecked(self, type_hash: str, payload: Any) -> str:
+        """Store without validation. Only for the meta-schema and trusted internal writes."""
+        check_hash(type_hash, "type hash")
+        payload = canonical(payload)
+        h = codec.node_hash(type_hash, payload)
+        self._store(h, type_hash, payload)
+        return h
+
+    def _store(self, h: str, type_hash: str, payload: Any) -> None:
+        if self._exists(h):
+            return
+        node = Node(type_hash, payload, time.time_ns() // 1_000_000)
+        if self._create(h, node):
+            self._index_add(type_hash, h)
+
+    def put(self, type_hash: str, payload: Any) -> str:
+        """Validate ``payload`` against the schema at ``type_hash``, then store it.
+
+        Idempotent: an existing (type, payload) returns the same hash and keeps its first
+        timestamp. An unknown type or an invalid payload raises and stores nothing.
+        """
+        from uwf.cas import schema
+
+        check_hash(type_hash, "type hash")
+        payload = canonical(payload)
+        schema_node = self.get(type_hash)
+        if schema_node is None:
+            raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
+        meta = schema.meta_hash()
+        if type_hash == meta:
+            schema.check_schema(payload)
+        elif schema_node.type != meta:
+            raise InvalidInput(f"type {type_hash} is not a schema (its type is {schema_node.type})")
+        else:
+            problems = schema.validate(schema_node.payload, payload, type_hash)
+            if problems:
+                raise SchemaViolation(f"payload does not match schema {type_hash}: {problems[0]}")
+        h = codec.node_hash(type_hash, payload)
+        self._store(h, type_hash, payload)
+        return h
+
+    def put_schema(self, schema_payload: dict[str, Any] | bool) -> str:
+        """Store a JSON Schema (typed by the meta-schema) and return its hash."""
+        meta = self.ensure_meta()
+        return self.put(meta, schema_payload)
+
+    def ensure_meta(self) -> str:
+        """Write the self-typed meta-schema if it is missing; return its hash."""
+        from uwf.cas import schema
+
+        h = schema.meta_hash()
+        if not self._exists(h):
+            payload = canonical(schema.META_SCHEMA)
+            self._store(h, h, payload)
+        return h

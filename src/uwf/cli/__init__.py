@@ -1,0 +1,1 @@
+"""The uwf command line: thin Typer apps, one module per command group."""

@@ -1,0 +1,7 @@
+"""`uwf cas …` commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="cas commands.", no_args_is_help=True, rich_markup_mode=None)

@@ -1,0 +1,116 @@
+"""The ``uwf`` entry point: builds the app and prints every error exactly once.
+
+``main()`` runs the Typer app in non-standalone mode so that it alone decides what reaches
+the terminal: a UwfError prints ``error: <message>`` and exits 1 (its exit code); a usage
+error prints ``error: <message>`` and exits 2; anything else is a bug, shown as one line
+unless ``UWF_DEBUG=1`` asks for the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from uwf import __version__
+from uwf.cli import cas, log, setup, skill, step, thread, workflow
+from uwf.cli.options import Format
+from uwf.util.errors import UwfError
+
+HELP = """Stateless workflow engine for teams of LLM agents.
+
+A workflow is a YAML file of roles and a status-based routing graph. A thread is an immutable
+chain of content-addressed nodes; `uwf thread step` runs exactly one moderator -> agent ->
+extract cycle and exits.
+
+Data lives under $UNCAGED_WORKFLOW_STORAGE_ROOT, else $WORKFLOW_STORAGE_ROOT, else
+~/.uncaged/workflow."""
+
+app = typer.Typer(
+    name="uwf",
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(workflow.app, name="workflow")
+app.add_typer(thread.app, name="thread")
+app.add_typer(step.app, name="step")
+app.add_typer(cas.app, name="cas")
+app.add_typer(log.app, name="log")
+app.add_typer(skill.app, name="skill")
+app.command("setup")(setup.setup)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"uwf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    fmt: Annotated[
+        Format,
+        typer.Option("--format", help="Output encoding: json (compact) or yaml.",
+                     case_sensitive=False),
+    ] = Format.json,
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True,
+                     callback=_version),
+    ] = False,
+) -> None:
+    ctx.obj = {"format": fmt.value}
+
+
+# The exception base of the click library that Typer vendors, reached through Typer's public
+# BadParameter class so that no private module is imported.
+_ClickException: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+    return code
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (no sys.exit, for tests and embedding)."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="uwf", standalone_mode=False)
+    except UwfError as exc:
+        return _fail(exc.message, exc.exit_code)
+    except typer.Abort:
+        return _fail("aborted", 130)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except _ClickException as exc:
+        code = int(getattr(exc, "exit_code", 2))
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group called without a subcommand
+            sys.stderr.write(exc.format_message() + "\n")  # type: ignore[attr-defined]
+            return 2
+        return _fail(" ".join(exc.format_message().split()), code)  # type: ignore[attr-defined]
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if os.environ.get("UWF_DEBUG") == "1":
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the "
+                     "traceback)", 70)
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""`uwf thread …` commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="thread commands.", no_args_is_help=True, rich_markup_mode=None)

@@ -1,0 +1,117 @@
+"""The four schemas uwf registers, and their hashes (computed, never looked up).
+
+Because a hash is content-derived, the engine and every agent compute the same type hashes
+without reading anything; the schema nodes are written only by commands that write nodes.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.cas import codec
+from uwf.cas.schema import meta_hash
+from uwf.cas.store import Store
+
+CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
+
+ROLE_DEFINITION: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["description", "goal", "capabilities", "procedure", "output", "meta"],
+    "properties": {
+        "description": {"type": "string"},
+        "goal": {"type": "string"},
+        "capabilities": {"type": "array", "items": {"type": "string"}},
+        "procedure": {"type": "string"},
+        "output": {"type": "string"},
+        "meta": CAS_REF,
+    },
+}
+
+TARGET: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["role", "prompt"],
+    "properties": {"role": {"type": "string"}, "prompt": {"type": "string"}},
+}
+
+WORKFLOW: dict[str, Any] = {
+    "title": "Workflow",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "description", "roles", "graph"],
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "roles": {"type": "object", "additionalProperties": ROLE_DEFINITION},
+        "graph": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "additionalProperties": TARGET},
+        },
+    },
+}
+
+START_NODE: dict[str, Any] = {
+    "title": "StartNode",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["workflow", "prompt"],
+    "properties": {
+        "workflow": CAS_REF,
+        "prompt": {"type": "string"},
+        "maxRounds": {"type": "integer", "minimum": 1},
+    },
+}
+
+STEP_NODE: dict[str, Any] = {
+    "title": "StepNode",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["start", "prev", "role", "output", "detail", "agent"],
+    "properties": {
+        "start": CAS_REF,
+        "prev": {"anyOf": [CAS_REF, {"type": "null"}]},
+        "role": {"type": "string"},
+        "output": CAS_REF,
+        "detail": CAS_REF,
+        "agent": {"type": "string"},
+        "edgePrompt": {"type": "string"},
+    },
+}
+
+TEXT: dict[str, Any] = {"title": "Text", "type": "string"}
+
+
+@dataclass(frozen=True)
+class SchemaHashes:
+    meta: str
+    workflow: str
+    start: str
+    step: str
+    text: str
+
+
+@functools.cache
+def hashes() -> SchemaHashes:
+    meta = meta_hash()
+    return SchemaHashes(
+        meta=meta,
+        workflow=codec.node_hash(meta, WORKFLOW),
+        start=codec.node_hash(meta, START_NODE),
+        step=codec.node_hash(meta, STEP_NODE),
+        text=codec.node_hash(meta, TEXT),
+    )
+
+
+def ensure(store: Store) -> SchemaHashes:
+    """Make sure the meta-schema and the four uwf schemas are stored (idempotent, 5 stats)."""
+    h = hashes()
+    store.ensure_meta()
+    for schema, expected in ((WORKFLOW, h.workflow), (START_NODE, h.start),
+                             (STEP_NODE, h.step), (TEXT, h.text)):
+        if not store.has(expected):
+            got = store.put_schema(schema)
+            assert got == expected, (got, expected)
+    return h

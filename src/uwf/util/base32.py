@@ -1,0 +1,55 @@
+"""Crockford Base32 for 64-bit hashes (13 characters, most significant digit first).
+
+The first digit carries only the top 4 bits, so it is always ``0``-``F``. Decoding is strict:
+upper case only, exactly 13 characters, no I/L/O/U. Anything that is not a valid hash never
+becomes part of a path.
+"""
+
+from __future__ import annotations
+
+import re
+
+from uwf.util.errors import InvalidInput
+
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_INDEX = {c: i for i, c in enumerate(ALPHABET)}
+HASH_LEN = 13
+HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
+_MAX64 = (1 << 64) - 1
+
+
+def encode64(value: int) -> str:
+    """Write an unsigned 64-bit integer as 13 Crockford digits."""
+    if not 0 <= value <= _MAX64:
+        raise ValueError(f"not an unsigned 64-bit value: {value}")
+    return "".join(ALPHABET[(value >> (5 * (12 - i))) & 31] for i in range(HASH_LEN))
+
+
+def decode64(text: str) -> int:
+    """Read 13 Crockford digits back into an integer; raise ValueError if not a hash."""
+    if not is_hash(text):
+        raise ValueError(f"not a hash: {text!r}")
+    value = 0
+    for ch in text:
+        value = (value << 5) | _INDEX[ch]
+    return value
+
+
+def is_hash(text: object) -> bool:
+    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits."""
+    return isinstance(text, str) and HASH_RE.match(text) is not None and text[0] <= "F"
+
+
+def check_hash(text: str, what: str = "hash") -> str:
+    """Return ``text`` if it is a well-formed hash, else raise InvalidInput with a clear line."""
+    if not is_hash(text):
+        raise InvalidInput(
+            f"invalid {what}: {describe(text)} (expected 13 upper-case Crockford Base32 characters)"
+        )
+    return text
+
+
+def describe(text: str, limit: int = 60) -> str:
+    """Quote a user value for an error message, shortened and with control characters escaped."""
+    shown = text if len(text) <= limit else text[:limit] + "…"
+    return repr(shown) if not shown.isprintable() or shown == "" else f'"{shown}"'

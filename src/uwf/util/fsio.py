@@ -1,0 +1,143 @@
+"""Crash-safe file primitives: atomic replace, no-clobber create, durable append, flock locks.
+
+Every mutable file of uwf is written through these functions, so a reader never sees a
+half-written file and a crash at any moment leaves either the old or the new content.
+Locks are ``flock`` locks on ``<path>.lock`` files: they die with their process, so a
+SIGKILL never leaves a lock behind that blocks the next command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from uwf.util.errors import Busy, UwfError
+
+_TMP_PREFIX = ".tmp-"
+
+
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(f"{_TMP_PREFIX}{path.name}.{os.getpid()}.{time.monotonic_ns()}")
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_tmp(path: Path, data: bytes, mode: int) -> Path:
+    tmp = _tmp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data``: temp file in the same directory, fsync, ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_tmp(path, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def create_once(path: Path, data: bytes, mode: int = 0o444) -> bool:
+    """Create ``path`` with ``data`` unless it exists; True if this call created it.
+
+    The content appears atomically (``link`` of a fully written, fsynced temp file), and an
+    existing file is never replaced, so the first writer's bytes win.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_tmp(path, data, mode)
+    try:
+        os.link(tmp, path)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:  # filesystems without hard links
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+            raise
+        if path.exists():
+            created = False
+        else:
+            os.replace(tmp, path)
+            fsync_dir(path.parent)
+            return True
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    if created:
+        fsync_dir(path.parent)
+    return created
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line (newline added) in a single ``write`` with O_APPEND, then fsync."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (line.rstrip("\n") + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The content of ``path``, or None if it does not exist."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, wait: bool = True, busy_message: str | None = None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<path>.lock`` for the duration of the block.
+
+    With ``wait=False`` a held lock raises :class:`Busy` at once (``busy_message``).
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        flags = fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB
+        try:
+            fcntl.flock(fd, flags)
+        except BlockingIOError as exc:
+            raise Busy(busy_message or f"{path.name} is locked by another process") from exc
+        except OSError as exc:
+            raise UwfError(f"cannot lock {lock_path}: {exc.strerror}") from exc
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

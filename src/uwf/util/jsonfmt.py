@@ -1,0 +1,63 @@
+"""Output encodings: compact JSON (JavaScript style) and YAML with hashes always quoted."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from uwf.util.errors import InvalidInput
+
+
+def canonical(value: Any) -> Any:
+    """The canonical form of a JSON value: integral floats within ±2^53 become integers.
+
+    Hashing treats ``1.0`` and ``1`` alike (PORT §3), so the store keeps the canonical form and
+    outputs print numbers the way JavaScript does. NaN and ±Infinity are refused.
+    """
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidInput("NaN and Infinity are not valid JSON values")
+        if value.is_integer() and abs(value) <= 2**53:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(f"object keys must be strings, got {type(key).__name__}")
+            out[key] = canonical(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [canonical(item) for item in value]
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    raise InvalidInput(f"not a JSON value: {type(value).__name__}")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON exactly as JavaScript's JSON.stringify would print it (non-ASCII kept)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def dump_yaml(value: Any) -> str:
+    """Block-style YAML; strings that look like numbers, booleans or hashes are quoted."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+        style = None
+        if "\n" in data:
+            style = "|"
+        elif data and (data[0].isdigit() or data.upper() == data and any(c.isdigit() for c in data)):
+            style = '"'
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    _Dumper.add_representer(str, _str)
+    text = yaml.dump(
+        value, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False
+    )
+    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n")) + "\n"

@@ -1,0 +1,67 @@
+"""The process debug log: ``<root>/logs/YYYY-MM-DD.jsonl`` (REFERENCE §4.10).
+
+Every line is a flat JSON object ``{ts, pid, tag, msg[, thread][, workflow], …}``. Tags are
+8 upper-case Crockford characters, unique per call site (a test checks both). Logging never
+fails a command: an unwritable log directory is ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from uwf.util import jsonfmt
+
+TAG_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8}$")
+
+# Every tag used anywhere in uwf, with what it marks. tests/test_log.py checks that each is
+# valid, that none repeats, and that every tag used in the source is listed here.
+TAGS: dict[str, str] = {
+    "W9F3RK2M": "process start",
+    "7HNQ4B2X": "thread created",
+    "M3K8V9T1": "moderator decision",
+    "R5J2W8N4": "agent spawn",
+    "C6P9E3H7": "agent returned",
+    "F4D8Q2K5": "thread archived",
+    "B8T5N1V6": "step error",
+    "K2V7N4D9": "thread forked",
+    "Q8M3T6W1": "thread killed",
+    "H5R9C2X7": "workflow registered",
+    "T3G8B5N2": "workflow rolled back",
+    "N6J4S8P3": "agent timeout",
+    "Y7D2K9F4": "max rounds reached",
+}
+
+
+class ProcessLog:
+    """Appends debug lines for one process; context (thread, workflow) added to each line."""
+
+    def __init__(self, root: Path, **context: str) -> None:
+        now = _dt.datetime.now(_dt.UTC)
+        self.path = root / "logs" / f"{now:%Y-%m-%d}.jsonl"
+        self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
+        self.context = {k: v for k, v in context.items() if v}
+        argv = jsonfmt.dumps(sys.argv)
+        extra = "".join(f" {k}={v}" for k, v in self.context.items())
+        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}{extra}")
+
+    def bind(self, **context: str) -> None:
+        self.context.update({k: v for k, v in context.items() if v})
+
+    def write(self, tag: str, msg: str, **extra: Any) -> None:
+        if not TAG_RE.match(tag):
+            raise ValueError(f"invalid log tag: {tag}")
+        ts = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        entry: dict[str, Any] = {"ts": ts, "pid": self.pid, "tag": tag, "msg": msg}
+        entry.update(self.context)
+        entry.update({k: str(v) for k, v in extra.items()})
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(jsonfmt.dumps(entry) + "\n")
+        except OSError:
+            pass

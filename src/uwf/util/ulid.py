@@ -1,0 +1,47 @@
+"""Thread ids: standard ULIDs (26 Crockford characters, 48-bit ms time in the first 10)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from uwf.util.base32 import ALPHABET, describe
+from uwf.util.errors import InvalidInput
+
+ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+_INDEX = {c: i for i, c in enumerate(ALPHABET)}
+
+
+def new_thread_id(now_ms: int | None = None) -> str:
+    """A fresh ULID. Imported lazily: only `thread start` and `fork` pay for python-ulid."""
+    from ulid import ULID
+
+    if now_ms is None:
+        return str(ULID())
+    return str(ULID.from_timestamp(now_ms / 1000))
+
+
+def is_thread_id(text: object) -> bool:
+    return isinstance(text, str) and ULID_RE.match(text) is not None
+
+
+def check_thread_id(text: str) -> str:
+    if not is_thread_id(text):
+        raise InvalidInput(
+            f"invalid thread id: {describe(text)} (expected a 26-character ULID)"
+        )
+    return text
+
+
+def timestamp_ms(thread_id: str) -> int | None:
+    """The creation time encoded in a ULID (ms since the epoch), or None if it is not one."""
+    if not is_thread_id(thread_id):
+        return None
+    value = 0
+    for ch in thread_id[:10]:
+        value = (value << 5) | _INDEX[ch]
+    return value
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,62 @@
+"""Safe YAML loading with limits: size, nesting depth and total nodes (alias bombs).
+
+YAML is only ever loaded with the safe loader (the C one when PyYAML has it). A document
+that is too large, too deep or expands to too many nodes through aliases is refused with
+one clear line instead of eating memory or the stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uwf.util.errors import InvalidInput
+
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+
+
+def _loader() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES) -> Any:
+    """Parse one YAML document; raise InvalidInput with ``invalid YAML…`` on any problem."""
+    import yaml
+
+    size = len(text.encode() if isinstance(text, str) else text)
+    if size > max_bytes:
+        raise InvalidInput(f"{source} is too large: {size} bytes (limit {max_bytes})")
+    try:
+        value = yaml.load(text, Loader=_loader())  # noqa: S506 - safe loader by construction
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
+    check_limits(value)
+    return value
+
+
+def check_limits(value: Any) -> None:
+    """Refuse values nested deeper than MAX_DEPTH or with more than MAX_NODES nodes."""
+    budget = MAX_NODES
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise InvalidInput(f"invalid YAML: more than {MAX_NODES} nodes (alias expansion?)")
+        if depth > MAX_DEPTH:
+            raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+            stack.extend((k, depth + 1) for k in item if isinstance(k, (tuple, dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+def _one_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300]

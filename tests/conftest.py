@@ -1,0 +1,105 @@
+"""Shared fixtures: every test gets its own storage root and working directory.
+
+``cli`` runs the real app in-process (fast); ``cli_proc`` runs the installed ``uwf`` script
+in a subprocess (the real thing, exit codes and all). ``snapshot`` captures a storage root
+byte for byte, to prove that bad input changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    @property
+    def err_line(self) -> str:
+        lines = self.err.strip().splitlines()
+        return lines[0] if lines else ""
+
+
+@pytest.fixture(autouse=True)
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the storage root at a temp dir and run from an empty working directory."""
+    storage = tmp_path / "root"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.setenv("UNCAGED_WORKFLOW_STORAGE_ROOT", str(storage))
+    monkeypatch.delenv("WORKFLOW_STORAGE_ROOT", raising=False)
+    monkeypatch.delenv("UWF_DEBUG", raising=False)
+    monkeypatch.delenv("UWF_MOCK_SCENARIO", raising=False)
+    monkeypatch.chdir(work)
+    return storage
+
+
+@pytest.fixture
+def cli() -> Any:
+    """Run ``uwf <args>`` in-process and capture what it prints."""
+    from uwf.cli.main import run
+
+    def invoke(*args: str) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run([str(a) for a in args])
+        return Result(code, out.getvalue(), err.getvalue())
+
+    return invoke
+
+
+@pytest.fixture
+def cli_proc() -> Any:
+    """Run the installed ``uwf`` (or another console script) in a subprocess."""
+
+    def invoke(*args: str, prog: str = "uwf", input: str | None = None,
+               env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+        full_env = dict(os.environ)
+        full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
+        if env:
+            full_env.update(env)
+        exe = shutil.which(prog, path=full_env["PATH"]) or prog
+        proc = subprocess.run(
+            [exe, *[str(a) for a in args]], capture_output=True, text=True, input=input,
+            env=full_env, timeout=timeout,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    return invoke
+
+
+def take_snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (except the debug log) with its bytes."""
+    if not path.exists():
+        return {}
+    out = {}
+    for p in sorted(path.rglob("*")):
+        rel = p.relative_to(path).as_posix()
+        if p.is_file() and not rel.startswith("logs/"):
+            out[rel] = p.read_bytes()
+    return out
+
+
+@pytest.fixture
+def snapshot() -> Any:
+    return take_snapshot
