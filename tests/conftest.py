@@ -72,16 +72,25 @@ def cli() -> Any:
 def cli_proc() -> Any:
     """Run the installed ``uwf`` (or another console script) in a subprocess."""
 
-    def invoke(*args: str, prog: str = "uwf", input: str | None = None,
-               env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    def invoke(
+        *args: str,
+        prog: str = "uwf",
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> Result:
         full_env = dict(os.environ)
         full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
         if env:
             full_env.update(env)
         exe = shutil.which(prog, path=full_env["PATH"]) or prog
         proc = subprocess.run(
-            [exe, *[str(a) for a in args]], capture_output=True, text=True, input=input,
-            env=full_env, timeout=timeout,
+            [exe, *[str(a) for a in args]],
+            capture_output=True,
+            text=True,
+            input=input,
+            env=full_env,
+            timeout=timeout,
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 

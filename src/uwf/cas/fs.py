@@ -84,7 +84,9 @@ class FsStore(Store):
     def write_index(self, index: dict[str, list[str]]) -> None:
         self.index_dir.mkdir(parents=True, exist_ok=True)
         for type_hash, hashes in index.items():
-            fsio.atomic_write(self.index_dir / type_hash, "".join(f"{h}\n" for h in hashes).encode())
+            fsio.atomic_write(
+                self.index_dir / type_hash, "".join(f"{h}\n" for h in hashes).encode()
+            )
         for entry in os.listdir(self.index_dir):
             if is_hash(entry) and entry not in index:
                 os.unlink(self.index_dir / entry)

@@ -105,6 +105,7 @@ def expand(store: Store, schema: Any, value: Any, seen: frozenset[str] = frozens
         items = schema.get("items")
         return [expand(store, items, v, seen) for v in value] if isinstance(items, dict) else value
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        found = schema.get("properties")
+        props: dict[str, Any] = found if isinstance(found, dict) else {}
         return {k: expand(store, props[k], v, seen) if k in props else v for k, v in value.items()}
     return value

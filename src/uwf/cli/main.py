@@ -56,13 +56,15 @@ def _root(
     ctx: typer.Context,
     fmt: Annotated[
         Format,
-        typer.Option("--format", help="Output encoding: json (compact) or yaml.",
-                     case_sensitive=False),
+        typer.Option(
+            "--format", help="Output encoding: json (compact) or yaml.", case_sensitive=False
+        ),
     ] = Format.json,
     version: Annotated[
         bool,
-        typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True,
-                     callback=_version),
+        typer.Option(
+            "--version", "-V", help="Print the version and exit.", is_eager=True, callback=_version
+        ),
     ] = False,
 ) -> None:
     ctx.obj = {"format": fmt.value}
@@ -103,8 +105,9 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the "
-                     "traceback)", 70)
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the traceback)", 70
+        )
     return result if isinstance(result, int) else 0
 
 

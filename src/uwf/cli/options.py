@@ -6,7 +6,7 @@ Commands stay thin: parse arguments, call one domain function with the storage r
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +16,7 @@ from uwf.util import jsonfmt
 from uwf.util.root import storage_root
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     json = "json"
     yaml = "yaml"
 
@@ -46,7 +46,7 @@ def resolve_format(fmt: Format | None) -> Format:
     """The per-command ``--format`` if given, else the global one, else json."""
     if fmt is not None:
         return fmt
-    ctx = typer.get_current_context(silent=True)
+    ctx = typer.main.get_current_context(silent=True)
     while ctx is not None:
         if isinstance(ctx.obj, dict) and ctx.obj.get("format") is not None:
             return Format(ctx.obj["format"])

@@ -136,8 +136,11 @@ class State:
         assert status in HISTORY_STATUSES
         with self.threads.edit() as threads:
             line = {
-                "thread": thread, "workflow": workflow, "head": head,
-                "completedAt": at_ms, "status": status,
+                "thread": thread,
+                "workflow": workflow,
+                "head": head,
+                "completedAt": at_ms,
+                "status": status,
             }
             fsio.append_line(self.history_path, jsonfmt.dumps(line))
             threads.pop(thread, None)

@@ -109,8 +109,12 @@ def ensure(store: Store) -> SchemaHashes:
     """Make sure the meta-schema and the four uwf schemas are stored (idempotent, 5 stats)."""
     h = hashes()
     store.ensure_meta()
-    for schema, expected in ((WORKFLOW, h.workflow), (START_NODE, h.start),
-                             (STEP_NODE, h.step), (TEXT, h.text)):
+    for schema, expected in (
+        (WORKFLOW, h.workflow),
+        (START_NODE, h.start),
+        (STEP_NODE, h.step),
+        (TEXT, h.text),
+    ):
         if not store.has(expected):
             got = store.put_schema(schema)
             assert got == expected, (got, expected)

@@ -52,7 +52,9 @@ def dump_yaml(value: Any) -> str:
         style = None
         if "\n" in data:
             style = "|"
-        elif data and (data[0].isdigit() or data.upper() == data and any(c.isdigit() for c in data)):
+        elif data and (
+            data[0].isdigit() or (data.upper() == data and any(c.isdigit() for c in data))
+        ):
             style = '"'
         return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 

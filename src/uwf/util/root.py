@@ -7,7 +7,10 @@ from pathlib import Path
 
 
 def storage_root() -> Path:
-    """``UNCAGED_WORKFLOW_STORAGE_ROOT``, else ``WORKFLOW_STORAGE_ROOT``, else ~/.uncaged/workflow."""
+    """``$UNCAGED_WORKFLOW_STORAGE_ROOT``, else ``$WORKFLOW_STORAGE_ROOT``, else the default.
+
+    The default is ``~/.uncaged/workflow``. Empty values count as unset.
+    """
     for name in ("UNCAGED_WORKFLOW_STORAGE_ROOT", "WORKFLOW_STORAGE_ROOT"):
         value = os.environ.get(name)
         if value:

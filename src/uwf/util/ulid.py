@@ -27,9 +27,7 @@ def is_thread_id(text: object) -> bool:
 
 def check_thread_id(text: str) -> str:
     if not is_thread_id(text):
-        raise InvalidInput(
-            f"invalid thread id: {describe(text)} (expected a 26-character ULID)"
-        )
+        raise InvalidInput(f"invalid thread id: {describe(text)} (expected a 26-character ULID)")
     return text
 
 

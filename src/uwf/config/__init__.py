@@ -1,0 +1,1 @@
+"""Layer 3: config.yaml and .env (PORT §8)."""

@@ -1,0 +1,120 @@
+"""Reading a thread's chain of nodes, from the head back, only as far as asked.
+
+A head is either a StartNode (no steps yet) or a StepNode; steps link back through ``prev``
+(null on the first step) and each names its StartNode in ``start``. ``iter_steps`` yields
+newest first and stops where the caller stops, so a bounded read costs bounded I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.cas.store import Store
+from uwf.protocol import schemas
+from uwf.util.errors import InvalidInput, NotFound
+
+
+@dataclass(frozen=True)
+class Step:
+    hash: str
+    payload: dict[str, Any]
+    timestamp: int
+
+    @property
+    def role(self) -> str:
+        return str(self.payload["role"])
+
+    @property
+    def prev(self) -> str | None:
+        return self.payload.get("prev")
+
+    @property
+    def start(self) -> str:
+        return str(self.payload["start"])
+
+
+@dataclass(frozen=True)
+class Start:
+    hash: str
+    payload: dict[str, Any]
+    timestamp: int
+
+    @property
+    def workflow(self) -> str:
+        return str(self.payload["workflow"])
+
+    @property
+    def prompt(self) -> str:
+        return str(self.payload.get("prompt", ""))
+
+    @property
+    def max_rounds(self) -> int | None:
+        value = self.payload.get("maxRounds")
+        return value if isinstance(value, int) else None
+
+
+def load_head(store: Store, head: str) -> Start | Step:
+    """The node a thread head points at: a StartNode or a StepNode."""
+    h = schemas.hashes()
+    node = store.get(head)
+    if node is None:
+        raise NotFound(f"CAS node not found: {head}")
+    if node.type == h.start:
+        return Start(head, node.payload, node.timestamp)
+    if node.type == h.step:
+        return Step(head, node.payload, node.timestamp)
+    raise InvalidInput(f"node {head} is not a StartNode or StepNode")
+
+
+def load_start(store: Store, h: str) -> Start:
+    node = store.get(h)
+    if node is None or node.type != schemas.hashes().start:
+        raise NotFound(f"StartNode not found: {h}")
+    return Start(h, node.payload, node.timestamp)
+
+
+def start_of(store: Store, head: Start | Step) -> Start:
+    return head if isinstance(head, Start) else load_start(store, head.start)
+
+
+def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
+    """The steps of the chain ending at ``head``, newest first."""
+    if isinstance(head, Start):
+        return
+    step_type = schemas.hashes().step
+    current: Step | None = head
+    while current is not None:
+        yield current
+        prev = current.prev
+        if prev is None:
+            return
+        node = store.get(prev)
+        if node is None:
+            raise NotFound(f"CAS node not found while walking chain: {prev}")
+        if node.type != step_type:
+            return
+        current = Step(prev, node.payload, node.timestamp)
+
+
+def steps_oldest_first(store: Store, head: Start | Step) -> list[Step]:
+    steps = list(iter_steps(store, head))
+    steps.reverse()
+    return steps
+
+
+def load_workflow(store: Store, h: str) -> dict[str, Any]:
+    node = store.get(h)
+    if node is None:
+        raise NotFound(f"workflow CAS node not found: {h}")
+    if node.type != schemas.hashes().workflow:
+        raise InvalidInput(f"node {h} is not a Workflow (type {node.type})")
+    payload: dict[str, Any] = node.payload
+    return payload
+
+
+def output_of(store: Store, step: Step) -> Any:
+    """The payload of a step's structured output ({} when missing)."""
+    node = store.get(str(step.payload.get("output")))
+    return node.payload if node is not None else {}

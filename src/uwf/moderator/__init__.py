@@ -1,0 +1,5 @@
+"""Layer 3: the moderator — a pure function of (graph, last role, last output)."""
+
+from uwf.moderator.evaluate import END, START, UNIT, Decision, check_template, evaluate, render
+
+__all__ = ["END", "START", "UNIT", "Decision", "check_template", "evaluate", "render"]

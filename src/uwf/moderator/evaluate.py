@@ -1,0 +1,151 @@
+"""Status-based routing (REFERENCE §3.5).
+
+``evaluate(graph, last_role, last_output)`` looks up ``graph[last_role][status]`` where the
+status is the unit status ``_`` after ``$START`` (or when the output has no string
+``status``), and renders the target's Mustache prompt against the last output with HTML
+escaping off and JavaScript value rendering (``true``, ``1``, ``a,b``, ``[object Object]``).
+No I/O, no state: the same inputs always give the same decision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.util.errors import UwfError
+
+START = "$START"
+END = "$END"
+UNIT = "_"
+
+
+class ModeratorError(UwfError):
+    """The graph has no route for the last output, or a prompt does not render."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    role: str
+    prompt: str
+    status: str
+
+    @property
+    def done(self) -> bool:
+        return self.role == END
+
+
+def status_of(last_role: str, last_output: Any) -> str:
+    if last_role == START:
+        return UNIT
+    if isinstance(last_output, dict) and isinstance(last_output.get("status"), str):
+        return last_output["status"]
+    return UNIT
+
+
+def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decision:
+    status = status_of(last_role, last_output)
+    edges = graph.get(last_role)
+    if not isinstance(edges, dict):
+        raise ModeratorError(f'no transitions defined for role "{last_role}"')
+    target = edges.get(status)
+    if not isinstance(target, dict) or not isinstance(target.get("role"), str):
+        raise ModeratorError(f'no transition for role "{last_role}" with status "{status}"')
+    view = last_output if isinstance(last_output, dict) else {}
+    return Decision(target["role"], render(str(target.get("prompt", "")), view), status)
+
+
+# -- Mustache with JavaScript value rendering -------------------------------------------
+
+
+def _js_number(value: float) -> str:
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mant, exp = text.split("e")
+        sign = "-" if exp.startswith("-") else "+"
+        return f"{mant}e{sign}{int(exp.lstrip('+-'))}"
+    return text
+
+
+def _js_str(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and math.isfinite(value):
+        return _js_number(value)
+    if isinstance(value, list):
+        return ",".join(_js_str(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+class _Bool:
+    _CHEVRON_return_scope_when_falsy = True
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __bool__(self) -> bool:
+        return self.value
+
+    def __str__(self) -> str:
+        return "true" if self.value else "false"
+
+
+class _Float(float):
+    def __str__(self) -> str:
+        return _js_number(self)
+
+
+class _List(list[Any]):
+    def __str__(self) -> str:
+        return _js_str(list(self))
+
+
+class _Dict(dict[str, Any]):
+    def __str__(self) -> str:
+        return "[object Object]"
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, bool):
+        return _Bool(value)
+    if isinstance(value, float):
+        return _Float(value)
+    if isinstance(value, list):
+        return _List(_view(v) for v in value)
+    if isinstance(value, dict):
+        return _Dict({k: _view(v) for k, v in value.items()})
+    return value
+
+
+def _tokens(template: str) -> list[tuple[str, str]]:
+    from chevron.tokenizer import tokenize
+
+    return [
+        ("no escape", key) if tag == "variable" else (tag, key) for tag, key in tokenize(template)
+    ]
+
+
+def check_template(template: str) -> str | None:
+    """None if ``template`` parses as Mustache, else the parser's message."""
+    try:
+        _tokens(template)
+    except Exception as exc:  # chevron raises ChevronError and a few builtins
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
+
+
+def render(template: str, view: dict[str, Any]) -> str:
+    """Render a Mustache template, HTML escaping off, values rendered the JavaScript way."""
+    import chevron
+
+    try:
+        tokens = _tokens(template)
+        return str(chevron.render(tokens, _view(view)))
+    except Exception as exc:
+        raise ModeratorError(f"prompt template error: {' '.join(str(exc).split())}") from None
