@@ -67,7 +67,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"format": fmt.value}
+    ctx.obj = {"format": fmt.value if fmt is not None else None}
 
 
 # The exception base of the click library that Typer vendors, reached through Typer's public

@@ -1,7 +1,29 @@
-"""`uwf step …` commands."""
+"""`uwf step …`: the v0.5.0 names of the step commands, plus `step read`."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="step commands.", no_args_is_help=True, rich_markup_mode=None)
+from uwf.cli import thread as thread_cli
+from uwf.cli.options import emit_markdown, root
+
+app = typer.Typer(
+    help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
+)
+
+app.command("list", help="Alias of `thread steps`.")(thread_cli._steps)
+app.command("show", help="Alias of `thread step-details`.")(thread_cli._step_details)
+app.command("fork", help="Alias of `thread fork`.")(thread_cli._fork)
+
+
+@app.command()
+def read(
+    step_hash: thread_cli.StepHashArg,
+    quota: Annotated[str, typer.Option("--quota", help="Character budget.")] = "4000",
+) -> None:
+    """Render one step's turns as markdown, newest turns first to fit the quota."""
+    from uwf.engine.read import parse_quota, read_step
+
+    emit_markdown(read_step(root(), step_hash, parse_quota(quota)))

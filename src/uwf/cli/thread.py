@@ -1,7 +1,253 @@
-"""`uwf thread …` commands."""
+"""`uwf thread …`: start, step, show, list, steps, read, fork, step-details, kill."""
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="thread commands.", no_args_is_help=True, rich_markup_mode=None)
+from uwf.cli.options import Format, FormatOpt, emit, emit_markdown, root
+from uwf.util.errors import InvalidInput
+
+app = typer.Typer(
+    help="Start, step, inspect, fork and kill threads.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+ThreadArg = Annotated[
+    str, typer.Argument(help="Thread id (a 26-character ULID).", show_default=False)
+]
+StepHashArg = Annotated[
+    str, typer.Argument(help="Hash of a StepNode (13 characters).", show_default=False)
+]
+
+
+def positive_int(value: str, option: str) -> int:
+    """Parse a positive integer option the way the error catalogue words it."""
+    text = value.strip()
+    if not text.lstrip("+").isdigit() or int(text) < 1:
+        raise InvalidInput(f"{option} must be a positive integer, got: {value}")
+    return int(text)
+
+
+@app.command()
+def start(
+    workflow: Annotated[
+        str,
+        typer.Argument(
+            help="Workflow: a hash, a file path, a project-local name (.workflow/ or .workflows/ "
+            "up the tree) or a registered name.",
+            show_default=False,
+        ),
+    ],
+    prompt: Annotated[
+        str, typer.Option("--prompt", "-p", help="The task. '-' reads stdin.", show_default=False)
+    ],
+    max_rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rounds",
+            help="Archive the thread (status max_rounds) after this many steps.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Create a thread for a workflow and a task. Runs nothing."""
+    from uwf.engine import threads
+
+    text = sys.stdin.read() if prompt == "-" else prompt
+    emit(threads.start(root(), workflow, text, max_rounds), fmt)
+
+
+def _step(
+    thread: ThreadArg,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Agent command line, split like a shell would (overrides config).",
+            show_default=False,
+        ),
+    ] = None,
+    count: Annotated[
+        str,
+        typer.Option("--count", "-c", help="Run up to N steps, stopping when the thread is done."),
+    ] = "1",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the next role, its prompt and the agent command; run nothing."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds before the agent's process group is killed "
+            "(default: config agentTimeout, else none).",
+            show_default=False,
+        ),
+    ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="Wait for a step already running on this thread instead of failing."
+        ),
+    ] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Run one moderator -> agent -> extract cycle (or up to -c N of them)."""
+    from uwf.engine.step import step_many
+
+    n = positive_int(count, "--count")
+
+    def progress(line: str) -> None:
+        typer.echo(line, err=True)
+
+    results = step_many(
+        root(),
+        thread,
+        n,
+        progress=progress,
+        agent=agent,
+        dry_run=dry_run,
+        timeout=timeout,
+        wait=wait,
+    )
+    emit(results[0] if len(results) == 1 else results, fmt)
+
+
+app.command("step")(_step)
+app.command("exec", hidden=True, help="Alias of `thread step` (v0.5.0 name).")(_step)
+
+
+@app.command()
+def show(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """Show a thread's head, status and number of steps."""
+    from uwf.engine import threads
+
+    emit(threads.show(root(), thread), fmt)
+
+
+@app.command("list")
+def list_(
+    all_: Annotated[bool, typer.Option("--all", help="Include archived threads.")] = False,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="idle, running, completed, killed, max_rounds (comma-separated), or active.",
+            show_default=False,
+        ),
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after",
+            help="Created after: ISO date/time or relative (7d, 24h, 30m).",
+            show_default=False,
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before", help="Created before: ISO date/time or relative.", show_default=False
+        ),
+    ] = None,
+    skip: Annotated[str, typer.Option("--skip", help="Skip the N newest.")] = "0",
+    take: Annotated[
+        str | None, typer.Option("--take", help="Return at most N.", show_default=False)
+    ] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """List threads, newest first (active only unless --all or --status)."""
+    from uwf.engine import threads
+
+    skip_n = int(skip) if skip.strip().isdigit() else -1
+    if skip_n < 0:
+        raise InvalidInput("--skip must be a non-negative integer")
+    take_n = None
+    if take is not None:
+        take_n = int(take) if take.strip().isdigit() else 0
+    emit(
+        threads.list_threads(
+            root(), all_=all_, status=status, after=after, before=before, skip=skip_n, take=take_n
+        ),
+        fmt,
+    )
+
+
+def _steps(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """List the start node and every step of a thread, oldest first."""
+    from uwf.engine import threads
+
+    emit(threads.steps(root(), thread), fmt)
+
+
+app.command("steps")(_steps)
+
+
+@app.command()
+def read(
+    thread: ThreadArg,
+    quota: Annotated[str, typer.Option("--quota", help="Character budget.")] = "4000",
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Show only steps before this step hash.", show_default=False),
+    ] = None,
+    start_: Annotated[
+        bool, typer.Option("--start", help="Include the task section even with --before.")
+    ] = False,
+) -> None:
+    """Render a thread as markdown, newest steps first to fit the quota."""
+    from uwf.engine.read import parse_quota, read_thread
+
+    emit_markdown(read_thread(root(), thread, parse_quota(quota), before, start_))
+
+
+def _fork(
+    step_hash: Annotated[
+        str, typer.Argument(help="A StartNode or StepNode hash to fork from.", show_default=False)
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Start a new thread whose head is an existing node (nothing is copied)."""
+    from uwf.engine import threads
+
+    emit(threads.fork(root(), step_hash), fmt)
+
+
+app.command("fork")(_fork)
+
+
+def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
+    """Show a step's detail node with its references expanded (YAML unless --format json)."""
+    from uwf.engine.read import step_details
+
+    emit(step_details(root(), step_hash), fmt if fmt is not None else _default_yaml())
+
+
+def _default_yaml() -> Format | None:
+    ctx = typer.main.get_current_context(silent=True)
+    while ctx is not None:
+        if isinstance(ctx.obj, dict) and ctx.obj.get("format") is not None:
+            return None  # the global --format was given explicitly
+        ctx = ctx.parent
+    return Format.yaml
+
+
+app.command("step-details")(_step_details)
+
+
+def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """Archive an active thread with status killed."""
+    from uwf.engine import threads
+
+    emit(threads.kill(root(), thread), fmt)
+
+
+app.command("kill")(_kill)
+app.command("cancel", hidden=True, help="Alias of `thread kill` (v0.5.0 name).")(_kill)

@@ -34,6 +34,11 @@ class Step:
     def start(self) -> str:
         return str(self.payload["start"])
 
+    @property
+    def depth(self) -> int | None:
+        value = self.payload.get("depth")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 @dataclass(frozen=True)
 class Start:
@@ -118,3 +123,15 @@ def output_of(store: Store, step: Step) -> Any:
     """The payload of a step's structured output ({} when missing)."""
     node = store.get(str(step.payload.get("output")))
     return node.payload if node is not None else {}
+
+
+def depth_of(store: Store, head: Start | Step) -> int:
+    """The number of steps in the chain ending at ``head`` (O(1) when steps carry ``depth``)."""
+    if isinstance(head, Start):
+        return 0
+    count = 0
+    for step in iter_steps(store, head):
+        if step.depth is not None:
+            return count + step.depth
+        count += 1
+    return count

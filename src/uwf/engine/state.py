@@ -20,7 +20,7 @@ from typing import Any
 
 from uwf.util import fsio, jsonfmt, yamlio
 from uwf.util.base32 import is_hash
-from uwf.util.errors import InvalidInput
+from uwf.util.errors import Conflict, InvalidInput
 from uwf.util.ulid import is_thread_id
 
 _LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): ("(?:[^"\\]|\\.)*")$')
@@ -131,16 +131,35 @@ class State:
                 found = entry
         return found
 
-    def archive(self, thread: str, workflow: str, head: str, status: str, at_ms: int) -> None:
-        """Move a thread from threads.yaml to history.jsonl (history first: never lost)."""
-        assert status in HISTORY_STATUSES
+    def append_history(
+        self, thread: str, workflow: str, head: str, status: str, at_ms: int
+    ) -> None:
+        """Append one history line. The caller holds the threads.yaml lock."""
+        if status not in HISTORY_STATUSES:
+            raise ValueError(f"unknown history status: {status}")
+        line = {
+            "thread": thread,
+            "workflow": workflow,
+            "head": head,
+            "completedAt": at_ms,
+            "status": status,
+        }
+        fsio.append_line(self.history_path, jsonfmt.dumps(line))
+
+    def archive(
+        self, thread: str, workflow: str, status: str, at_ms: int, expected_head: str | None = None
+    ) -> str:
+        """Move an active thread to history.jsonl; return the head it had.
+
+        The history line is written (and fsynced) before the threads.yaml entry goes, so a
+        crash in between can leave a thread in both files but never in neither.
+        """
         with self.threads.edit() as threads:
-            line = {
-                "thread": thread,
-                "workflow": workflow,
-                "head": head,
-                "completedAt": at_ms,
-                "status": status,
-            }
-            fsio.append_line(self.history_path, jsonfmt.dumps(line))
-            threads.pop(thread, None)
+            head = threads.get(thread)
+            if head is None:
+                raise InvalidInput(f"thread not active: {thread}")
+            if expected_head is not None and head != expected_head:
+                raise Conflict(f"thread {thread} moved to {head} while archiving")
+            self.append_history(thread, workflow, head, status, at_ms)
+            del threads[thread]
+        return head

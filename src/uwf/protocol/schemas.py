@@ -78,6 +78,9 @@ STEP_NODE: dict[str, Any] = {
         "detail": CAS_REF,
         "agent": {"type": "string"},
         "edgePrompt": {"type": "string"},
+        # uwf extension (docs/architecture.md): the 1-based position of this step in its
+        # chain, so that counting steps, numbering them and maxRounds cost O(1), not O(n).
+        "depth": {"type": "integer", "minimum": 1},
     },
 }
 

@@ -1,0 +1,179 @@
+"""The agent flow every ``uwf-*`` agent shares (PORT §7, REFERENCE §5.2).
+
+An agent supplies ``run`` (and optionally ``resume`` for correction prompts); the kit does
+the rest: arguments, context from the chain, the format instruction, the two-layer extract
+(frontmatter fast path, up to two corrections, then the LLM fallback), the StepNode write,
+and printing its hash. Every failure is one ``error: …`` line on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from uwf.agent_kit.context import AgentContext, build_context
+from uwf.util.errors import UwfError
+from uwf.util.root import storage_root
+
+MAX_CORRECTIONS = 2
+
+TURN_SCHEMA: dict[str, Any] = {
+    "title": "AgentTurn",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["index", "role", "content"],
+    "properties": {
+        "index": {"type": "integer", "minimum": 0},
+        "role": {"type": "string"},
+        "content": {"type": "string"},
+        "toolCalls": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "args"],
+                        "properties": {"name": {"type": "string"}, "args": {"type": "string"}},
+                    },
+                },
+            ]
+        },
+        "reasoning": {"anyOf": [{"type": "null"}, {"type": "string"}]},
+    },
+}
+
+
+@dataclass
+class RunResult:
+    """What one run (or resume) of an agent produced."""
+
+    output: str
+    detail: str  # hash of the detail node (kept from the first run)
+    session: str | None = None
+
+
+class Agent(Protocol):
+    label: str  # what the StepNode's ``agent`` field says, e.g. "uwf-mock"
+
+    def run(self, ctx: AgentContext) -> RunResult: ...
+
+    def resume(self, ctx: AgentContext, session: str | None, message: str) -> RunResult | None:
+        """Send a correction prompt; None when the agent cannot continue a session."""
+        ...
+
+
+def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
+    """``<thread-id> <role>`` (edge prompt in UWF_EDGE_PROMPT) or the v0.5.0 named form."""
+    args = list(argv)
+    if "--thread" in args or "--role" in args:
+        named: dict[str, str] = {}
+        for flag in ("--thread", "--role", "--prompt"):
+            if flag in args:
+                i = args.index(flag)
+                if i + 1 < len(args):
+                    named[flag] = args[i + 1]
+        if not named.get("--thread") or not named.get("--role"):
+            raise UwfError(
+                "usage: <agent> <thread-id> <role>  |  "
+                "<agent> --thread <id> --role <role> --prompt <text>"
+            )
+        return named["--thread"], named["--role"], named.get("--prompt", "")
+    if len(args) != 2:
+        raise UwfError("usage: <agent> <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)")
+    return args[0], args[1], os.environ.get("UWF_EDGE_PROMPT", "")
+
+
+def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
+    """Store each turn as an AgentTurn node; return their hashes in order."""
+    turn_type = ctx.store.put_schema(TURN_SCHEMA)
+    return [ctx.store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
+
+
+def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """A detail-node schema: the agent's own fields plus ``turns`` (refs to AgentTurn nodes)."""
+    return {
+        "title": title,
+        "type": "object",
+        "additionalProperties": False,
+        "required": [*properties, "turns"],
+        "properties": {
+            **properties,
+            "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
+        },
+    }
+
+
+def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> str:
+    from uwf.agent_kit import extract, frontmatter, prompts
+
+    result = first
+    for attempt in range(MAX_CORRECTIONS + 1):
+        found = frontmatter.fast_path(result.output, ctx.schema_hash, ctx.store)
+        if found is not None:
+            return found[0]
+        if attempt == MAX_CORRECTIONS:
+            break
+        again = agent.resume(ctx, result.session, prompts.CORRECTION_MESSAGE)
+        if again is None:
+            break
+        result = again
+    output_hash = extract.extract(ctx.root, result.output, ctx.schema_hash, ctx.store)
+    if output_hash is not None:
+        return output_hash
+    raw = " ".join(result.output[:500].split())
+    raise UwfError(
+        "agent output does not contain valid YAML frontmatter matching the role schema, and "
+        "no extract model is configured (set models.extract or defaultModel in config.yaml). "
+        f"Raw output (first 500 chars): {raw}"
+    )
+
+
+def execute(agent: Agent, argv: Sequence[str]) -> str:
+    """Run the whole agent flow and return the new StepNode's hash."""
+    from uwf.agent_kit import prompts
+    from uwf.config.config import apply_dotenv
+    from uwf.protocol import schemas
+
+    thread, role, edge_prompt = parse_args(argv)
+    root = storage_root()
+    apply_dotenv(root)
+    ctx = build_context(root, thread, role, edge_prompt)
+    if ctx.schema is not None:
+        ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
+    first = agent.run(ctx)
+    output_hash = _extract(agent, ctx, first)
+    step: dict[str, Any] = {
+        "start": ctx.start.hash,
+        "prev": ctx.prev,
+        "role": role,
+        "output": output_hash,
+        "detail": first.detail,
+        "agent": agent.label,
+        "edgePrompt": edge_prompt,
+        "depth": ctx.depth + 1,
+    }
+    h = schemas.ensure(ctx.store)
+    return str(ctx.store.put(h.step, step))
+
+
+def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
+    """Console-script entry: print the StepNode hash, or one error line and exit 1."""
+    try:
+        h = execute(agent, sys.argv[1:] if argv is None else argv)
+    except UwfError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("UWF_DEBUG") == "1":
+            raise
+        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {exc}\n")
+        sys.exit(70)
+    sys.stdout.write(h + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,39 @@
+"""The ``--after``/``--before`` time filter (REFERENCE §4.11).
+
+``7d``, ``24h``, ``30m`` count back from now; ``YYYY-MM-DD`` is UTC midnight; an ISO date-time
+without an offset is local time; with ``Z`` or an offset it is taken as given.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+
+from uwf.util.errors import InvalidInput
+
+_RELATIVE = re.compile(r"^(\d+)(d|h|m)$")
+_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def parse_time_ms(text: str, now_ms: int | None = None) -> int:
+    value = text.strip()
+    if now_ms is None:
+        now_ms = time.time_ns() // 1_000_000
+    m = _RELATIVE.match(value)
+    if m:
+        return now_ms - int(m.group(1)) * _UNIT_MS[m.group(2)]
+    try:
+        if _DATE.match(value):
+            day = _dt.date.fromisoformat(value)
+            moment = _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.UTC)
+        else:
+            moment = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.astimezone()  # naive means local time
+        return int(moment.timestamp() * 1000)
+    except ValueError:
+        raise InvalidInput(
+            f"invalid time format: {text} (expected ISO date or relative like '7d')"
+        ) from None
