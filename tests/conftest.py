@@ -112,3 +112,66 @@ def take_snapshot(path: Path) -> dict[str, bytes]:
 @pytest.fixture
 def snapshot() -> Any:
     return take_snapshot
+
+
+# -- threads: the solve-issue example, uwf-mock scenarios and scripted agents ----------------
+
+PLAN = "---\nstatus: _\nplan: do it\nsteps:\n  - one\n  - two\n---\nThe plan."
+DEV = "---\nstatus: _\nfilesChanged: [a.py]\nsummary: did it\n---\nImplemented."
+REJECT = "---\nstatus: rejected\ncomments: add tests\n---\nNeeds tests."
+APPROVE = "---\nstatus: approved\ncomments: looks good\n---\nLGTM."
+ONE_REJECTION = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
+
+
+@pytest.fixture(autouse=True)
+def _venv_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents (uwf-mock, uwf-cmd) are spawned by name: put this venv's scripts on PATH."""
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Any:
+    """Write a uwf-mock scenario (role -> entries) and return its ``--agent`` command line."""
+    import yaml
+
+    counter = iter(range(1000))
+
+    def make(roles: dict[str, Any] | None = None) -> str:
+        path = tmp_path / f"scenario-{next(counter)}.yaml"
+        path.write_text(yaml.safe_dump({"roles": roles or ONE_REJECTION}))
+        return f"uwf-mock --scenario {path}"
+
+    return make
+
+
+@pytest.fixture
+def agent_script(tmp_path: Path) -> Any:
+    """Write a Python agent script and return its ``--agent`` command line."""
+    counter = iter(range(1000))
+
+    def make(body: str) -> str:
+        path = tmp_path / f"agent-{next(counter)}.py"
+        path.write_text("import os, sys, time\n" + body)
+        return f"{sys.executable} {path}"
+
+    return make
+
+
+@pytest.fixture
+def solve_issue(cli: Any) -> str:
+    """Register examples/solve-issue.yaml; return its workflow hash."""
+    result = cli("workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    assert result.code == 0, result.err
+    return str(result.json()["hash"])
+
+
+@pytest.fixture
+def new_thread(cli: Any, solve_issue: str) -> Any:
+    """Start a solve-issue thread; return its id."""
+
+    def make(prompt: str = "Fix the login bug") -> str:
+        result = cli("thread", "start", "solve-issue", "-p", prompt)
+        assert result.code == 0, result.err
+        return str(result.json()["thread"])
+
+    return make

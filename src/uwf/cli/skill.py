@@ -1,7 +1,21 @@
-"""`uwf skill …` commands."""
+"""`uwf skill …`: texts for agents and the people who drive them."""
 
 from __future__ import annotations
 
 import typer
 
-app = typer.Typer(help="skill commands.", no_args_is_help=True, rich_markup_mode=None)
+from uwf.cli.options import emit_markdown
+
+app = typer.Typer(
+    help="Texts for agents: the CLI reference embedded in every role prompt.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@app.command("cli")
+def cli() -> None:
+    """Print the uwf CLI reference (markdown, generated from the commands themselves)."""
+    from uwf.cli.reference import live_reference  # imports uwf.cli.main, which imports us
+
+    emit_markdown(live_reference())

@@ -38,17 +38,17 @@ def _pump_stdout(stream: IO[bytes], sink: bytearray) -> None:
     stream.close()
 
 
-def _pump_stderr(stream: IO[bytes], tail: deque[str], passthrough: bool) -> None:
+def _pump_stderr(stream: IO[bytes], tail: deque[str], prefix: str | None) -> None:
     out = sys.stderr
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         tail.append(line)
-        if passthrough:
+        if prefix is not None:
             try:
-                out.write(line)
+                out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
                 out.flush()
             except (OSError, ValueError):
-                passthrough = False
+                prefix = None
     stream.close()
 
 
@@ -68,7 +68,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 def run_agent(
     argv: list[str], env: dict[str, str], timeout: float | None, passthrough: bool = True
 ) -> AgentRun:
-    """Run ``argv`` to completion (or timeout) and return what uwf needs of it."""
+    """Run ``argv`` to completion (or timeout) and return what uwf needs of it.
+
+    Passed-through stderr lines are prefixed with the agent's name (``uwf-mock: …``) so they
+    are never mistaken for uwf's own ``error:`` line.
+    """
+    prefix = f"{os.path.basename(argv[0])}: " if passthrough else None
     try:
         proc = subprocess.Popen(
             argv,
@@ -91,7 +96,7 @@ def run_agent(
     tail: deque[str] = deque(maxlen=200)
     readers = [
         threading.Thread(target=_pump_stdout, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, passthrough), daemon=True),
+        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, prefix), daemon=True),
     ]
     for reader in readers:
         reader.start()

@@ -90,15 +90,14 @@ def _step_locked(
     try:
         decision = _decide(store, workflow, head)
     except ModeratorError as exc:
-        log.write("B8T5N1V6", f"moderator failed: {exc}")
+        log.write("P4W7H2M9", f"moderator failed: {exc}")
         raise UwfError(f"moderator evaluate failed: {exc}") from None
     log.write("M3K8V9T1", f"moderator role={decision.role} prompt={decision.prompt}")
 
     if decision.done:  # e.g. a fork of a step that already routes to $END
         if dry_run:
             return {**result, "head": old_head, "role": decision.role, "done": True, "dryRun": True}
-        state.archive(thread, start.workflow, "completed", now_ms(), expected_head=old_head)
-        log.write("F4D8Q2K5", f"thread archived status=completed head={old_head}")
+        _archive(state, log, thread, start.workflow, "completed", old_head)
         return {**result, "head": old_head, "role": None, "done": True}
 
     config = load_config(root)
@@ -114,8 +113,7 @@ def _step_locked(
                 "dryRun": True,
                 "status": "max_rounds",
             }
-        state.archive(thread, start.workflow, "max_rounds", now_ms(), expected_head=old_head)
-        log.write("Y7D2K9F4", f"max rounds reached limit={limit} head={old_head}")
+        _archive(state, log, thread, start.workflow, "max_rounds", old_head)
         return {**result, "head": old_head, "role": None, "done": True, "status": "max_rounds"}
 
     argv = [
@@ -180,15 +178,21 @@ def _step_locked(
 
     new_depth = depth + 1
     if after.done:
-        state.archive(thread, start.workflow, "completed", now_ms(), expected_head=new_head.hash)
-        log.write("F4D8Q2K5", f"thread archived status=completed head={new_head.hash}")
+        _archive(state, log, thread, start.workflow, "completed", new_head.hash)
         out["done"] = True
     elif limit is not None and new_depth >= limit:
-        state.archive(thread, start.workflow, "max_rounds", now_ms(), expected_head=new_head.hash)
-        log.write("Y7D2K9F4", f"max rounds reached limit={limit} head={new_head.hash}")
+        _archive(state, log, thread, start.workflow, "max_rounds", new_head.hash)
         out["done"] = True
         out["status"] = "max_rounds"
     return out
+
+
+def _archive(
+    state: State, log: ProcessLog, thread: str, workflow: str, status: str, head: str
+) -> None:
+    """Archive the thread at ``head`` (compare-and-swap) and log it once."""
+    state.archive(thread, workflow, status, now_ms(), expected_head=head)
+    log.write("F4D8Q2K5", f"thread archived status={status} head={head}")
 
 
 def _check_step_node(
@@ -205,7 +209,7 @@ def _check_step_node(
     if step.start != start.hash:
         problems.append(f"start is {step.start}, expected {start.hash}")
     if step.prev != expected_prev:
-        problems.append(f"prev is {step.prev}, expected {expected_prev}")
+        problems.append(f"prev is {step.prev or 'null'}, expected {expected_prev or 'null'}")
     if step.role != role:
         problems.append(f'role is "{step.role}", expected "{role}"')
     if step.depth is not None and step.depth != depth + 1:

@@ -101,11 +101,18 @@ def create_once(path: Path, data: bytes, mode: int = 0o444) -> bool:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line (newline added) in a single ``write`` with O_APPEND, then fsync."""
+    """Append one line (newline added) in a single ``write`` with O_APPEND, then fsync.
+
+    If the file ends in a torn line (a crash mid-append), the new line starts on a line of
+    its own, so the torn fragment cannot swallow it; readers skip the fragment.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)
     finally:

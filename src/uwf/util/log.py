@@ -33,7 +33,7 @@ TAGS: dict[str, str] = {
     "H5R9C2X7": "workflow registered",
     "T3G8B5N2": "workflow rolled back",
     "N6J4S8P3": "agent timeout",
-    "Y7D2K9F4": "max rounds reached",
+    "P4W7H2M9": "moderator failed",
 }
 
 

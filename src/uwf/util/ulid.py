@@ -18,7 +18,8 @@ def new_thread_id(now_ms: int | None = None) -> str:
 
     if now_ms is None:
         return str(ULID())
-    return str(ULID.from_timestamp(now_ms / 1000))
+    # An int is taken as milliseconds; a float of seconds would lose the last ms to rounding.
+    return str(ULID.from_timestamp(int(now_ms)))
 
 
 def is_thread_id(text: object) -> bool:

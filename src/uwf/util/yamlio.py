@@ -35,6 +35,8 @@ def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES)
         raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
     except RecursionError:
         raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. `a: 2024-13-45`, `!!int 0x`
+        raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
     check_limits(value)
     return value
 

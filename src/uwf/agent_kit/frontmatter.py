@@ -1,0 +1,277 @@
+"""The frontmatter fast path: structured output read straight from the agent's answer.
+
+An agent answers with a ``---``-delimited YAML block followed by its markdown work
+(REFERENCE §5.7). When that block already satisfies the role's output schema, the output is
+stored with no LLM call at all. Everything here is total: any text an agent can print gives
+either a result or ``None`` (never an exception), because a malformed answer is an expected
+event that the caller answers with a correction prompt.
+
+Differences from the original, on purpose (PORT §7 and §3):
+
+- the candidate is built from the role schema's own fields, and the standard checks
+  (``confidence`` in [0, 1], ``next`` a single word, non-blank ``artifacts``, ``scope``) apply
+  to the standard fields the candidate takes — a reviewer whose schema is ``{approved}`` is not
+  failed for a stray ``confidence: 85`` line it was not asked for;
+- the YAML is parsed once, with the safe loader; a value JSON cannot hold (``.nan``, binary,
+  sets) makes the block unusable instead of being stored half-converted;
+- an invalid candidate is never stored (``Store.put`` validates before writing).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import TYPE_CHECKING, Any
+
+from uwf.agent_kit.prompts import schema_fields
+from uwf.util.errors import InvalidInput, SchemaViolation
+from uwf.util.jsonfmt import dumps
+
+if TYPE_CHECKING:
+    from uwf.cas.store import Store
+
+STATUSES = ("done", "needs_input", "in_progress", "failed")
+SCOPES = ("role", "thread")
+STANDARD_FIELDS = ("status", "next", "confidence", "artifacts", "scope")
+
+
+# -- split --------------------------------------------------------------------------------------
+
+
+def split(raw: str) -> tuple[str | None, str]:
+    """The frontmatter block (without its fences) and the body; ``(None, raw)`` if there is none.
+
+    The text must open with ``---`` at position 0 followed by a line break (or the end); the
+    block ends at the first line that starts with ``---``. The body is what follows that
+    closing fence, leading line breaks removed. ``---\\n---`` is a valid, empty block.
+    """
+    if not raw.startswith("---"):
+        return None, raw
+    rest = raw[3:]
+    if rest.startswith("\r\n"):
+        start = 5
+    elif rest.startswith("\n"):
+        start = 4
+    else:
+        return None, raw
+    close = raw.find("\n---", 3)
+    if close < 0:
+        return None, raw
+    block = raw[start:close] if close >= start else ""
+    return block, raw[close + 4 :].lstrip("\r\n")
+
+
+# -- the full safe parse ------------------------------------------------------------------------
+
+
+class _NotJson(Exception):
+    """A YAML value that has no JSON form."""
+
+
+def _key(key: Any) -> str:
+    """A YAML mapping key as the JSON object key JavaScript would make of it."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return dumps(_to_json(key))
+    if isinstance(key, (_dt.date, _dt.datetime)):
+        return key.isoformat()
+    raise _NotJson
+
+
+def _to_json(value: Any) -> Any:
+    """The JSON form of a safely loaded YAML value; dates become their ISO text."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise _NotJson
+        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_to_json(item) for item in value]
+    if isinstance(value, dict):
+        return {_key(k): _to_json(v) for k, v in value.items()}
+    raise _NotJson
+
+
+def _mapping(block: str) -> dict[str, Any] | None:
+    """The block as a JSON object; ``{}`` when empty, ``None`` when it is not a usable mapping.
+
+    Any failure of the loader counts as "not usable": PyYAML raises more than YAMLError on
+    hostile input (an impossible date, ``!!float abc``), and this function must not raise.
+    """
+    from uwf.util import yamlio
+
+    try:
+        data = yamlio.load(block, source="frontmatter")
+    except Exception:
+        return None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        return None
+    try:
+        out = _to_json(data)
+    except (_NotJson, RecursionError):
+        return None
+    return out if isinstance(out, dict) else None
+
+
+# -- the standard record ------------------------------------------------------------------------
+
+
+def _status(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip().lower() in STATUSES:
+        return value.strip().lower()
+    return None
+
+
+def _next(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) else None
+
+
+def _confidence(value: Any) -> int | float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _scalar_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return dumps(value)
+    return None
+
+
+def _artifacts(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    texts = (_scalar_text(item) for item in items)
+    return [text for text in texts if text]
+
+
+def _scope(value: Any) -> str:
+    if isinstance(value, str) and value.strip() in SCOPES:
+        return value.strip()
+    return "role"
+
+
+def _standard(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "status": _status(data.get("status")),
+        "next": _next(data.get("next")),
+        "confidence": _confidence(data.get("confidence")),
+        "artifacts": _artifacts(data.get("artifacts")),
+        "scope": _scope(data.get("scope")),
+    }
+
+
+def parse_standard(block: str) -> dict[str, Any]:
+    """The five standard fields of a frontmatter block, coerced; defaults for anything unusable.
+
+    ``status`` is one of done/needs_input/in_progress/failed (case-insensitive) or None;
+    ``next`` a trimmed string or None; ``confidence`` a number or None; ``artifacts`` a list of
+    non-empty strings (a scalar becomes a one-element list); ``scope`` role or thread (default
+    role). Unknown keys are ignored. A block that is not a YAML mapping gives the defaults.
+    """
+    return _standard(_mapping(block) or {})
+
+
+def parse(raw: str) -> tuple[dict[str, Any] | None, str]:
+    """The standard record and the body of an agent answer; ``(None, raw)`` without frontmatter."""
+    block, body = split(raw)
+    if block is None:
+        return None, body
+    return parse_standard(block), body
+
+
+def validate_standard(record: dict[str, Any]) -> list[str]:
+    """Every problem of a standard record, one line each (empty when it is valid)."""
+    errors: list[str] = []
+    status = record.get("status")
+    if status is not None and status not in STATUSES:
+        errors.append(f"status must be one of {', '.join(STATUSES)}")
+    confidence = record.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 <= confidence <= 1
+    ):
+        errors.append("confidence must be a number between 0 and 1")
+    nxt = record.get("next")
+    if nxt is not None and (not isinstance(nxt, str) or not nxt.strip() or _has_space(nxt)):
+        errors.append("next must be a role name without whitespace")
+    artifacts = record.get("artifacts", [])
+    if not isinstance(artifacts, list):
+        errors.append("artifacts must be a list")
+    else:
+        for i, item in enumerate(artifacts):
+            if not isinstance(item, str) or not item.strip():
+                errors.append(f"artifacts[{i}] must not be blank")
+    if record.get("scope", "role") not in SCOPES:
+        errors.append("scope must be role or thread")
+    return errors
+
+
+def _has_space(text: str) -> bool:
+    return any(c.isspace() for c in text)
+
+
+# -- candidate and fast path --------------------------------------------------------------------
+
+
+def candidate(block: str, schema: Any) -> dict[str, Any] | None:
+    """The output object the block offers for a role schema; None if the block is unusable.
+
+    One key per schema field: a standard name gets its coerced value (``status: Done`` ->
+    ``"done"``), falling back to the raw value when coercion gives nothing (a custom status
+    like ``approved`` passes through) and to null when absent; ``artifacts`` and ``scope`` are
+    always present. Other fields are copied from the block when present. A schema without
+    fields gets the five standard fields. The standard checks apply to the standard fields
+    taken; a failed check makes the whole block unusable.
+    """
+    try:
+        data = _mapping(block)
+        if data is None:
+            return None
+        std = _standard(data)
+        names = [f.name for f in schema_fields(schema)] or list(STANDARD_FIELDS)
+    except Exception:
+        return None
+    taken = {name: std[name] for name in names if name in std}
+    if validate_standard(taken):
+        return None
+    out: dict[str, Any] = {}
+    for name in names:
+        if name in ("artifacts", "scope"):
+            out[name] = std[name]
+        elif name in ("status", "next", "confidence"):
+            out[name] = std[name] if std[name] is not None else data.get(name)
+        elif name in data:
+            out[name] = data[name]
+    return out
+
+
+def fast_path(raw: str, schema_hash: str, store: Store) -> tuple[str, str] | None:
+    """Store the output the frontmatter offers, if it satisfies the role schema.
+
+    Returns ``(output hash, body)``, or None when the answer has no frontmatter, the schema
+    node is missing, or the candidate does not validate (nothing is stored then). A damaged
+    store or a bad ``schema_hash`` is not the agent's fault and still raises.
+    """
+    block, body = split(raw)
+    if block is None:
+        return None
+    node = store.get(schema_hash)
+    if node is None:
+        return None
+    offer = candidate(block, node.payload)
+    if offer is None:
+        return None
+    try:
+        output_hash = store.put(schema_hash, offer)
+    except (SchemaViolation, InvalidInput):
+        return None
+    return output_hash, body

@@ -1,0 +1,342 @@
+"""The texts every agent sends: role prompt, deliverable format, continuation, correction.
+
+These are pure string builders (REFERENCE §5.4-§5.6, §6.1). Their wording is part of the
+contract: agents are tuned to it and the parity tests quote it, so change a phrase only on
+purpose. Every JSON value inside a prompt is printed JavaScript-compact (``{"a":1}``), like the
+original, so a prompt is byte-identical whichever agent builds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.util.errors import UwfError
+from uwf.util.jsonfmt import canonical, dumps
+
+#: The context budget (characters) of the history shown on a first visit (REFERENCE §6.1).
+FIRST_VISIT_QUOTA = 32000
+
+#: Sent through the agent's ``continue`` when its output has no usable frontmatter (§5.2 step 7).
+CORRECTION_MESSAGE = (
+    "Your previous answer did not contain valid YAML frontmatter matching the role schema.\n"
+    "Your response must start with a YAML frontmatter block delimited by `---` lines.\n"
+    "Output only the corrected frontmatter, followed by your work."
+)
+
+_EXAMPLE_BODY = "... your markdown work here ..."
+_NO_FIELDS = "  (schema fields will be extracted automatically)"
+
+
+# -- role prompt (§5.5) -------------------------------------------------------------------------
+
+
+def cli_reference() -> str:
+    """The packaged uwf CLI reference (generated from the Typer app), without trailing newlines.
+
+    It is embedded in every role prompt so an agent knows how to inspect its own thread.
+    """
+    return _packaged_reference()
+
+
+def _packaged_reference() -> str:
+    from importlib.resources import files
+
+    text = files("uwf.agent_kit").joinpath("cli_reference.md").read_text(encoding="utf-8")
+    return text.rstrip("\n")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) -> str:
+    """The role's system prompt: Goal, Capabilities, Prepare (always), Procedure, Output.
+
+    Empty parts are left out; ``## Prepare`` is always present because it carries the CLI
+    reference the agent needs to read its thread. The role ``description`` is for humans only.
+    """
+    reference = _packaged_reference() if cli_reference is None else cli_reference
+    listed = role.get("capabilities")
+    caps = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
+    sections: list[tuple[str, str]] = []
+    if goal := _text(role.get("goal")):
+        sections.append(("Goal", goal))
+    if caps:
+        sections.append(("Capabilities", "\n".join(f"- {c}" for c in caps)))
+    prepare = reference
+    if caps:
+        prepare += (
+            "\n\nBefore starting work, load the skills matching these capability keywords: "
+            f"{', '.join(caps)}."
+        )
+    sections.append(("Prepare", prepare))
+    if procedure := _text(role.get("procedure")):
+        sections.append(("Procedure", procedure))
+    if output := _text(role.get("output")):
+        sections.append(("Output", output))
+    return "\n\n".join(f"## {title}\n\n{body}" for title, body in sections)
+
+
+# -- deliverable format (§5.6) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Field:
+    """One top-level field of a role's output schema."""
+
+    name: str
+    schema: Any
+    required: bool
+
+
+def _object_variants(schema: Any) -> list[dict[str, Any]]:
+    """The object schemas whose ``properties`` make up the output (unions flattened)."""
+    if not isinstance(schema, dict):
+        return []
+    if isinstance(schema.get("properties"), dict):
+        return [schema]
+    for key in ("anyOf", "oneOf"):
+        variants = schema.get(key)
+        if isinstance(variants, list):
+            return [obj for variant in variants for obj in _object_variants(variant)]
+    return []
+
+
+def schema_fields(schema: Any) -> list[Field]:
+    """The fields an agent is asked for, in schema order.
+
+    A plain object schema gives its ``properties``; an ``anyOf`` (checked first) or ``oneOf``
+    union gives the union of its object variants' properties: the first variant that names a
+    field decides its schema, and the field is required if any variant requires it.
+    """
+    fields: dict[str, Field] = {}
+    for obj in _object_variants(schema):
+        required_list = obj.get("required")
+        required = set(required_list) if isinstance(required_list, list) else set()
+        for name, prop in obj["properties"].items():
+            is_required = name in required
+            known = fields.get(name)
+            if known is None:
+                fields[name] = Field(name, prop, is_required)
+            elif is_required and not known.required:
+                fields[name] = Field(name, known.schema, True)
+    return list(fields.values())
+
+
+def _resolve(prop: Any) -> dict[str, Any]:
+    """The schema that decides a field's example: an enum as is, else the one non-null variant."""
+    if not isinstance(prop, dict):
+        return {}
+    enum = prop.get("enum")
+    if isinstance(enum, list) and enum:
+        return prop
+    for key in ("anyOf", "oneOf"):
+        variants = prop.get(key)
+        if isinstance(variants, list):
+            non_null = [
+                v for v in variants if not (isinstance(v, dict) and v.get("type") == "null")
+            ]
+            if len(non_null) == 1:
+                return non_null[0] if isinstance(non_null[0], dict) else {}
+            break
+    return prop
+
+
+def _type_of(schema: dict[str, Any]) -> Any:
+    """The schema's ``type``; a ``[T, "null"]`` list counts as T (nullable is implied)."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        non_null = [k for k in kind if k != "null"]
+        return non_null[0] if len(non_null) == 1 else None
+    return kind
+
+
+def _js_string(value: Any) -> str:
+    """A value as JavaScript's ``String(value)`` prints it (objects as compact JSON)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return dumps(canonical(value))
+    except (UwfError, ValueError, TypeError):
+        return str(value)
+
+
+def _example_line(field: Field) -> str:
+    resolved = _resolve(field.schema)
+    parts = ["required"] if field.required else []
+    enum = resolved.get("enum")
+    kind = _type_of(resolved)
+    if isinstance(enum, list) and enum:
+        parts += [_js_string(v) for v in enum]
+        value = f" {_js_string(enum[0])}"
+    elif kind == "boolean":
+        parts += ["true", "false"]
+        value = " true"
+    elif kind == "string":
+        value = " <string>"
+    elif kind in ("number", "integer"):
+        value = " <number>"
+    elif kind == "array":
+        value = "\n  - <item>"
+    elif kind == "object":
+        value = " <object>"
+    else:
+        value = " <value>"
+    parts = [p for p in parts if p]
+    comment = f"  # {' | '.join(parts)}" if parts else ""
+    return f"{field.name}:{value}{comment}"
+
+
+def build_output_format_instruction(schema: Any) -> str:
+    """The ``## Deliverable Format`` block agents put first in their prompt.
+
+    It shows a frontmatter example built from the role's output schema and lists its fields.
+    ``None`` (the role's schema node is missing) gives ``""``: nothing to ask for. No standard
+    field (status, next, confidence, artifacts, scope) is added unless the schema has it.
+    """
+    if schema is None:
+        return ""
+    fields = schema_fields(schema)
+    if fields:
+        lines = "\n".join(_example_line(f) for f in fields)
+        example = f"---\n{lines}\n---\n\n{_EXAMPLE_BODY}"
+        field_list = "\n".join(
+            f"  - `{f.name}`{' (required)' if f.required else ''}" for f in fields
+        )
+    else:
+        example = f"---\n\n{_EXAMPLE_BODY}"
+        field_list = _NO_FIELDS
+    return (
+        "## Deliverable Format\n"
+        "\n"
+        "Your response MUST begin with a YAML frontmatter block followed by your markdown work:\n"
+        "\n"
+        f"```\n{example}\n```\n"
+        "\n"
+        "The frontmatter is the **primary deliverable** — the engine reads it directly.\n"
+        "Your meta output must satisfy these fields:\n"
+        "\n"
+        f"{field_list}\n"
+        "\n"
+        "Output ONLY the fields listed above. "
+        "Do not add extra fields that are not specified in the schema.\n"
+        "\n"
+        "Focus exclusively on YOUR role's deliverable. "
+        "Do not perform actions outside your role's scope."
+    )
+
+
+# -- continuation (§5.4) ------------------------------------------------------------------------
+
+
+def _js_len(text: str) -> int:
+    """Length in UTF-16 code units, as JavaScript counts it (quota parity with the original)."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _json(value: Any) -> str:
+    return dumps(canonical(value))
+
+
+def _within_quota(steps: Sequence[dict[str, Any]], quota: float) -> list[dict[str, Any]]:
+    """The newest steps whose size fits the quota (at least one), in chronological order."""
+    chosen: list[dict[str, Any]] = []
+    total = 0
+    for step in reversed(steps):
+        meta = {"role": step.get("role"), "output": step.get("output"), "agent": step.get("agent")}
+        content = step.get("content")
+        size = _js_len(_json(meta)) + (_js_len(content) if isinstance(content, str) else 0)
+        if chosen and total + size > quota:
+            break
+        chosen.insert(0, step)
+        total += size
+        if total >= quota:
+            break
+    return chosen
+
+
+def _step_block(step: dict[str, Any], number: int, include_content: bool) -> str:
+    lines = [
+        f"### Step {number}: {step.get('role')}",
+        f"Output: {_json(step.get('output', {}))}",
+        f"Agent: {step.get('agent')}",
+    ]
+    content = step.get("content")
+    if include_content and content is not None:
+        lines += ["", "#### Step Content", "", str(content)]
+    return "\n".join(lines)
+
+
+def build_continuation_prompt(
+    steps: Sequence[dict[str, Any]],
+    role: str,
+    edge_prompt: str,
+    include_content: bool = False,
+    quota: float | None = None,
+) -> str:
+    """What happened since ``role`` last spoke, then the moderator's instruction.
+
+    ``steps`` are the chain's steps, oldest first, as dicts ``{role, output, agent,
+    edgePrompt, content}``. Steps are numbered absolutely (step 1 = first of the chain), except
+    that when the quota (only applied with ``include_content``) drops older steps the shown
+    ones are numbered from the first "since" number on — a quirk of the original, kept.
+    """
+    last = max((i for i, s in enumerate(steps) if s.get("role") == role), default=-1)
+    since = list(steps[last + 1 :])
+    parts: list[str] = []
+    if since:
+        parts.append("## What Happened Since Your Last Turn")
+        base = last + 2
+        limit = float("inf") if quota is None else quota
+        shown = _within_quota(since, limit) if include_content else since
+        dropped = len(since) - len(shown)
+        if dropped > 0:
+            parts += [
+                "",
+                f"_Showing {len(shown)} of {len(since)} steps ({dropped} omitted due to quota)_",
+            ]
+        for i, step in enumerate(shown):
+            parts += ["", _step_block(step, base + i, include_content)]
+        parts.append("")
+    parts += ["## Moderator Instruction", "", edge_prompt]
+    return "\n".join(parts)
+
+
+# -- the generic agent prompt (§6.1) ------------------------------------------------------------
+
+
+def build_agent_prompt(
+    *,
+    format_instruction: str,
+    role_def: dict[str, Any],
+    task: str,
+    steps: Sequence[dict[str, Any]],
+    role: str,
+    edge_prompt: str,
+    first_visit: bool,
+    cli_reference: str | None = None,
+) -> str:
+    """The whole prompt for one agent turn.
+
+    A first visit gets everything: role prompt, the thread's task and either the history (with
+    each step's content, within ``FIRST_VISIT_QUOTA``) or the moderator instruction. A re-entry
+    into a live session only needs what happened since, because the session remembers the rest.
+    The deliverable format always comes first so it is the first thing the agent reads.
+    """
+    lines: list[str] = []
+    if format_instruction:
+        lines += [format_instruction, ""]
+    if not first_visit:
+        lines.append(build_continuation_prompt(steps, role, edge_prompt))
+        return "\n".join(lines)
+    lines += [build_role_prompt(role_def, cli_reference), "", "## Task", task]
+    if steps:
+        history = build_continuation_prompt(
+            steps, role, edge_prompt, include_content=True, quota=FIRST_VISIT_QUOTA
+        )
+        lines += ["", history]
+    else:
+        lines += ["", "## Moderator Instruction", "", edge_prompt]
+    return "\n".join(lines)

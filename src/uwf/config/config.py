@@ -1,0 +1,336 @@
+"""``<root>/config.yaml`` and ``<root>/.env`` (PORT §8, REFERENCE §7.1-§7.2).
+
+Only what a command needs is required: a missing or empty ``config.yaml`` is an empty
+:class:`Config`, and a file with just ``agents`` and ``defaultAgent`` is enough to run threads
+with ``uwf-mock`` or ``uwf-cmd``. Cross references (``defaultAgent`` naming an alias, a model
+naming a provider, an API key in the environment) are checked when they are used, so a config
+that is incomplete for the LLM extract still runs the commands that do not need one.
+
+Every structural problem is one ``invalid config.yaml: …`` line. API keys never appear in an
+error message or a ``repr``: only the name of the variable that should hold one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from uwf.util import fsio, yamlio
+from uwf.util.errors import InvalidInput, UwfError
+
+CONFIG_FILE = "config.yaml"
+ENV_FILE = ".env"
+_PREFIX = f"invalid {CONFIG_FILE}: "
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+@dataclass(frozen=True)
+class Provider:
+    """An OpenAI-compatible endpoint; the key lives in the env var ``api_key_env``."""
+
+    base_url: str
+    api_key_env: str
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model alias: which provider serves it and the provider's model id."""
+
+    provider: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent alias: the executable and the arguments placed before ``<thread> <role>``."""
+
+    command: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: everything an OpenAI-compatible call needs (key hidden from repr)."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    model: str
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed ``config.yaml``; every section is optional and read-only."""
+
+    providers: Mapping[str, Provider] = field(default_factory=_empty)
+    models: Mapping[str, Model] = field(default_factory=_empty)
+    agents: Mapping[str, Agent] = field(default_factory=_empty)
+    default_agent: str | None = None
+    agent_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
+    default_model: str | None = None
+    model_overrides: Mapping[str, str] = field(default_factory=_empty)
+    agent_timeout: float | None = None
+    max_rounds: int | None = None
+    root: Path | None = None
+
+
+def config_path(root: Path) -> Path:
+    return root / CONFIG_FILE
+
+
+def env_path(root: Path) -> Path:
+    return root / ENV_FILE
+
+
+# --------------------------------------------------------------------------------- loading
+
+
+def load_config(root: Path) -> Config:
+    """Read ``<root>/config.yaml``; a missing file is an empty config, never an error."""
+    path = config_path(root)
+    try:
+        data = fsio.read_bytes(path)
+    except OSError as exc:
+        raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if data is None:
+        return Config(root=root)
+    try:
+        raw = yamlio.load(data, source=CONFIG_FILE)
+    except InvalidInput as exc:
+        raise InvalidInput(_PREFIX + exc.message) from None
+    return parse_config(raw, root=root)
+
+
+def parse_config(raw: Any, *, root: Path | None = None) -> Config:
+    """Check the shape of a loaded ``config.yaml`` document and build a :class:`Config`.
+
+    The first failing check wins; its message names the offending key path.
+    """
+    if raw is None:
+        return Config(root=root)
+    if not isinstance(raw, dict):
+        _fail("root must be a mapping")
+    providers = {
+        name: Provider(
+            base_url=_required_str(
+                entry, "baseUrl", f"config.providers.{name}", "baseUrl and apiKeyEnv"
+            ),
+            api_key_env=_required_str(
+                entry, "apiKeyEnv", f"config.providers.{name}", "baseUrl and apiKeyEnv"
+            ),
+        )
+        for name, entry in _section(raw, "providers").items()
+    }
+    models = {
+        name: Model(
+            provider=_required_str(entry, "provider", f"config.models.{name}", "provider and name"),
+            name=_required_str(entry, "name", f"config.models.{name}", "provider and name"),
+        )
+        for name, entry in _section(raw, "models").items()
+    }
+    agents = {name: _agent(name, entry) for name, entry in _section(raw, "agents").items()}
+    overrides: dict[str, Mapping[str, str]] = {}
+    for workflow, roles in _mapping_or_null(raw, "agentOverrides").items():
+        where = f"config.agentOverrides.{workflow}"
+        if not isinstance(roles, dict):
+            _fail(f"{where} must be a mapping of role to agent alias")
+        overrides[str(workflow)] = MappingProxyType(
+            {str(role): _alias(alias, f"{where}.{role}") for role, alias in roles.items()}
+        )
+    model_overrides = {
+        str(scenario): _alias(alias, f"config.modelOverrides.{scenario}")
+        for scenario, alias in _mapping_or_null(raw, "modelOverrides").items()
+    }
+    return Config(
+        providers=MappingProxyType(providers),
+        models=MappingProxyType(models),
+        agents=MappingProxyType(agents),
+        default_agent=_optional_alias(raw, "defaultAgent"),
+        agent_overrides=MappingProxyType(overrides),
+        default_model=_optional_alias(raw, "defaultModel"),
+        model_overrides=MappingProxyType(model_overrides),
+        agent_timeout=_agent_timeout(raw.get("agentTimeout")),
+        max_rounds=_max_rounds(raw.get("maxRounds")),
+        root=root,
+    )
+
+
+def _fail(message: str) -> Any:
+    raise InvalidInput(_PREFIX + message)
+
+
+def _section(raw: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """A top-level mapping of name -> mapping (providers, models, agents); null = empty."""
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(f"config.{key} must be a mapping")
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in value.items():
+        if not isinstance(entry, dict):
+            _fail(f"config.{key}.{name} must be a mapping")
+        out[str(name)] = entry
+    return out
+
+
+def _mapping_or_null(raw: dict[str, Any], key: str) -> dict[Any, Any]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(f"config.{key} must be a mapping or null")
+    return value
+
+
+def _required_str(entry: dict[str, Any], key: str, where: str, needs: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        _fail(f"{where} requires {needs}")
+    return str(value)
+
+
+def _agent(name: str, entry: dict[str, Any]) -> Agent:
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        _fail(f"config.agents.{name} requires command")
+    args = entry.get("args")
+    if args is None:
+        args = []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        _fail(f"config.agents.{name}.args must be a list of strings")
+    return Agent(command=str(command), args=tuple(args))
+
+
+def _alias(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        _fail(f"{where} must be an alias (a non-empty string)")
+    return str(value)
+
+
+def _optional_alias(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    return _alias(value, f"config.{key}")
+
+
+def _agent_timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        _fail("config.agentTimeout must be a positive number of seconds")
+    return float(value)
+
+
+def _max_rounds(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        _fail("config.maxRounds must be a positive integer")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------- resolution
+
+
+def agent_command(
+    config: Config, workflow_name: str, role: str, override: str | None = None
+) -> list[str]:
+    """The argv prefix of the agent for ``role``: ``--agent`` > agentOverrides > defaultAgent.
+
+    ``override`` is a command line split like a shell would (quotes respected, no expansion).
+    A single word that names an alias in ``agents`` means that alias, so ``--agent mock``
+    works for ``agents: {mock: …}`` as well as for a command on PATH.
+    """
+    if override is not None:
+        if not override.strip():
+            raise InvalidInput("agent override must not be empty")
+        try:
+            argv = shlex.split(override)
+        except ValueError as exc:
+            raise InvalidInput(f"invalid agent command line: {exc}: {override}") from None
+        if not argv or not argv[0]:
+            raise InvalidInput("agent override must not be empty")
+        if len(argv) == 1 and argv[0] in config.agents:
+            return _agent_argv(config, argv[0])
+        return argv
+    alias = config.agent_overrides.get(workflow_name, _EMPTY).get(role) or config.default_agent
+    if alias is None:
+        raise InvalidInput("no agent configured: pass --agent or set defaultAgent in config.yaml")
+    return _agent_argv(config, alias)
+
+
+def _agent_argv(config: Config, alias: str) -> list[str]:
+    agent = config.agents.get(alias)
+    if agent is None:
+        raise InvalidInput(f"unknown agent alias in config: {alias}")
+    return [agent.command, *agent.args]
+
+
+def extract_model_alias(config: Config) -> str | None:
+    """The model for the LLM extract: modelOverrides.extract > models.extract > defaultModel."""
+    override = config.model_overrides.get("extract")
+    if override:
+        return override
+    if "extract" in config.models:
+        return "extract"
+    return config.default_model
+
+
+def resolve_model(config: Config, alias: str, env: Mapping[str, str] | None = None) -> ModelSpec:
+    """Model alias -> provider -> API key (environment first, then ``<root>/.env``)."""
+    model = config.models.get(alias)
+    if model is None:
+        raise InvalidInput(f"unknown model alias: {alias}")
+    provider = config.providers.get(model.provider)
+    if provider is None:
+        raise InvalidInput(f'unknown provider "{model.provider}" for model "{alias}"')
+    key = (os.environ if env is None else env).get(provider.api_key_env)
+    if not key and env is None and config.root is not None:
+        key = load_dotenv(config.root).get(provider.api_key_env)
+    if not key:
+        raise InvalidInput(f"missing API key env var: {provider.api_key_env}")
+    return ModelSpec(base_url=provider.base_url.rstrip("/"), api_key=key, model=model.name)
+
+
+# ------------------------------------------------------------------------------------ .env
+
+
+def load_dotenv(root: Path) -> dict[str, str]:
+    """The ``KEY=VALUE`` pairs of ``<root>/.env`` (values literal: no ``${VAR}`` expansion)."""
+    path = env_path(root)
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values
+
+    try:
+        values = dotenv_values(path, interpolate=False, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UwfError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def apply_dotenv(root: Path) -> list[str]:
+    """Put ``<root>/.env`` into ``os.environ`` without overriding; return the names set."""
+    applied = []
+    for key, value in load_dotenv(root).items():
+        if key not in os.environ:
+            os.environ[key] = value
+            applied.append(key)
+    return applied

@@ -1,0 +1,309 @@
+"""config.yaml and .env: loader errors, agent and model resolution (PORT §8, REFERENCE §7.1)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from uwf.config.config import (
+    Config,
+    agent_command,
+    apply_dotenv,
+    extract_model_alias,
+    load_config,
+    load_dotenv,
+    parse_config,
+    resolve_model,
+)
+from uwf.util.errors import InvalidInput
+
+FULL: dict[str, Any] = {
+    "providers": {"openai": {"baseUrl": "https://api.example.com/v1/", "apiKeyEnv": "OAI_KEY"}},
+    "models": {
+        "default": {"provider": "openai", "name": "gpt-x"},
+        "extract": {"provider": "openai", "name": "gpt-small"},
+        "cheap": {"provider": "openai", "name": "gpt-tiny"},
+    },
+    "agents": {
+        "mock": {"command": "uwf-mock", "args": ["--scenario", "s.yaml"]},
+        "claude": {"command": "uwf-cmd", "args": ["--", "claude", "-p"]},
+    },
+    "defaultAgent": "mock",
+    "agentOverrides": {"review": {"reviewer": "claude"}},
+    "defaultModel": "default",
+    "agentTimeout": 90,
+    "maxRounds": 12,
+}
+
+
+def raises_exactly(message: str) -> Any:
+    """pytest.raises for an InvalidInput whose whole message is ``message``."""
+    return pytest.raises(InvalidInput, match=f"^{re.escape(message)}$")
+
+
+def write_config(root: Path, doc: Any) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    text = doc if isinstance(doc, str) else yaml.safe_dump(doc)
+    (root / "config.yaml").write_text(text)
+
+
+def load_error(root: Path, doc: Any) -> str:
+    write_config(root, doc)
+    with pytest.raises(InvalidInput) as info:
+        load_config(root)
+    return info.value.message
+
+
+# -- loading --------------------------------------------------------------------------------
+
+
+def test_missing_file_is_an_empty_config(root: Path) -> None:
+    config = load_config(root)
+    assert config == Config(root=root)
+    assert not config.agents and config.default_agent is None and config.max_rounds is None
+
+
+def test_empty_file_is_an_empty_config(root: Path) -> None:
+    write_config(root, "")
+    assert load_config(root) == Config(root=root)
+
+
+def test_agents_and_default_agent_are_enough(root: Path) -> None:
+    write_config(root, {"agents": {"mock": {"command": "uwf-mock"}}, "defaultAgent": "mock"})
+    config = load_config(root)
+    assert config.agents["mock"].command == "uwf-mock"
+    assert config.agents["mock"].args == ()
+    assert config.default_agent == "mock"
+    assert config.providers == {} and config.models == {} and config.default_model is None
+
+
+def test_full_config_is_parsed(root: Path) -> None:
+    write_config(root, FULL)
+    config = load_config(root)
+    assert config.providers["openai"].api_key_env == "OAI_KEY"
+    assert config.models["cheap"].name == "gpt-tiny"
+    assert config.agents["claude"].args == ("--", "claude", "-p")
+    assert config.agent_overrides == {"review": {"reviewer": "claude"}}
+    assert config.agent_timeout == 90.0
+    assert config.max_rounds == 12
+
+
+def test_config_is_read_only(root: Path) -> None:
+    write_config(root, FULL)
+    config = load_config(root)
+    with pytest.raises(TypeError):
+        config.agents["x"] = config.agents["mock"]  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        config.default_agent = "claude"  # type: ignore[misc]
+
+
+def test_invalid_yaml(root: Path) -> None:
+    message = load_error(root, "agents: [unclosed\n")
+    assert message.startswith("invalid config.yaml: invalid YAML: ")
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ("- a\n- b\n", "root must be a mapping"),
+        ({"providers": []}, "config.providers must be a mapping"),
+        ({"providers": {"p": "x"}}, "config.providers.p must be a mapping"),
+        (
+            {"providers": {"p": {"baseUrl": "u"}}},
+            "config.providers.p requires baseUrl and apiKeyEnv",
+        ),
+        ({"models": 3}, "config.models must be a mapping"),
+        ({"models": {"m": []}}, "config.models.m must be a mapping"),
+        ({"models": {"m": {"name": "x"}}}, "config.models.m requires provider and name"),
+        ({"agents": "uwf-mock"}, "config.agents must be a mapping"),
+        ({"agents": {"a": "uwf-mock"}}, "config.agents.a must be a mapping"),
+        ({"agents": {"a": {"args": []}}}, "config.agents.a requires command"),
+        ({"agents": {"a": {"command": 5}}}, "config.agents.a requires command"),
+        (
+            {"agents": {"a": {"command": "x", "args": "y"}}},
+            "config.agents.a.args must be a list of strings",
+        ),
+        (
+            {"agents": {"a": {"command": "x", "args": [1]}}},
+            "config.agents.a.args must be a list of strings",
+        ),
+        ({"agentOverrides": []}, "config.agentOverrides must be a mapping or null"),
+        (
+            {"agentOverrides": {"wf": "a"}},
+            "config.agentOverrides.wf must be a mapping of role to agent alias",
+        ),
+        (
+            {"agentOverrides": {"wf": {"r": 1}}},
+            "config.agentOverrides.wf.r must be an alias (a non-empty string)",
+        ),
+        ({"modelOverrides": "x"}, "config.modelOverrides must be a mapping or null"),
+        ({"defaultAgent": ["a"]}, "config.defaultAgent must be an alias (a non-empty string)"),
+        ({"defaultModel": ""}, "config.defaultModel must be an alias (a non-empty string)"),
+        ({"agentTimeout": 0}, "config.agentTimeout must be a positive number of seconds"),
+        ({"agentTimeout": "10"}, "config.agentTimeout must be a positive number of seconds"),
+        ({"agentTimeout": True}, "config.agentTimeout must be a positive number of seconds"),
+        ({"maxRounds": 1.5}, "config.maxRounds must be a positive integer"),
+        ({"maxRounds": -1}, "config.maxRounds must be a positive integer"),
+    ],
+)
+def test_loader_errors(root: Path, doc: Any, message: str) -> None:
+    assert load_error(root, doc) == f"invalid config.yaml: {message}"
+
+
+def test_null_sections_are_empty(root: Path) -> None:
+    write_config(root, {"agentOverrides": None, "modelOverrides": None, "agents": None})
+    config = load_config(root)
+    assert config.agent_overrides == {} and config.model_overrides == {} and config.agents == {}
+
+
+def test_unknown_keys_are_kept_out_of_the_way(root: Path) -> None:
+    write_config(root, {"agents": {"m": {"command": "x"}}, "futureSetting": {"a": 1}})
+    assert load_config(root).agents["m"].command == "x"
+
+
+# -- agent resolution -------------------------------------------------------------------------
+
+
+def test_agent_resolution_order() -> None:
+    config = parse_config(FULL)
+    # defaultAgent
+    assert agent_command(config, "other", "planner", None) == ["uwf-mock", "--scenario", "s.yaml"]
+    # agentOverrides[workflow][role] beats defaultAgent
+    assert agent_command(config, "review", "reviewer", None) == ["uwf-cmd", "--", "claude", "-p"]
+    assert agent_command(config, "review", "planner", None)[0] == "uwf-mock"
+    # --agent beats both
+    assert agent_command(config, "review", "reviewer", "my-agent --fast") == ["my-agent", "--fast"]
+
+
+def test_agent_override_is_split_like_a_shell() -> None:
+    argv = agent_command(Config(), "wf", "r", """uwf-cmd -- claude -p "two words" 'a "b"'""")
+    assert argv == ["uwf-cmd", "--", "claude", "-p", "two words", 'a "b"']
+
+
+def test_agent_override_single_word_alias_means_the_alias() -> None:
+    config = parse_config(FULL)
+    assert agent_command(config, "wf", "r", "claude") == ["uwf-cmd", "--", "claude", "-p"]
+    assert agent_command(config, "wf", "r", "uwf-other") == ["uwf-other"]
+
+
+@pytest.mark.parametrize("override", ["", "   ", "''"])
+def test_agent_override_blank(override: str) -> None:
+    with raises_exactly("agent override must not be empty"):
+        agent_command(parse_config(FULL), "wf", "r", override)
+
+
+def test_agent_override_unbalanced_quotes() -> None:
+    with pytest.raises(InvalidInput) as info:
+        agent_command(Config(), "wf", "r", 'uwf-cmd "unclosed')
+    assert (
+        info.value.message == 'invalid agent command line: No closing quotation: uwf-cmd "unclosed'
+    )
+
+
+def test_unknown_agent_alias() -> None:
+    config = parse_config({"agents": {"a": {"command": "x"}}, "defaultAgent": "ghost"})
+    with raises_exactly("unknown agent alias in config: ghost"):
+        agent_command(config, "wf", "r", None)
+    config = parse_config(
+        {
+            "agents": {"a": {"command": "x"}},
+            "defaultAgent": "a",
+            "agentOverrides": {"wf": {"r": "b"}},
+        }
+    )
+    with raises_exactly("unknown agent alias in config: b"):
+        agent_command(config, "wf", "r", None)
+
+
+def test_no_agent_configured() -> None:
+    with pytest.raises(InvalidInput) as info:
+        agent_command(Config(), "wf", "r", None)
+    assert info.value.message == (
+        "no agent configured: pass --agent or set defaultAgent in config.yaml"
+    )
+
+
+def test_cli_reports_invalid_config_once(root: Path, cli: Any) -> None:
+    """A bad config.yaml surfaces as one `error:` line through the real entry point."""
+    write_config(root, {"agents": {"a": {"args": []}}})
+    result = cli(
+        "setup", "--provider", "p", "--base-url", "http://x", "--api-key", "k", "--model", "m"
+    )
+    assert result.code == 1
+    assert result.err_line.startswith(
+        "error: invalid config.yaml: config.agents.a requires command"
+    )
+    assert result.err.count("error:") == 1
+
+
+# -- models -----------------------------------------------------------------------------------
+
+
+def test_extract_model_alias_order() -> None:
+    doc = dict(FULL, modelOverrides={"extract": "cheap"})
+    assert extract_model_alias(parse_config(doc)) == "cheap"
+    assert extract_model_alias(parse_config(FULL)) == "extract"
+    without_extract = dict(FULL, models={"default": FULL["models"]["default"]})
+    assert extract_model_alias(parse_config(without_extract)) == "default"
+    assert extract_model_alias(parse_config(dict(without_extract, defaultModel="zzz"))) == "zzz"
+    assert extract_model_alias(Config()) is None
+
+
+def test_resolve_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OAI_KEY", "sk-env")
+    spec = resolve_model(parse_config(FULL), "cheap")
+    assert (spec.base_url, spec.api_key, spec.model) == (
+        "https://api.example.com/v1",
+        "sk-env",
+        "gpt-tiny",
+    )
+    assert "sk-env" not in repr(spec)
+
+
+def test_resolve_model_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OAI_KEY", raising=False)
+    config = parse_config(
+        dict(FULL, models={**FULL["models"], "lost": {"provider": "nope", "name": "m"}})
+    )
+    with raises_exactly("unknown model alias: ghost"):
+        resolve_model(config, "ghost")
+    with raises_exactly('unknown provider "nope" for model "lost"'):
+        resolve_model(config, "lost")
+    with raises_exactly("missing API key env var: OAI_KEY"):
+        resolve_model(config, "default")
+
+
+def test_resolve_model_reads_dotenv(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OAI_KEY", raising=False)
+    write_config(root, FULL)
+    (root / ".env").write_text("OAI_KEY=sk-from-file\n")
+    assert resolve_model(load_config(root), "default").api_key == "sk-from-file"
+    assert "OAI_KEY" not in os.environ  # resolving does not leak into the environment
+
+
+# -- .env ---------------------------------------------------------------------------------------
+
+
+def test_load_dotenv(root: Path) -> None:
+    assert load_dotenv(root) == {}
+    root.mkdir(parents=True)
+    (root / ".env").write_text("# comment\nA=1\nexport B='x y'\nC=\"q\"\nD=${A}\n\n")
+    assert load_dotenv(root) == {"A": "1", "B": "x y", "C": "q", "D": "${A}"}
+
+
+def test_apply_dotenv_never_overrides(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root.mkdir(parents=True)
+    (root / ".env").write_text("UWF_T_SET=from-file\nUWF_T_NEW=new\n")
+    monkeypatch.setenv("UWF_T_SET", "from-env")
+    monkeypatch.delenv("UWF_T_NEW", raising=False)
+    try:
+        assert apply_dotenv(root) == ["UWF_T_NEW"]
+        assert os.environ["UWF_T_SET"] == "from-env"
+        assert os.environ["UWF_T_NEW"] == "new"
+    finally:
+        os.environ.pop("UWF_T_NEW", None)

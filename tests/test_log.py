@@ -1,0 +1,215 @@
+"""`uwf log list/show/clean` (REFERENCE §1.16, §8 "Logs") and the log tag registry (§4.10)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uwf.util.log import TAG_RE, TAGS, ProcessLog
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "uwf"
+CROCKFORD8 = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8}$")
+
+
+def entry(ts: str, pid: str, tag: str = "7HNQ4B2X", **extra: str) -> dict[str, str]:
+    return {"ts": ts, "pid": pid, "tag": tag, "msg": f"m {ts}", **extra}
+
+
+def write_log(root: Path, date: str, *entries: dict[str, str]) -> Path:
+    path = root / "logs" / f"{date}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for e in entries:
+            fh.write(json.dumps(e) + "\n")
+    return path
+
+
+@pytest.fixture
+def three_days(root: Path) -> None:
+    write_log(
+        root,
+        "2026-05-20",
+        entry("2026-05-20T10:00:00.000Z", "100-1", thread="T1"),
+        entry("2026-05-20T09:00:00.000Z", "100-1", thread="T2"),
+    )
+    write_log(root, "2026-05-22", entry("2026-05-22T08:00:00.000Z", "300-3", thread="T1"))
+    write_log(
+        root,
+        "2026-05-21",
+        entry("2026-05-21T12:00:00.000Z", "200-2", thread="T1", workflow="W"),
+        entry("2026-05-21T11:00:00.000Z", "200-2"),
+    )
+
+
+# -- list ------------------------------------------------------------------------------------------
+
+
+def test_list_no_logs_dir(root: Path, cli: Any) -> None:
+    result = cli("log", "list")
+    assert (result.code, result.out) == (0, "[]\n")
+    assert not root.exists()
+
+
+def test_list_empty_dir(root: Path, cli: Any) -> None:
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "notes.txt").write_text("not a log")
+    assert cli("log", "list").json() == []
+
+
+def test_list_sorted_newest_first(root: Path, cli: Any, three_days: None) -> None:
+    listed = cli("log", "list").json()
+    assert [e["date"] for e in listed] == ["2026-05-22", "2026-05-21", "2026-05-20"]
+    for e in listed:
+        path = root / "logs" / e["name"]
+        assert set(e) == {"name", "size", "date"}
+        assert e["name"] == f"{e['date']}.jsonl"
+        assert e["size"] == path.stat().st_size > 0
+
+
+# -- show ------------------------------------------------------------------------------------------
+
+
+def test_show_all_sorted_by_ts(cli: Any, three_days: None) -> None:
+    shown = cli("log", "show").json()
+    assert [e["ts"] for e in shown] == sorted(e["ts"] for e in shown)
+    assert len(shown) == 5
+    assert shown[0] == entry("2026-05-20T09:00:00.000Z", "100-1", thread="T2")  # raw objects
+
+
+def test_show_filters(cli: Any, three_days: None) -> None:
+    by_thread = cli("log", "show", "--thread", "T1").json()
+    assert [e["ts"][:10] for e in by_thread] == ["2026-05-20", "2026-05-21", "2026-05-22"]
+    by_pid = cli("log", "show", "--process", "200-2").json()
+    assert [e["ts"] for e in by_pid] == ["2026-05-21T11:00:00.000Z", "2026-05-21T12:00:00.000Z"]
+    by_date = cli("log", "show", "--date", "2026-05-20").json()
+    assert {e["pid"] for e in by_date} == {"100-1"} and len(by_date) == 2
+    both = cli("log", "show", "--thread", "T1", "--date", "2026-05-21").json()
+    assert both == [entry("2026-05-21T12:00:00.000Z", "200-2", thread="T1", workflow="W")]
+
+
+def test_show_exact_match_only(cli: Any, three_days: None) -> None:
+    assert cli("log", "show", "--thread", "T").json() == []
+    assert cli("log", "show", "--process", "100").json() == []
+    assert cli("log", "show", "--date", "2026-05-19").json() == []
+    assert cli("log", "show", "--thread", "T2", "--date", "2026-05-21").json() == []
+
+
+def test_show_no_logs(cli: Any) -> None:
+    assert cli("log", "show").json() == []
+
+
+def test_show_skips_unparsable_lines(root: Path, cli: Any) -> None:
+    path = write_log(root, "2026-05-20", entry("2026-05-20T01:00:00.000Z", "1-1"))
+    with open(path, "a") as fh:
+        fh.write('{"ts": "2026-05-20T02:00:00.000Z", "pid": "1-\n[1, 2]\n\n')
+    write_log(root, "2026-05-20", entry("2026-05-20T03:00:00.000Z", "1-1"))
+    shown = cli("log", "show").json()
+    assert [e["ts"] for e in shown] == ["2026-05-20T01:00:00.000Z", "2026-05-20T03:00:00.000Z"]
+
+
+def test_show_real_process_log(root: Path, cli: Any) -> None:
+    log = ProcessLog(root, thread="01JTHREAD", workflow="WFHASH")
+    log.write("7HNQ4B2X", "thread created", extra=3)
+    shown = cli("log", "show", "--process", log.pid).json()
+    assert [e["tag"] for e in shown] == ["W9F3RK2M", "7HNQ4B2X"]
+    assert shown[1]["thread"] == "01JTHREAD" and shown[1]["extra"] == "3"
+    assert cli("log", "list").json()[0]["name"] == log.path.name
+
+
+# -- clean -----------------------------------------------------------------------------------------
+
+
+def test_clean_before(root: Path, cli: Any, three_days: None) -> None:
+    assert cli("log", "clean", "--before", "2026-05-22").json() == {"deleted": 2}
+    assert [e["date"] for e in cli("log", "list").json()] == ["2026-05-22"]
+
+
+def test_clean_nothing_older(root: Path, cli: Any, three_days: None) -> None:
+    assert cli("log", "clean", "--before", "2026-05-20").json() == {"deleted": 0}
+    assert len(cli("log", "list").json()) == 3
+
+
+def test_clean_missing_dir(root: Path, cli: Any) -> None:
+    assert cli("log", "clean", "--before", "2026-05-20").json() == {"deleted": 0}
+    assert not root.exists()
+
+
+def test_clean_requires_before(cli: Any) -> None:
+    result = cli("log", "clean")
+    assert result.code == 2
+    assert result.err_line == "error: Missing option '--before'."
+
+
+@pytest.mark.parametrize(
+    "bad", ["2026-5-20", "20260520", "2026-13-01", "2026-02-30", "yesterday", "7d"]
+)
+def test_dates_are_strict(root: Path, cli: Any, three_days: None, snapshot: Any, bad: str) -> None:
+    before = snapshot(root)
+    for args in (["show", "--date", bad], ["clean", "--before", bad]):
+        result = cli("log", *args)
+        assert (result.code, result.err) == (
+            1,
+            f"error: invalid date: {bad} (expected YYYY-MM-DD)\n",
+        )
+        assert result.out == ""
+    assert snapshot(root) == before
+    assert len(list((root / "logs").iterdir())) == 3
+
+
+def test_yaml_format(cli: Any, three_days: None) -> None:
+    result = cli("--format", "yaml", "log", "clean", "--before", "2000-01-01")
+    assert result.out == "deleted: 0\n"
+
+
+# -- tags ------------------------------------------------------------------------------------------
+
+
+def test_tags_are_valid_and_distinct() -> None:
+    for tag in TAGS:
+        assert CROCKFORD8.match(tag), tag
+        assert TAG_RE.match(tag)
+    # A repeated key in the TAGS dict literal would vanish silently: read the literal itself.
+    tree = ast.parse((SRC / "util" / "log.py").read_text(encoding="utf-8"))
+    literal = next(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and node.target.id == "TAGS"
+    )
+    assert isinstance(literal, ast.Dict)
+    keys = [k.value for k in literal.keys if isinstance(k, ast.Constant)]
+    assert len(keys) == len(literal.keys) == len(TAGS)
+    assert len(set(keys)) == len(keys), [k for k, n in Counter(keys).items() if n > 1]
+    assert len(set(TAGS.values())) == len(TAGS)  # and no two tags mark the same event
+
+
+def test_invalid_tag_is_refused(root: Path) -> None:
+    log = ProcessLog(root)
+    for bad in ("ILOU1234", "abcdefgh", "ABC", "ABCDEFGHJ"):
+        with pytest.raises(ValueError, match=f"invalid log tag: {bad}"):
+            log.write(bad, "x")
+
+
+def test_every_tag_in_the_source_is_registered_and_used_once() -> None:
+    pattern = re.compile(r"""\.write\(\s*["']([0-9A-Z]{8})["']""")
+    uses: Counter[str] = Counter()
+    where: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for match in pattern.finditer(text):
+            tag = match.group(1)
+            uses[tag] += 1
+            line = text.count("\n", 0, match.start()) + 1
+            where.setdefault(tag, []).append(f"{path.relative_to(SRC.parent)}:{line}")
+    assert uses, "no log tags found in the source: the pattern is wrong"
+    unknown = {t: where[t] for t in uses if t not in TAGS}
+    assert not unknown, f"tags used but not listed in uwf.util.log.TAGS: {unknown}"
+    repeated = {t: where[t] for t, n in uses.items() if n > 1}
+    assert not repeated, f"each tag marks one call site; repeated: {repeated}"

@@ -1,0 +1,422 @@
+"""Agent prompts (REFERENCE §5.4-§5.6, §6.1 and the "Agent kit — prompts" checklist)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from uwf.agent_kit import prompts
+from uwf.agent_kit.prompts import (
+    CORRECTION_MESSAGE,
+    FIRST_VISIT_QUOTA,
+    Field,
+    build_agent_prompt,
+    build_continuation_prompt,
+    build_output_format_instruction,
+    build_role_prompt,
+    cli_reference,
+    schema_fields,
+)
+
+
+def step(role: str, output: Any, content: str | None = None, agent: str = "uwf-hermes") -> dict:
+    return {"role": role, "output": output, "agent": agent, "edgePrompt": "", "content": content}
+
+
+HISTORY = [
+    step("planner", {"plan": "p1"}, "# Plan\nold plan"),
+    step("developer", {"files": ["a.ts"]}, "# Dev\nold code"),
+    step("reviewer", {"approved": False}, "# Review\nredo"),
+    step("developer", {"files": ["b.ts"]}, "# Dev\nnew code"),
+    step("reviewer", {"approved": True}, "# Review\nok"),
+]
+
+
+# -- continuation prompt ------------------------------------------------------------------------
+
+
+def test_continuation_lists_only_steps_since_last_visit_with_absolute_numbers() -> None:
+    text = build_continuation_prompt(HISTORY, "developer", "Fix it.")
+    assert text == (
+        "## What Happened Since Your Last Turn\n"
+        "\n"
+        "### Step 5: reviewer\n"
+        'Output: {"approved":true}\n'
+        "Agent: uwf-hermes\n"
+        "\n"
+        "## Moderator Instruction\n"
+        "\n"
+        "Fix it."
+    )
+    assert "old code" not in text and "### Step 4" not in text
+
+
+def test_continuation_numbers_from_last_visit_plus_two() -> None:
+    text = build_continuation_prompt(HISTORY[:3], "planner", "Go.")
+    assert "### Step 2: developer" in text
+    assert "### Step 3: reviewer" in text
+    assert "### Step 1" not in text
+    assert 'Output: {"approved":false}' in text
+
+
+def test_continuation_role_never_seen_shows_all_steps_from_one() -> None:
+    text = build_continuation_prompt(HISTORY, "committer", "Commit.")
+    numbers = re.findall(r"^### Step (\d+): (\w+)$", text, re.M)
+    assert numbers == [(str(i + 1), s["role"]) for i, s in enumerate(HISTORY)]
+
+
+def test_continuation_nothing_since_last_visit_has_only_the_instruction() -> None:
+    text = build_continuation_prompt(HISTORY, "reviewer", "Review again.")
+    assert "What Happened" not in text
+    assert text == "## Moderator Instruction\n\nReview again."
+    assert build_continuation_prompt([], "x", "Start.") == "## Moderator Instruction\n\nStart."
+
+
+def test_continuation_content_only_when_asked() -> None:
+    without = build_continuation_prompt(HISTORY, "developer", "Fix.")
+    assert "#### Step Content" not in without and "# Review\nok" not in without
+    with_content = build_continuation_prompt(HISTORY, "developer", "Fix.", include_content=True)
+    assert (
+        "### Step 5: reviewer\n"
+        'Output: {"approved":true}\n'
+        "Agent: uwf-hermes\n"
+        "\n"
+        "#### Step Content\n"
+        "\n"
+        "# Review\nok\n"
+        "\n"
+        "## Moderator Instruction"
+    ) in with_content
+
+
+def test_continuation_output_is_javascript_compact_json() -> None:
+    out = {"n": 1.0, "x": [1.5, "é"], "nested": {"ok": None}}
+    text = build_continuation_prompt([step("a", out)], "b", "go")
+    assert 'Output: {"n":1,"x":[1.5,"é"],"nested":{"ok":null}}' in text
+
+
+def test_continuation_quota_keeps_newest_and_renumbers_from_base() -> None:
+    big = "x" * 2000
+    steps = [
+        step("planner", {"plan": "hash1"}, big),
+        step("developer", {"files": ["app.ts"]}, big),
+        step("reviewer", {"approved": True}, "# Review\nLooks good!"),
+    ]
+    text = build_continuation_prompt(
+        steps, "committer", "Commit.", include_content=True, quota=1000
+    )
+    assert "_Showing 1 of 3 steps (2 omitted due to quota)_" in text
+    assert "### Step 1: reviewer" in text  # the quirk: the kept newest step is numbered 1
+    assert "planner" not in text and big not in text
+    assert text.index("_Showing") < text.index("### Step 1") < text.index("## Moderator")
+
+
+def test_continuation_quota_keeps_at_least_one_step_and_stops_at_the_quota() -> None:
+    steps = [step("a", {}, "y" * 50), step("b", {}, "z" * 5000)]
+    text = build_continuation_prompt(steps, "c", "go", include_content=True, quota=10)
+    assert "_Showing 1 of 2 steps (1 omitted due to quota)_" in text
+    assert "### Step 1: b" in text and "z" * 5000 in text
+
+
+def test_continuation_quota_counts_meta_json_and_content() -> None:
+    steps = [step("a", {}, "1234"), step("b", {}, "5678")]
+    one = len(json.dumps({"role": "b", "output": {}, "agent": "uwf-hermes"}, separators=(",", ":")))
+    exact = build_continuation_prompt(steps, "c", "go", include_content=True, quota=2 * (one + 4))
+    assert "Showing" not in exact
+    short = build_continuation_prompt(
+        steps, "c", "go", include_content=True, quota=2 * (one + 4) - 1
+    )
+    assert "_Showing 1 of 2 steps (1 omitted due to quota)_" in short
+
+
+def test_continuation_quota_ignored_without_content() -> None:
+    text = build_continuation_prompt(HISTORY, "committer", "go", quota=1)
+    assert "Showing" not in text
+    assert text.count("### Step") == len(HISTORY)
+
+
+def test_continuation_null_content_is_skipped() -> None:
+    steps = [step("planner", {"plan": "h"}, "# Plan"), step("developer", {"f": 1}, None)]
+    text = build_continuation_prompt(steps, "committer", "go", include_content=True)
+    assert text.count("#### Step Content") == 1
+    assert '### Step 2: developer\nOutput: {"f":1}\nAgent: uwf-hermes\n\n## Moderator' in text
+
+
+# -- output-format instruction ------------------------------------------------------------------
+
+PLANNER = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["ready", "insufficient_info"]},
+        "plan": {"type": "string"},
+    },
+    "required": ["status", "plan"],
+}
+
+
+def test_format_instruction_exact_text_for_a_planner() -> None:
+    assert build_output_format_instruction(PLANNER) == (
+        "## Deliverable Format\n"
+        "\n"
+        "Your response MUST begin with a YAML frontmatter block followed by your markdown work:\n"
+        "\n"
+        "```\n"
+        "---\n"
+        "status: ready  # required | ready | insufficient_info\n"
+        "plan: <string>  # required\n"
+        "---\n"
+        "\n"
+        "... your markdown work here ...\n"
+        "```\n"
+        "\n"
+        "The frontmatter is the **primary deliverable** — the engine reads it directly.\n"
+        "Your meta output must satisfy these fields:\n"
+        "\n"
+        "  - `status` (required)\n"
+        "  - `plan` (required)\n"
+        "\n"
+        "Output ONLY the fields listed above. "
+        "Do not add extra fields that are not specified in the schema.\n"
+        "\n"
+        "Focus exclusively on YOUR role's deliverable. "
+        "Do not perform actions outside your role's scope."
+    )
+
+
+def test_format_instruction_never_injects_standard_fields() -> None:
+    text = build_output_format_instruction({"type": "object", "properties": {"x": {}}})
+    assert "---" in text and "primary deliverable" in text
+    for injected in ("status: done", "confidence:", "scope: role", "artifacts:", "next:"):
+        assert injected not in text
+
+
+def test_format_instruction_booleans() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}, "bar": {"type": "boolean"}},
+        "required": ["approved"],
+    }
+    text = build_output_format_instruction(schema)
+    assert "\napproved: true  # required | true | false\n" in text
+    assert "\nbar: true  # true | false\n" in text
+
+
+def test_format_instruction_field_list_and_number() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"status": {"type": "string"}, "confidence": {"type": "number"}},
+        "required": ["status"],
+    }
+    text = build_output_format_instruction(schema)
+    assert "\nstatus: <string>  # required\n" in text
+    assert "\nconfidence: <number>\n" in text
+    assert "  - `status` (required)\n  - `confidence`\n" in text
+
+
+@pytest.mark.parametrize(
+    ("prop", "line"),
+    [
+        ({"type": "integer"}, "f: <number>"),
+        ({"type": "object"}, "f: <object>"),
+        ({"type": "array", "items": {"type": "string"}}, "f:\n  - <item>"),
+        ({}, "f: <value>"),
+        (True, "f: <value>"),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, "f: <string>"),
+        ({"oneOf": [{"type": "boolean"}, {"type": "null"}]}, "f: true  # true | false"),
+        ({"anyOf": [{"type": "string"}, {"type": "number"}]}, "f: <value>"),
+        ({"type": ["number", "null"]}, "f: <number>"),
+        ({"enum": [1, True, None, "x"]}, "f: 1  # 1 | true | null | x"),
+    ],
+)
+def test_format_instruction_example_line_per_type(prop: Any, line: str) -> None:
+    text = build_output_format_instruction({"type": "object", "properties": {"f": prop}})
+    assert f"---\n{line}\n---" in text
+
+
+def test_format_instruction_required_array_puts_comment_after_item() -> None:
+    schema = {"properties": {"files": {"type": "array"}}, "required": ["files"]}
+    assert "---\nfiles:\n  - <item>  # required\n---" in build_output_format_instruction(schema)
+
+
+UNION = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {"status": {"const": "planned"}, "phases": {"type": "array"}},
+            "required": ["status"],
+        },
+        {
+            "type": "object",
+            "properties": {"status": {"type": "string"}, "reason": {"type": "string"}},
+            "required": ["status", "reason"],
+        },
+    ]
+}
+
+
+def test_union_schema_lists_the_union_of_fields() -> None:
+    assert schema_fields(UNION) == [
+        Field("status", {"const": "planned"}, True),
+        Field("phases", {"type": "array"}, False),
+        Field("reason", {"type": "string"}, True),
+    ]
+    text = build_output_format_instruction(UNION)
+    assert text.count("  - `status`") == 1
+    assert "  - `status` (required)\n  - `phases`\n  - `reason` (required)\n" in text
+
+
+def test_union_field_required_if_any_variant_requires_it() -> None:
+    schema = {
+        "oneOf": [
+            {"properties": {"a": {"type": "string"}}},
+            {"properties": {"a": {"type": "number"}}, "required": ["a"]},
+        ]
+    }
+    assert schema_fields(schema) == [Field("a", {"type": "string"}, True)]
+    assert "a: <string>  # required" in build_output_format_instruction(schema)
+
+
+def test_nested_unions_are_flattened_and_any_of_wins_over_one_of() -> None:
+    schema = {
+        "anyOf": [{"oneOf": [{"properties": {"x": {}}}]}, {"properties": {"y": {}}}],
+        "oneOf": [{"properties": {"z": {}}}],
+    }
+    assert [f.name for f in schema_fields(schema)] == ["x", "y"]
+
+
+@pytest.mark.parametrize("schema", [{"type": "string"}, {}, True, {"anyOf": "nope"}])
+def test_non_object_schema_has_fields_extracted_automatically(schema: Any) -> None:
+    text = build_output_format_instruction(schema)
+    assert "\n  (schema fields will be extracted automatically)\n" in text
+    assert "```\n---\n\n... your markdown work here ...\n```" in text
+
+
+def test_missing_schema_gives_no_instruction() -> None:
+    assert build_output_format_instruction(None) == ""
+
+
+@pytest.mark.parametrize("schema", [PLANNER, {}, UNION])
+def test_instruction_forbids_extra_fields_and_other_roles_work(schema: Any) -> None:
+    text = build_output_format_instruction(schema)
+    assert re.search(r"only.*fields", text, re.I)
+    assert re.search(r"do not add (extra|additional|other) fields", text, re.I)
+    assert "Focus exclusively on YOUR role" in text
+
+
+# -- role prompt --------------------------------------------------------------------------------
+
+ROLE = {
+    "description": "Plans the work (for humans only)",
+    "goal": "You plan.",
+    "capabilities": ["planning", "issue-analysis"],
+    "procedure": "Read the issue.",
+    "output": "The plan.",
+}
+
+
+def test_role_prompt_full() -> None:
+    text = build_role_prompt(ROLE, "# uwf CLI Reference\nuse uwf")
+    assert text == (
+        "## Goal\n\nYou plan.\n\n"
+        "## Capabilities\n\n- planning\n- issue-analysis\n\n"
+        "## Prepare\n\n# uwf CLI Reference\nuse uwf\n\n"
+        "Before starting work, load the skills matching these capability keywords: "
+        "planning, issue-analysis.\n\n"
+        "## Procedure\n\nRead the issue.\n\n"
+        "## Output\n\nThe plan."
+    )
+    assert "for humans only" not in text
+
+
+def test_role_prompt_empty_parts_omitted_but_prepare_always_present() -> None:
+    role = {"description": "d", "goal": "", "capabilities": [], "procedure": "", "output": ""}
+    assert build_role_prompt(role, "REF") == "## Prepare\n\nREF"
+    assert build_role_prompt({"goal": "G"}, "REF") == "## Goal\n\nG\n\n## Prepare\n\nREF"
+
+
+def test_role_prompt_uses_the_packaged_cli_reference() -> None:
+    reference = cli_reference()
+    assert "uwf CLI Reference" in reference
+    assert not reference.endswith("\n")
+    assert f"## Prepare\n\n{reference}\n\nBefore starting work" in build_role_prompt(ROLE)
+
+
+# -- the agent prompt (§6.1) --------------------------------------------------------------------
+
+FORMAT = build_output_format_instruction(PLANNER)
+
+
+def agent_prompt(**over: Any) -> str:
+    args: dict[str, Any] = {
+        "format_instruction": FORMAT,
+        "role_def": ROLE,
+        "task": "Fix the login bug.",
+        "steps": [],
+        "role": "planner",
+        "edge_prompt": "Plan it.",
+        "first_visit": True,
+        "cli_reference": "REF",
+    }
+    args.update(over)
+    return build_agent_prompt(**args)
+
+
+def test_first_visit_without_steps() -> None:
+    text = agent_prompt()
+    assert text == (
+        f"{FORMAT}\n\n{build_role_prompt(ROLE, 'REF')}\n\n## Task\nFix the login bug.\n\n"
+        "## Moderator Instruction\n\nPlan it."
+    )
+    assert text.startswith("## Deliverable Format")
+    assert "## Goal\n\nYou plan." in text
+
+
+def test_first_visit_with_history_includes_content_numbered_from_one() -> None:
+    text = agent_prompt(steps=HISTORY, role="committer", edge_prompt="Commit.")
+    assert "## Task\nFix the login bug.\n\n## What Happened Since Your Last Turn" in text
+    for i, s in enumerate(HISTORY, start=1):
+        assert f"### Step {i}: {s['role']}" in text
+    assert text.count("#### Step Content") == len(HISTORY)
+    assert text.endswith("## Moderator Instruction\n\nCommit.")
+
+
+def test_first_visit_history_uses_the_first_visit_quota() -> None:
+    big = "q" * (FIRST_VISIT_QUOTA // 3 - 100)  # three fit in the quota, four do not
+    steps = [step(r, {}, big) for r in ("a", "b", "c", "d")]
+    text = agent_prompt(steps=steps, role="e")
+    assert "_Showing 3 of 4 steps (1 omitted due to quota)_" in text
+    assert "### Step 1: b" in text and "### Step 3: d" in text
+
+
+def test_forced_first_visit_even_when_role_is_in_history() -> None:
+    text = agent_prompt(steps=HISTORY, role="developer", edge_prompt="Fix.")
+    assert "## Task\n" in text and "## Goal" in text
+    assert "### Step 5: reviewer" in text and "#### Step Content" in text
+
+
+def test_reentry_prompt_is_the_continuation_only() -> None:
+    text = agent_prompt(steps=HISTORY, role="developer", edge_prompt="Fix.", first_visit=False)
+    assert text == f"{FORMAT}\n\n{build_continuation_prompt(HISTORY, 'developer', 'Fix.')}"
+    assert "## Task" not in text and "## Goal" not in text
+    assert "What Happened Since Your Last Turn" in text
+    assert 'Output: {"approved":true}' in text and "#### Step Content" not in text
+
+
+def test_no_leading_blank_line_without_format_instruction() -> None:
+    text = agent_prompt(format_instruction="")
+    assert text.startswith("## Goal")
+
+
+def test_correction_message_is_three_lines() -> None:
+    lines = CORRECTION_MESSAGE.split("\n")
+    assert len(lines) == 3
+    assert "valid YAML frontmatter matching the role schema" in lines[0]
+    assert "`---`" in lines[1]
+    assert lines[2].startswith("Output only the corrected frontmatter")
+
+
+def test_module_reads_no_heavy_dependency_at_import() -> None:
+    assert not hasattr(prompts, "yaml") and not hasattr(prompts, "jsonschema")

@@ -1,0 +1,112 @@
+"""`uwf skill cli`: the CLI reference is generated from the live app (PORT §5, REFERENCE §1.17)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from uwf.cli.reference import reference_path, render_reference
+
+
+def live_command() -> Any:
+    from uwf.cli.main import app
+
+    return typer.main.get_command(app)
+
+
+def walk(command: Any, path: str) -> list[tuple[str, Any]]:
+    out = []
+    for name, sub in command.commands.items():
+        sub_path = f"{path} {name}"
+        out.append((sub_path, sub))
+        if isinstance(getattr(sub, "commands", None), dict):
+            out.extend(walk(sub, sub_path))
+    return out
+
+
+def test_skill_cli_prints_the_reference(cli: Any) -> None:
+    result = cli("skill", "cli")
+    assert result.code == 0 and result.err == ""
+    assert result.out.startswith("# uwf CLI Reference\n")
+    assert "## Key concepts" in result.out
+    for word in ("$START", "$END", "WORKFLOW_STORAGE_ROOT", "Thread", "Step", "Turn"):
+        assert word in result.out
+    assert result.out == render_reference(live_command())
+
+
+def test_reference_mentions_every_command_of_the_live_app(cli: Any) -> None:
+    text = cli("skill", "cli").out
+    command = live_command()
+    visible = [(p, c) for p, c in walk(command, "uwf") if not getattr(c, "hidden", False)]
+    assert visible
+    for path, sub in visible:
+        if isinstance(getattr(sub, "commands", None), dict):
+            if path.count(" ") == 1:
+                assert f"## {path}\n" in text, f"no section for group {path}"
+        else:
+            assert f"- `{path}" in text, f"command {path} missing from the reference"
+            for param in sub.params:
+                if getattr(param, "hidden", False) or param.opts == ["--format"]:
+                    continue
+                assert param.opts[0] in text or param.name.upper() in text
+    for param in command.params:
+        assert param.opts[0] in text
+
+
+def test_hidden_aliases_are_listed_under_their_command() -> None:
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    group = typer.Typer(help="Things.")
+    app.add_typer(group, name="thing")
+
+    def put(
+        file: Annotated[str, typer.Argument(help="The file.")],
+        count: Annotated[int, typer.Option("--count", "-c", help="How many.")] = 1,
+        wait: Annotated[bool, typer.Option("--wait", help="Wait.")] = False,
+        secret: Annotated[str, typer.Option("--secret", hidden=True)] = "",
+    ) -> None:
+        """Store a thing.
+
+        Longer text that is not part of the summary.
+        """
+
+    def gone() -> None:
+        """A removed command."""
+
+    group.command("put")(put)
+    group.command("add", hidden=True)(put)
+    group.command("old", hidden=True)(gone)
+    text = render_reference(typer.main.get_command(app))
+    assert text.startswith("# uwf CLI Reference\n")
+    assert "## uwf thing\n\nThings.\n" in text
+    assert "- `uwf thing put [OPTIONS] FILE` — Store a thing.\n" in text
+    assert "  - `FILE` — The file.\n" in text
+    assert "  - `--count, -c COUNT` (default: 1) — How many.\n" in text
+    assert "  - `--wait` — Wait.\n" in text
+    assert "  - Alias: `uwf thing add`\n" in text
+    assert "Longer text" not in text
+    assert "--secret" not in text and "old" not in text.split("## uwf thing", 1)[1]
+    assert inspect.unwrap(put) is put
+
+
+def test_agent_kit_copy_is_up_to_date() -> None:
+    path: Path = reference_path()
+    expected = render_reference(live_command())
+    current = path.read_text(encoding="utf-8") if path.is_file() else None
+    assert current == expected, (
+        f"{path} is out of date with the commands: run `python -m uwf.cli.reference --write`"
+    )
+
+
+def test_module_entry_check() -> None:
+    from uwf.cli.reference import main
+
+    code = main(["--check"])
+    assert code == 0, "run `python -m uwf.cli.reference --write`"
