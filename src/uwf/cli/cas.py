@@ -1,7 +1,155 @@
-"""`uwf cas …` commands."""
+"""`uwf cas …`: read and write nodes of the content-addressed store directly.
+
+Thin wrappers over :mod:`uwf.engine.casops`; each prints one structured value.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="cas commands.", no_args_is_help=True, rich_markup_mode=None)
+from uwf.cli.options import FormatOpt, emit, root
+from uwf.engine import casops
+
+app = typer.Typer(
+    help="""Inspect and write the content-addressed store directly.
+
+Every node is {type, payload, timestamp}; its hash is 13 upper-case Crockford Base32
+characters derived from its type and payload, and its type is the hash of the JSON Schema
+that describes the payload.""",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+schema_app = typer.Typer(
+    help="List and show the JSON Schemas stored in the CAS.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(schema_app, name="schema")
+
+HashArg = Annotated[
+    str, typer.Argument(metavar="HASH", help="Node hash (13 Crockford Base32 characters).")
+]
+
+
+@app.command("get")
+def get(
+    hash: HashArg,
+    timestamp: Annotated[
+        bool, typer.Option("--timestamp", help="Include the time the node was first stored.")
+    ] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Print a node as {"type","payload"} (with --timestamp, also "timestamp").
+
+    Fails with "Node not found" when no node has this hash, and reports a node file whose
+    content does not hash to its name as corrupt.
+    """
+    emit(casops.get(root(), hash, timestamp), fmt)
+
+
+@app.command("put")
+def put(
+    type_hash: Annotated[
+        str, typer.Argument(metavar="TYPE_HASH", help="Hash of the schema node to store under.")
+    ],
+    data: Annotated[
+        str,
+        typer.Argument(metavar="DATA", help="Payload as inline JSON, or a path to a JSON file."),
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Validate a JSON payload against a stored schema and store it; print {"hash"}.
+
+    DATA is parsed as inline JSON first and otherwise read as a JSON file. The type must be
+    the hash of a stored schema (or the meta-schema, to store a new schema), and the payload
+    must satisfy it: nothing is written otherwise. Storing the same payload twice returns
+    the same hash.
+    """
+    emit(casops.put(root(), type_hash, data), fmt)
+
+
+@app.command("put-text")
+def put_text(
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to store.")],
+    fmt: FormatOpt = None,
+) -> None:
+    """Store a string under the Text schema; print {"hash"}."""
+    emit(casops.put_text(root(), text), fmt)
+
+
+@app.command("has")
+def has(
+    hash: Annotated[
+        str, typer.Argument(metavar="HASH", help="Hash to look for (any string is accepted).")
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Print {"exists":true|false}; exit 1 when the node is absent.
+
+    A malformed hash is simply absent: it is never an error.
+    """
+    exists = casops.has(root(), hash)
+    emit({"exists": exists}, fmt)
+    if not exists:
+        raise typer.Exit(1)
+
+
+@app.command("refs")
+def refs(hash: HashArg, fmt: FormatOpt = None) -> None:
+    """Print {"refs":[…]}: the hashes a node refers to, as its schema marks them.
+
+    A reference is a string at a schema location with "format": "cas_ref"; the type link is
+    not a reference.
+    """
+    emit(casops.refs(root(), hash), fmt)
+
+
+@app.command("walk")
+def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
+    """Print {"hashes":[…]}: every node reachable from HASH, breadth-first, root first.
+
+    Missing nodes are skipped (a missing root gives an empty list); schemas are not followed.
+    """
+    emit(casops.walk(root(), hash), fmt)
+
+
+@app.command("reindex")
+def reindex(fmt: FormatOpt = None) -> None:
+    """Rebuild the type index from the node files; print the counts.
+
+    Reads every node, so it takes time proportional to the size of the store.
+    """
+    emit(casops.reindex(root()), fmt)
+
+
+@app.command("verify")
+def verify(fmt: FormatOpt = None) -> None:
+    """Re-hash every node and check that its type and refs exist; exit 1 on damage.
+
+    Prints {"scanned","ok","damaged":[{"hash","problem"}]}. Reads every node.
+    """
+    report = casops.verify(root())
+    emit(report, fmt)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+@schema_app.command("list")
+def schema_list(fmt: FormatOpt = None) -> None:
+    """Print [{"hash","title"}]: the meta-schema first, then every stored schema.
+
+    The title is the schema's "title", else its "description", else "(unnamed)".
+    """
+    emit(casops.schema_list(root()), fmt)
+
+
+@schema_app.command("get")
+def schema_get(
+    hash: Annotated[str, typer.Argument(metavar="HASH", help="Hash of a schema node.")],
+    fmt: FormatOpt = None,
+) -> None:
+    """Print the JSON Schema stored at HASH."""
+    emit(casops.schema_get(root(), hash), fmt)
