@@ -1,7 +1,117 @@
-"""`uwf workflow …` commands."""
+"""`uwf workflow …`: store workflow files, show them, list them, and move between versions.
+
+Thin wrappers over :mod:`uwf.engine.workflows`; each prints one structured value. The seed's
+``put`` is the command; ``add`` (the v0.5.0 name) is a hidden alias.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="workflow commands.", no_args_is_help=True, rich_markup_mode=None)
+from uwf.cli.options import FormatOpt, emit, root
+from uwf.engine import workflows
+
+app = typer.Typer(
+    help="""Store, show and list workflows, and move the registry between their versions.
+
+A workflow is a YAML file with name, description, roles and a status-based graph:
+graph[<role or $START>][<status>] = {role: <next role or $END>, prompt: <mustache template>}.
+`put` validates it completely, stores each role's schema and the workflow in the CAS, and
+points the registry entry of its name at the new hash.""",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+FileArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="FILE",
+        help="Workflow YAML file; its stem must equal its name.",
+        show_default=False,
+    ),
+]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
+
+
+def _put(file: Path, fmt: FormatOpt) -> None:
+    result = workflows.put_workflow(root(), file)
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    emit(result.output(), fmt)
+
+
+@app.command("put")
+def put(file: FileArg, fmt: FormatOpt = None) -> None:
+    """Validate, store and register a workflow file.
+
+    Prints {"name","hash"}.
+    Every problem of the file is reported at once, one line each, and nothing is written
+    unless the whole file is valid. Roles unreachable from $START are printed as warnings on
+    stderr. Putting the same file twice gives the same hash.
+    """
+    _put(file, fmt)
+
+
+@app.command("add", hidden=True)
+def add(file: FileArg, fmt: FormatOpt = None) -> None:
+    """Alias of `workflow put` (the v0.5.0 name)."""
+    _put(file, fmt)
+
+
+@app.command("show")
+def show(
+    ident: Annotated[
+        str, typer.Argument(metavar="NAME|HASH", help="Registered name or Workflow node hash.")
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Show a stored workflow by name or hash.
+
+    Prints {"hash","name","type","payload","timestamp"}.
+    A registered name is looked up in the registry (not in project files); anything else must
+    be the hash of a Workflow node. "name" is the registry name that points at the hash, or
+    null for a version that is not current.
+    """
+    emit(workflows.show_workflow(root(), ident), fmt)
+
+
+@app.command("list")
+def list_(fmt: FormatOpt = None) -> None:
+    """List project and registered workflows.
+
+    Prints [{"name","hash","origin"}].
+    Project workflows in ./.workflows/*.yaml|yml come first (hash "(local)", origin "local",
+    files not read), then the registry entries they do not shadow (origin "global").
+    """
+    emit(workflows.list_workflows(root(), Path.cwd()), fmt)
+
+
+@app.command("history")
+def history(name: NameArg, fmt: FormatOpt = None) -> None:
+    """List the stored versions of a workflow.
+
+    Prints [{"hash","timestamp","current"}], oldest first.
+    Versions come from the CAS type index of the Workflow schema; "current" marks the one the
+    registry points at.
+    """
+    emit(workflows.history(root(), name), fmt)
+
+
+@app.command("rollback")
+def rollback(
+    name: NameArg,
+    hash: Annotated[
+        str, typer.Argument(metavar="HASH", help="Hash of a stored version of that workflow.")
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Make a stored version the current one.
+
+    Points the registry entry of NAME at HASH; prints {"name","hash","previous"}.
+    The hash must be a Workflow node with that name (see `uwf workflow history NAME`).
+    Threads already started keep the version they started with.
+    """
+    emit(workflows.rollback(root(), name, hash), fmt)

@@ -1,0 +1,426 @@
+"""`uwf workflow put/show/list/history/rollback` and the workflow resolution of `thread start`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EXAMPLES
+from uwf.cas.schema import meta_hash
+from uwf.engine.workflows import resolve_for_start
+from uwf.protocol import schemas
+from uwf.protocol.store import open_store
+from uwf.util.base32 import is_hash
+
+SOLVE = EXAMPLES / "solve-issue.yaml"
+
+
+def variant(
+    directory: Path, description: str, name: str = "solve-issue", ext: str = ".yaml"
+) -> Path:
+    """A copy of solve-issue with another description (so another hash)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    text = SOLVE.read_text(encoding="utf-8")
+    lines = [
+        f"description: {json.dumps(description)}" if line.startswith("description:") else line
+        for line in text.splitlines()
+    ]
+    text = "\n".join(lines) + "\n"
+    if name != "solve-issue":
+        text = text.replace("name: solve-issue", f"name: {name}", 1)
+    path = directory / f"{name}{ext}"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def put(cli: Any, path: Path) -> str:
+    result = cli("workflow", "put", path)
+    assert result.code == 0, result.err
+    h = result.json()["hash"]
+    assert is_hash(h)
+    return str(h)
+
+
+def description_of(root: Path, h: str) -> str:
+    node = open_store(root).get(h)
+    assert node is not None and node.type == schemas.hashes().workflow
+    return str(node.payload["description"])
+
+
+def log_tags(root: Path) -> list[str]:
+    tags = []
+    for path in (root / "logs").glob("*.jsonl"):
+        tags += [json.loads(line)["tag"] for line in path.read_text().splitlines()]
+    return tags
+
+
+# -- put ---------------------------------------------------------------------------------
+
+
+def test_put_prints_name_and_hash_and_registers(cli: Any, root: Path) -> None:
+    result = cli("workflow", "put", SOLVE)
+    assert result.code == 0
+    assert result.err == ""
+    out = result.json()
+    assert list(out) == ["name", "hash"]
+    assert out["name"] == "solve-issue"
+    registry = (root / "registry.yaml").read_text()
+    assert f'"solve-issue": "{out["hash"]}"\n' in registry
+    node = open_store(root).get(out["hash"])
+    assert node is not None and node.type == schemas.hashes().workflow
+    assert "H5R9C2X7" in log_tags(root)
+
+
+def test_put_twice_is_idempotent(cli: Any, root: Path, snapshot: Any) -> None:
+    first = cli("workflow", "put", SOLVE)
+    before = snapshot(root)
+    second = cli("workflow", "put", SOLVE)
+    assert second.code == 0
+    assert second.out == first.out
+    assert snapshot(root) == before
+
+
+def test_add_is_a_hidden_alias_of_put(cli: Any) -> None:
+    added = cli("workflow", "add", SOLVE)
+    assert added.code == 0
+    assert added.out == cli("workflow", "put", SOLVE).out
+    help_text = cli("workflow", "--help").out
+    assert "put" in help_text
+    assert " add " not in help_text
+
+
+def test_put_prints_warnings_on_stderr(cli: Any, tmp_path: Path) -> None:
+    path = variant(tmp_path, "with an unreachable role")
+    text = path.read_text().replace(
+        "\ngraph:\n",
+        "\n  idle:\n    description: d\n    goal: g\n    capabilities: []\n    procedure: p\n"
+        "    output: o\n    meta: {type: object, properties: {x: {type: string}}}\n"
+        "\ngraph:\n  idle:\n    _: {role: $END, prompt: done}\n",
+    )
+    path.write_text(text)
+    result = cli("workflow", "put", path)
+    assert result.code == 0
+    assert result.err == "warning: roles.idle: not reachable from $START\n"
+    assert result.json()["name"] == "solve-issue"
+
+
+def test_put_through_the_installed_script(cli_proc: Any, root: Path) -> None:
+    result = cli_proc("workflow", "put", SOLVE)
+    assert result.code == 0, result.err
+    h = result.json()["hash"]
+    assert f'"solve-issue": "{h}"' in (root / "registry.yaml").read_text()
+
+
+def test_bad_file_through_the_installed_script(cli_proc: Any, tmp_path: Path, root: Path) -> None:
+    path = tmp_path / "solve-issue.yaml"
+    path.write_text(SOLVE.read_text().replace("role: $END", "role: nowhere"))
+    result = cli_proc("workflow", "put", path)
+    assert result.code == 1
+    lines = result.err.splitlines()
+    assert lines[0] == f"error: invalid workflow {path}: 1 problem"
+    assert lines[1].startswith('  - graph.reviewer.approved: routes to unknown role "nowhere"')
+    assert "Traceback" not in result.err
+    assert result.out == ""
+    assert not root.exists()
+
+
+# -- show ------------------------------------------------------------------------------
+
+
+def test_show_by_name_and_by_hash(cli: Any) -> None:
+    h = put(cli, SOLVE)
+    by_name = cli("workflow", "show", "solve-issue")
+    assert by_name.code == 0
+    out = by_name.json()
+    assert list(out) == ["hash", "name", "type", "payload", "timestamp"]
+    assert out["hash"] == h
+    assert out["name"] == "solve-issue"
+    assert out["type"] == schemas.hashes().workflow
+    payload = out["payload"]
+    assert list(payload["roles"]) == ["planner", "developer", "reviewer"]
+    for role in payload["roles"].values():
+        assert is_hash(role["meta"])
+    assert payload["graph"]["reviewer"]["rejected"]["role"] == "developer"
+    assert cli("workflow", "show", h).out == by_name.out
+
+
+def test_show_names_only_the_current_version(cli: Any, tmp_path: Path) -> None:
+    old = put(cli, variant(tmp_path / "v1", "first"))
+    put(cli, variant(tmp_path / "v2", "second"))
+    out = cli("workflow", "show", old).json()
+    assert out["name"] is None
+    assert out["payload"]["description"] == "first"
+
+
+def test_show_in_yaml(cli: Any) -> None:
+    h = put(cli, SOLVE)
+    result = cli("workflow", "show", "solve-issue", "--format", "yaml")
+    assert result.code == 0
+    assert f'hash: "{h}"' in result.out
+
+
+# -- list ------------------------------------------------------------------------------
+
+
+def test_list_is_empty_at_first(cli: Any) -> None:
+    assert cli("workflow", "list").json() == []
+
+
+def test_list_puts_project_workflows_first(cli: Any, tmp_path: Path) -> None:
+    solve = put(cli, SOLVE)
+    put(cli, EXAMPLES / "debate.yaml")
+    local = Path.cwd() / ".workflows"
+    local.mkdir()
+    for name in ("debate.yaml", "beta.yml", "alpha.yaml", "notes.txt", "-x.yaml"):
+        (local / name).write_text("not read\n")
+    (local / "dir.yaml").mkdir()
+    assert cli("workflow", "list").json() == [
+        {"name": "alpha", "hash": "(local)", "origin": "local"},
+        {"name": "beta", "hash": "(local)", "origin": "local"},
+        {"name": "debate", "hash": "(local)", "origin": "local"},
+        {"name": "solve-issue", "hash": solve, "origin": "global"},
+    ]
+
+
+# -- history and rollback ------------------------------------------------------------------
+
+
+def test_history_lists_every_version_oldest_first(cli: Any, tmp_path: Path) -> None:
+    v1 = put(cli, variant(tmp_path / "v1", "first"))
+    put(cli, EXAMPLES / "debate.yaml")
+    v2 = put(cli, variant(tmp_path / "v2", "second"))
+    result = cli("workflow", "history", "solve-issue")
+    assert result.code == 0
+    versions = result.json()
+    assert [v["hash"] for v in versions] == [v1, v2]
+    assert [v["current"] for v in versions] == [False, True]
+    assert versions[0]["timestamp"] <= versions[1]["timestamp"]
+    assert list(versions[0]) == ["hash", "timestamp", "current"]
+
+
+def test_rollback_moves_the_registry_entry(cli: Any, root: Path, tmp_path: Path) -> None:
+    v1 = put(cli, variant(tmp_path / "v1", "first"))
+    v2 = put(cli, variant(tmp_path / "v2", "second"))
+    result = cli("workflow", "rollback", "solve-issue", v1)
+    assert result.code == 0, result.err
+    assert result.json() == {"name": "solve-issue", "hash": v1, "previous": v2}
+    assert f'"solve-issue": "{v1}"' in (root / "registry.yaml").read_text()
+    assert cli("workflow", "show", "solve-issue").json()["hash"] == v1
+    assert [v["current"] for v in cli("workflow", "history", "solve-issue").json()] == [True, False]
+    assert "T3G8B5N2" in log_tags(root)
+
+
+# -- bad input: exit 1, one error line, nothing changed --------------------------------------
+
+
+def _bad_cases(tmp_path: Path, debate: str) -> list[tuple[list[str], str]]:
+    broken = tmp_path / "broken" / "solve-issue.yaml"
+    broken.parent.mkdir()
+    broken.write_text(SOLVE.read_text().replace("enum: [approved, rejected]", "enum: [approved]"))
+    listdoc = tmp_path / "list.yaml"
+    listdoc.write_text("- a\n")
+    badyaml = tmp_path / "bad.yaml"
+    badyaml.write_text("invalid: yaml: : :\n")
+    other = tmp_path / "other.yaml"
+    other.write_text(SOLVE.read_text())
+    missing = tmp_path / "missing.yaml"
+    return [
+        (["workflow", "put", str(missing)], f"file not found: {missing}"),
+        (
+            ["workflow", "put", str(listdoc)],
+            "invalid workflow YAML: expected a mapping with name, description, roles and graph",
+        ),
+        (["workflow", "put", str(badyaml)], "invalid YAML: "),
+        (["workflow", "put", str(broken)], f"invalid workflow {broken}: 1 problem"),
+        (["workflow", "put", str(other)], f"invalid workflow {other}: 1 problem"),
+        (["workflow", "add", str(missing)], f"file not found: {missing}"),
+        (["workflow", "show", "nope"], "workflow not found: nope"),
+        (["workflow", "show", "0000000000000"], "CAS node not found: 0000000000000"),
+        (["workflow", "show", meta_hash()], f"node {meta_hash()} is not a Workflow (type "),
+        (["workflow", "show", "  "], "workflow ID cannot be empty"),
+        (["workflow", "history", "nope"], "workflow not found: nope"),
+        (
+            ["workflow", "rollback", "solve-issue", "xyz"],
+            'invalid hash: "xyz" (expected 13 upper-case Crockford Base32 characters)',
+        ),
+        (
+            ["workflow", "rollback", "solve-issue", "0000000000000"],
+            "CAS node not found: 0000000000000",
+        ),
+        (
+            ["workflow", "rollback", "solve-issue", debate],
+            f'workflow {debate} is named "debate", not "solve-issue"',
+        ),
+        (
+            ["workflow", "rollback", "--", "-rf", debate],
+            'invalid workflow name: "-rf" '
+            "(letters, digits, _ and -, starting with a letter or _, at most 64 characters)",
+        ),
+    ]
+
+
+def test_bad_input_fails_cleanly_and_changes_nothing(
+    cli: Any, root: Path, tmp_path: Path, snapshot: Any
+) -> None:
+    put(cli, SOLVE)
+    debate = put(cli, EXAMPLES / "debate.yaml")
+    for args, message in _bad_cases(tmp_path, debate):
+        before = snapshot(root)
+        result = cli(*args)
+        assert result.code == 1, (args, result.err)
+        assert result.out == ""
+        first = result.err.splitlines()[0]
+        assert first.startswith(f"error: {message}"), (args, first)
+        assert sum(line.startswith("error:") for line in result.err.splitlines()) == 1
+        assert "Traceback" not in result.err
+        assert snapshot(root) == before, args
+
+
+def test_invalid_file_lists_every_problem(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wrong-name.yaml"
+    path.write_text(
+        SOLVE.read_text()
+        .replace("role: $END", "role: nowhere")
+        .replace("enum: [approved, rejected]", "enum: [approved, rejected, pending]")
+    )
+    result = cli("workflow", "put", path)
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        f"error: invalid workflow {path}: 3 problems",
+        '  - workflow name mismatch: file "wrong-name.yaml" implies name "wrong-name" '
+        'but YAML declares name "solve-issue"',
+        '  - graph.reviewer.approved: routes to unknown role "nowhere" '
+        "(roles: developer, planner, reviewer)",
+        '  - graph.reviewer: no edge for status "pending" declared in roles.reviewer.meta',
+    ]
+
+
+# -- resolve_for_start (REFERENCE §1.4) --------------------------------------------------------
+
+
+def test_resolve_a_stored_hash(cli: Any, root: Path) -> None:
+    h = put(cli, SOLVE)
+    assert resolve_for_start(root, h, Path.cwd()) == h
+    assert resolve_for_start(root, f"  {h}\n", Path.cwd()) == h
+
+
+def test_resolve_an_absolute_path_stores_but_does_not_register(root: Path, tmp_path: Path) -> None:
+    path = variant(tmp_path / "files", "absolute")
+    h = resolve_for_start(root, str(path), Path.cwd())
+    assert description_of(root, h) == "absolute"
+    assert not (root / "registry.yaml").exists()
+
+
+def test_resolve_a_relative_path(root: Path) -> None:
+    variant(Path.cwd() / "subdir", "relative", name="x")
+    h = resolve_for_start(root, "subdir/x.yaml", Path.cwd())
+    assert description_of(root, h) == "relative"
+
+
+def test_resolve_local_workflow_dir_in_cwd_and_parent(root: Path) -> None:
+    cwd = Path.cwd()
+    variant(cwd / ".workflow", "here", name="here")
+    variant(cwd / ".workflow", "as yml", name="yml-one", ext=".yml")
+    child = cwd / "a" / "b"
+    child.mkdir(parents=True)
+    assert description_of(root, resolve_for_start(root, "here", cwd)) == "here"
+    assert description_of(root, resolve_for_start(root, "here", child)) == "here"
+    assert description_of(root, resolve_for_start(root, "yml-one", child)) == "as yml"
+
+
+def test_resolve_prefers_workflow_dir_and_closer_dirs(root: Path) -> None:
+    cwd = Path.cwd()
+    child = cwd / "child"
+    variant(cwd / ".workflows", "plural")
+    variant(cwd / ".workflow", "singular")
+    assert description_of(root, resolve_for_start(root, "solve-issue", cwd)) == "singular"
+    variant(child / ".workflows", "closer")
+    assert description_of(root, resolve_for_start(root, "solve-issue", child)) == "closer"
+
+
+def test_resolve_priority_path_then_local_then_registry(
+    cli: Any, root: Path, tmp_path: Path
+) -> None:
+    registered = put(cli, variant(tmp_path / "reg", "registered"))
+    cwd = Path.cwd()
+    assert resolve_for_start(root, "solve-issue", cwd) == registered
+    variant(cwd / ".workflows", "local")
+    assert description_of(root, resolve_for_start(root, "solve-issue", cwd)) == "local"
+    path = variant(tmp_path / "explicit", "explicit")
+    assert description_of(root, resolve_for_start(root, str(path), cwd)) == "explicit"
+    assert (root / "registry.yaml").read_text().count(registered) == 1
+
+
+@pytest.mark.parametrize(
+    ("ident", "message"),
+    [
+        ("", "workflow ID cannot be empty"),
+        ("  \t ", "workflow ID cannot be empty"),
+        ("0000000000000", "CAS node not found: 0000000000000"),
+        ("a" * 40, f"workflow not found: {'a' * 40}"),
+        (
+            "0123456789abcdef0123456789abcdef01234567",
+            "workflow not found: 0123456789abcdef0123456789abcdef01234567",
+        ),
+        ("nothing", "workflow not found: nothing"),
+        ("-rf", "workflow not found: -rf"),
+    ],
+)
+def test_resolve_failures(root: Path, ident: str, message: str) -> None:
+    from uwf.util.errors import UwfError
+
+    with pytest.raises(UwfError) as info:
+        resolve_for_start(root, ident, Path.cwd())
+    assert info.value.message == message
+
+
+@pytest.mark.parametrize("ident", ["0123456789ABC.yaml", "subdir/x.yaml", "sub\\x", "x.yml"])
+def test_path_like_ids_are_paths(root: Path, ident: str) -> None:
+    from uwf.util.errors import NotFound
+
+    with pytest.raises(NotFound) as info:
+        resolve_for_start(root, ident, Path.cwd())
+    assert info.value.message == f"project workflow file not found: {Path.cwd() / ident}"
+
+
+def test_resolve_reports_local_file_problems_with_the_path(root: Path, snapshot: Any) -> None:
+    from uwf.util.errors import InvalidInput
+
+    cwd = Path.cwd()
+    local = cwd / ".workflow"
+    local.mkdir()
+    cases = {
+        "badyaml": ("invalid: yaml: : :\n", f"invalid YAML in {local / 'badyaml.yaml'}: "),
+        "listdoc": (
+            "- a\n",
+            f"invalid workflow YAML in {local / 'listdoc.yaml'}: expected a "
+            "mapping with name, description, roles and graph",
+        ),
+        "mismatch": (
+            SOLVE.read_text(),
+            f"invalid workflow {local / 'mismatch.yaml'}: 1 problem\n"
+            '  - workflow name mismatch: file "mismatch.yaml" implies name "mismatch" '
+            'but YAML declares name "solve-issue"',
+        ),
+    }
+    before = snapshot(root)
+    for name, (text, message) in cases.items():
+        (local / f"{name}.yaml").write_text(text)
+        with pytest.raises(InvalidInput) as info:
+            resolve_for_start(root, name, cwd)
+        assert info.value.message.startswith(message), name
+    assert snapshot(root) == before
+
+
+def test_resolve_registry_entry_to_a_missing_node(root: Path) -> None:
+    from uwf.engine.state import State
+    from uwf.util.errors import NotFound
+
+    with State(root).registry.edit() as registry:
+        registry["gone"] = "0000000000001"
+    with pytest.raises(NotFound) as info:
+        resolve_for_start(root, "gone", Path.cwd())
+    assert info.value.message == "CAS node not found: 0000000000001"
