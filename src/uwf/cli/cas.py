@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from uwf.cli.options import FormatOpt, emit, root
-from uwf.engine import casops
 
 app = typer.Typer(
     help="""Inspect and write the content-addressed store directly.
@@ -47,6 +46,8 @@ def get(
     Fails with "Node not found" when no node has this hash, and reports a node file whose
     content does not hash to its name as corrupt.
     """
+    from uwf.engine import casops
+
     emit(casops.get(root(), hash, timestamp), fmt)
 
 
@@ -68,6 +69,8 @@ def put(
     must satisfy it: nothing is written otherwise. Storing the same payload twice returns
     the same hash.
     """
+    from uwf.engine import casops
+
     emit(casops.put(root(), type_hash, data), fmt)
 
 
@@ -77,6 +80,8 @@ def put_text(
     fmt: FormatOpt = None,
 ) -> None:
     """Store a string under the Text schema; print {"hash"}."""
+    from uwf.engine import casops
+
     emit(casops.put_text(root(), text), fmt)
 
 
@@ -91,6 +96,8 @@ def has(
 
     A malformed hash is simply absent: it is never an error.
     """
+    from uwf.engine import casops
+
     exists = casops.has(root(), hash)
     emit({"exists": exists}, fmt)
     if not exists:
@@ -104,6 +111,8 @@ def refs(hash: HashArg, fmt: FormatOpt = None) -> None:
     A reference is a string at a schema location with "format": "cas_ref"; the type link is
     not a reference.
     """
+    from uwf.engine import casops
+
     emit(casops.refs(root(), hash), fmt)
 
 
@@ -113,6 +122,8 @@ def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
 
     Missing nodes are skipped (a missing root gives an empty list); schemas are not followed.
     """
+    from uwf.engine import casops
+
     emit(casops.walk(root(), hash), fmt)
 
 
@@ -122,6 +133,8 @@ def reindex(fmt: FormatOpt = None) -> None:
 
     Reads every node, so it takes time proportional to the size of the store.
     """
+    from uwf.engine import casops
+
     emit(casops.reindex(root()), fmt)
 
 
@@ -131,6 +144,8 @@ def verify(fmt: FormatOpt = None) -> None:
 
     Prints {"scanned","ok","damaged":[{"hash","problem"}]}. Reads every node.
     """
+    from uwf.engine import casops
+
     report = casops.verify(root())
     emit(report, fmt)
     if not report["ok"]:
@@ -143,6 +158,8 @@ def schema_list(fmt: FormatOpt = None) -> None:
 
     The title is the schema's "title", else its "description", else "(unnamed)".
     """
+    from uwf.engine import casops
+
     emit(casops.schema_list(root()), fmt)
 
 
@@ -152,4 +169,6 @@ def schema_get(
     fmt: FormatOpt = None,
 ) -> None:
     """Print the JSON Schema stored at HASH."""
+    from uwf.engine import casops
+
     emit(casops.schema_get(root(), hash), fmt)

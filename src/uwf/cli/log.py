@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from uwf.cli.options import FormatOpt, emit, root
-from uwf.engine import logs
 
 app = typer.Typer(
     help="Read and prune the process debug log (<root>/logs/YYYY-MM-DD.jsonl, one file per "
@@ -20,6 +19,8 @@ app = typer.Typer(
 @app.command("list")
 def list_(fmt: FormatOpt = None) -> None:
     """List the log files with their size, newest first."""
+    from uwf.engine import logs
+
     emit(logs.list_logs(root()), fmt)
 
 
@@ -38,6 +39,8 @@ def show(
     fmt: FormatOpt = None,
 ) -> None:
     """Show log entries, oldest first; filters combine."""
+    from uwf.engine import logs
+
     emit(logs.show_logs(root(), thread=thread, process=process, date=date), fmt)
 
 
@@ -49,4 +52,6 @@ def clean(
     fmt: FormatOpt = None,
 ) -> None:
     """Delete the log files of days before a date."""
+    from uwf.engine import logs
+
     emit(logs.clean_logs(root(), before=before), fmt)

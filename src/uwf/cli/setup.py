@@ -15,12 +15,14 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from uwf.engine.setup import Preset
+
 from uwf.cli.options import FormatOpt, emit, root
-from uwf.engine.setup import PRESETS, Preset, chat_models, run_setup
 from uwf.util.errors import InvalidInput
 
 CHECK_TIMEOUT = 15.0
@@ -64,6 +66,8 @@ def setup(
     <root>/config.yaml, the key goes to <root>/.env, and the model is checked with a one-token
     request (a failed check does not undo the written files).
     """
+    from uwf.engine.setup import run_setup
+
     given = [v is not None for v in (provider, base_url, api_key, model)]
     if not any(given):
         interactive(agent)
@@ -117,6 +121,8 @@ def fetch_models(base_url: str, api_key: str, timeout: float = LIST_TIMEOUT) -> 
     """The provider's chat model ids from ``GET <base>/models``; any failure -> ``[]``."""
     import httpx
 
+    from uwf.engine.setup import chat_models
+
     try:
         response = httpx.get(
             base_url.rstrip("/") + "/models",
@@ -137,6 +143,8 @@ def fetch_models(base_url: str, api_key: str, timeout: float = LIST_TIMEOUT) -> 
 
 def provider_menu() -> list[str]:
     """``  <n>) <label padded to 28> <url>`` per preset, then the custom entry."""
+    from uwf.engine.setup import PRESETS
+
     width = len(str(len(PRESETS) + 1))
     lines = [f"  {i:>{width}}) {p.label:<28} {p.base_url}" for i, p in enumerate(PRESETS, 1)]
     lines.append(f"  {len(PRESETS) + 1:>{width}}) Custom (enter name and URL manually)")
@@ -145,6 +153,8 @@ def provider_menu() -> list[str]:
 
 def choose_provider(choice: str) -> Preset | None:
     """A preset for ``1..N``; None for the custom entry ``N+1``; else ``Invalid choice``."""
+    from uwf.engine.setup import PRESETS
+
     text = choice.strip()
     if text.isdigit() and 1 <= int(text) <= len(PRESETS) + 1:
         n = int(text)
@@ -196,6 +206,8 @@ def interactive(
     say: Callable[[str], None] = typer.echo,
 ) -> None:
     """Ask for provider, key and model, then run the same setup as the flags do."""
+    from uwf.engine.setup import PRESETS, run_setup
+
     say("Welcome to uwf setup: configure an OpenAI-compatible model provider.")
     say("")
     say("Select a provider:")

@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from uwf.cli.options import FormatOpt, emit, root
-from uwf.engine import workflows
 
 app = typer.Typer(
     help="""Store, show and list workflows, and move the registry between their versions.
@@ -37,6 +36,8 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
 
 
 def _put(file: Path, fmt: FormatOpt) -> None:
+    from uwf.engine import workflows
+
     result = workflows.put_workflow(root(), file)
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
@@ -75,6 +76,8 @@ def show(
     be the hash of a Workflow node. "name" is the registry name that points at the hash, or
     null for a version that is not current.
     """
+    from uwf.engine import workflows
+
     emit(workflows.show_workflow(root(), ident), fmt)
 
 
@@ -86,6 +89,8 @@ def list_(fmt: FormatOpt = None) -> None:
     Project workflows in ./.workflows/*.yaml|yml come first (hash "(local)", origin "local",
     files not read), then the registry entries they do not shadow (origin "global").
     """
+    from uwf.engine import workflows
+
     emit(workflows.list_workflows(root(), Path.cwd()), fmt)
 
 
@@ -97,6 +102,8 @@ def history(name: NameArg, fmt: FormatOpt = None) -> None:
     Versions come from the CAS type index of the Workflow schema; "current" marks the one the
     registry points at.
     """
+    from uwf.engine import workflows
+
     emit(workflows.history(root(), name), fmt)
 
 
@@ -114,4 +121,6 @@ def rollback(
     The hash must be a Workflow node with that name (see `uwf workflow history NAME`).
     Threads already started keep the version they started with.
     """
+    from uwf.engine import workflows
+
     emit(workflows.rollback(root(), name, hash), fmt)
