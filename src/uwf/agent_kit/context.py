@@ -49,7 +49,7 @@ class AgentContext:
 
 def build_context(root: Path, thread: str, role: str, edge_prompt: str) -> AgentContext:
     check_thread_id(thread)
-    head_hash = State(root).threads.get(thread)
+    head_hash = State(root).head(thread)
     if head_hash is None:
         raise NotFound(f"thread not found in threads.yaml: {thread}")
     store = open_store(root)

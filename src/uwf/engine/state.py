@@ -93,13 +93,60 @@ class State:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.threads = MappingFile(
+        self._threads = MappingFile(
             root / "threads.yaml", "# uwf active threads: thread id -> head hash", is_thread_id
         )
         self.registry = MappingFile(
             root / "registry.yaml", "# uwf workflow registry: name -> workflow hash", _is_name
         )
         self.history_path = root / "history.jsonl"
+
+    # -- threads ----------------------------------------------------------------------
+    #
+    # Archiving appends the history line, then rewrites threads.yaml, both under the
+    # threads.yaml lock. A crash in between leaves the thread in both files. History lines are
+    # only ever appended under that lock and a thread id never becomes active again once
+    # archived, so only the LAST history line can be such a leftover: readers treat a thread
+    # named there as archived, and the next writer removes it from threads.yaml (O(1) either
+    # way: only the tail of history.jsonl is read).
+
+    def _last_archived(self) -> str | None:
+        """The thread of the last history line (read from the file's tail only)."""
+        try:
+            with open(self.history_path, "rb") as fh:
+                size = fh.seek(0, 2)
+                fh.seek(max(0, size - 4096))
+                tail = fh.read()
+        except FileNotFoundError:
+            return None
+        for line in reversed(tail.splitlines()):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a torn line from a crash, or a cut-off first line
+            if isinstance(entry, dict) and is_thread_id(entry.get("thread")):
+                return str(entry["thread"])
+        return None
+
+    def active(self) -> dict[str, str]:
+        """Active thread id -> head hash."""
+        threads = self._threads.read()
+        threads.pop(self._last_archived() or "", None)
+        return threads
+
+    def head(self, thread: str) -> str | None:
+        """The head of an active thread, or None."""
+        head = self._threads.read().get(thread)
+        if head is not None and self._last_archived() == thread:
+            return None
+        return head
+
+    @contextlib.contextmanager
+    def edit_threads(self) -> Iterator[dict[str, str]]:
+        """The active threads under the lock, with any leftover of a crashed archive removed."""
+        with self._threads.edit() as threads:
+            threads.pop(self._last_archived() or "", None)
+            yield threads
 
     # -- history ----------------------------------------------------------------------
     def history(self) -> list[dict[str, Any]]:
@@ -154,7 +201,7 @@ class State:
         The history line is written (and fsynced) before the threads.yaml entry goes, so a
         crash in between can leave a thread in both files but never in neither.
         """
-        with self.threads.edit() as threads:
+        with self.edit_threads() as threads:
             head = threads.get(thread)
             if head is None:
                 raise InvalidInput(f"thread not active: {thread}")

@@ -63,7 +63,7 @@ def step(
     if timeout is not None and timeout <= 0:
         raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
     state = State(root)
-    if state.threads.get(thread) is None:
+    if state.head(thread) is None:
         raise _not_active(root, thread)
     if dry_run:
         return _step_locked(root, thread, agent, True, timeout)
@@ -77,7 +77,7 @@ def _step_locked(
     from uwf.config.config import agent_command, load_config, load_dotenv
 
     state = State(root)
-    old_head = state.threads.get(thread)
+    old_head = state.head(thread)
     if old_head is None:
         raise _not_active(root, thread)
     store = open_store(root)
@@ -166,7 +166,7 @@ def _step_locked(
     except ModeratorError as exc:
         raise UwfError(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
 
-    with state.threads.edit() as threads:
+    with state.edit_threads() as threads:
         current = threads.get(thread)
         if current != old_head:
             raise Conflict(

@@ -40,7 +40,7 @@ def locate(root: Path, thread: str) -> ThreadRef:
     """The head of an active or archived thread (active wins when in both)."""
     check_thread_id(thread)
     state = State(root)
-    head = state.threads.get(thread)
+    head = state.head(thread)
     if head is not None:
         return ThreadRef(thread, head, True, "active")
     entry = state.history_entry(thread)
@@ -89,7 +89,7 @@ def start(
         payload["maxRounds"] = max_rounds
     start_hash = store.put(h.start, payload)
     thread = new_thread_id()
-    with State(root).threads.edit() as threads:
+    with State(root).edit_threads() as threads:
         threads[thread] = start_hash
     ProcessLog(root, thread=thread, workflow=wf_hash).write(
         "7HNQ4B2X", f"thread created start={start_hash}"
@@ -162,7 +162,7 @@ def list_threads(
     state = State(root)
     store = open_store(root)
     items: list[dict[str, Any]] = []
-    active = state.threads.read()
+    active = state.active()
     start_workflow: dict[str, str] = {}
     for thread, head in active.items():
         try:
@@ -249,7 +249,7 @@ def fork(root: Path, node_hash: str) -> dict[str, Any]:
     if node.type not in (h.start, h.step):
         raise InvalidInput(f"node {node_hash} is not a StartNode or StepNode")
     thread = new_thread_id()
-    with State(root).threads.edit() as threads:
+    with State(root).edit_threads() as threads:
         threads[thread] = node_hash
     ProcessLog(root, thread=thread).write("K2V7N4D9", f"thread forked from={node_hash}")
     return {"thread": thread, "forkedFrom": {"step": node_hash}}
@@ -259,7 +259,7 @@ def kill(root: Path, thread: str) -> dict[str, Any]:
     """Archive an active thread with history status ``killed``."""
     check_thread_id(thread)
     state = State(root)
-    head = state.threads.get(thread)
+    head = state.head(thread)
     if head is None:
         ref = locate(root, thread)  # raises "thread not found" for unknown ids
         raise InvalidInput(f"thread not active: {thread} (status: {ref.status})")

@@ -1,0 +1,62 @@
+"""The mutable state files: quoting, hand-edited files, and the crash-between-two-writes case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from uwf.engine.state import State
+
+
+def test_threads_yaml_is_quoted_and_readable_as_yaml(cli: Any, root: Path, new_thread: Any) -> None:
+    import yaml
+
+    thread = new_thread()
+    text = (root / "threads.yaml").read_text()
+    head = State(root).head(thread)
+    assert f'"{thread}": "{head}"' in text
+    assert yaml.safe_load(text) == {thread: head}
+
+
+def test_hand_edited_threads_yaml_is_read_with_the_yaml_loader(root: Path, new_thread: Any) -> None:
+    thread = new_thread()
+    head = State(root).head(thread)
+    (root / "threads.yaml").write_text(f"# edited by hand\n{thread}:   '{head}'\nbogus: 12\n")
+    assert State(root).active() == {thread: head}
+
+
+def test_crash_between_history_append_and_threads_rewrite(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """Simulate a SIGKILL after archiving appended its history line but before threads.yaml
+    lost the entry: the thread must read as archived, and the next write repairs the file."""
+    thread = new_thread()
+    other = new_thread("other")
+    head = State(root).head(thread)
+    line = {"thread": thread, "workflow": "W", "head": head, "completedAt": 1, "status": "killed"}
+    with (root / "history.jsonl").open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    assert thread in (root / "threads.yaml").read_text()  # the leftover is on disk
+
+    assert State(root).head(thread) is None
+    assert cli("thread", "show", thread).json()["status"] == "killed"
+    assert [t["thread"] for t in cli("thread", "list").json()] == [other]
+    r = cli("thread", "step", thread, "--agent", scenario())
+    assert r.err == f"error: thread not active: {thread} (status: killed)\n"
+
+    assert cli("thread", "step", other, "--agent", scenario()).code == 0  # any write repairs
+    assert thread not in (root / "threads.yaml").read_text()
+    assert other in (root / "threads.yaml").read_text()
+
+
+def test_torn_history_line_is_skipped(cli: Any, root: Path, new_thread: Any) -> None:
+    thread = new_thread()
+    assert cli("thread", "kill", thread).code == 0
+    with (root / "history.jsonl").open("a") as fh:
+        fh.write('{"thread": "01ARZ3NDEKTSV4RRFF')  # a crash mid-append
+    assert cli("thread", "show", thread).json()["status"] == "killed"
+    second = new_thread("after the crash")
+    assert cli("thread", "kill", second).code == 0
+    statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
+    assert statuses == {thread: "killed", second: "killed"}
