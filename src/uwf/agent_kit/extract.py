@@ -8,7 +8,18 @@ from typing import Any
 
 from uwf.util.errors import UwfError
 
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # seconds; $UWF_LLM_TIMEOUT overrides it
+
+
+def timeout_s() -> float:
+    """The HTTP timeout of the extract call: ``$UWF_LLM_TIMEOUT`` seconds, else 60."""
+    import os
+
+    try:
+        value = float(os.environ.get("UWF_LLM_TIMEOUT", ""))
+    except ValueError:
+        return TIMEOUT_S
+    return value if value > 0 else TIMEOUT_S
 
 
 class ExtractError(UwfError):
@@ -87,7 +98,7 @@ def extract(root: Any, raw: str, schema_hash: str, store: Any) -> str | None:
     spec = resolve_model(config, alias)
     schema_node = store.get(schema_hash)
     schema = schema_node.payload if schema_node is not None else {}
-    value = chat_json(spec.base_url, spec.api_key, spec.model, schema, raw)
+    value = chat_json(spec.base_url, spec.api_key, spec.model, schema, raw, timeout_s())
     try:
         return str(store.put(schema_hash, value))
     except (SchemaViolation, InvalidInput) as exc:

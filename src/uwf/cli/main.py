@@ -55,11 +55,14 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     fmt: Annotated[
-        Format,
+        Format | None,
         typer.Option(
-            "--format", help="Output encoding: json (compact) or yaml.", case_sensitive=False
+            "--format",
+            help="Output encoding: json (compact; the default) or yaml.",
+            case_sensitive=False,
+            show_default=False,
         ),
-    ] = Format.json,
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(

@@ -143,9 +143,19 @@ class State:
 
     @contextlib.contextmanager
     def edit_threads(self) -> Iterator[dict[str, str]]:
-        """The active threads under the lock, with any leftover of a crashed archive removed."""
+        """The active threads under the lock, with any leftover of a crashed archive removed.
+
+        The removal is written back at once, before the caller can append a history line:
+        otherwise an archive that failed after its append would make a new line the last
+        one, and the leftover would read as active again (and could be archived twice).
+        """
         with self._threads.edit() as threads:
-            threads.pop(self._last_archived() or "", None)
+            leftover = self._last_archived()
+            if leftover is not None and leftover in threads:
+                del threads[leftover]
+                fsio.atomic_write(
+                    self._threads.path, _render_mapping(threads, self._threads.header)
+                )
             yield threads
 
     # -- history ----------------------------------------------------------------------

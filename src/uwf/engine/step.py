@@ -147,7 +147,7 @@ def _step_locked(
             f"agent timed out after {timeout:g}s ({argv[0]}); its process group was killed"
         )
     if run.code != 0:
-        tail = " ".join(run.stderr_tail.split())[-500:]
+        tail = stderr_summary(run.stderr_tail)
         log.write("B8T5N1V6", f"agent failed code={run.code}")
         raise AgentFailed(
             f"agent command failed ({argv[0]}) with exit code {run.code}"
@@ -185,6 +185,18 @@ def _step_locked(
         out["done"] = True
         out["status"] = "max_rounds"
     return out
+
+
+def stderr_summary(text: str, limit: int = 500) -> str:
+    """What to quote of an agent's stderr: its last ``error:`` line (head kept, so the part
+    that says what failed survives a long quote), else the tail of everything."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("error: "):
+            flat = " ".join(line.split())
+            return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = " ".join(" ".join(lines).split())
+    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :]
 
 
 def _archive(

@@ -114,8 +114,8 @@ def show(root: Path, thread: str) -> dict[str, Any]:
     head = chain.load_head(store, ref.head)
     workflow = ref.workflow or chain.start_of(store, head).workflow
     status = ref.status
-    if ref.active and is_running(root, thread):
-        status = "running"
+    if ref.active:
+        status = "running" if is_running(root, thread) else "idle"
     return {
         "workflow": workflow,
         "thread": thread,
@@ -132,12 +132,12 @@ def _parse_statuses(value: str | None) -> set[str] | None:
     text = value.strip()
     if text == "active":
         return {"idle", "running"}
-    parts = {p.strip() for p in text.split(",")}
-    for part in parts:
+    parts = [p.strip() for p in text.split(",")]
+    for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
             allowed = ", ".join((*LIST_STATUSES, "active"))
             raise InvalidInput(f"Invalid status: {part}. Must be one of: {allowed}")
-    return parts
+    return set(parts)
 
 
 def list_threads(

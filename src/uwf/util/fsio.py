@@ -3,7 +3,8 @@
 Every mutable file of uwf is written through these functions, so a reader never sees a
 half-written file and a crash at any moment leaves either the old or the new content.
 Locks are ``flock`` locks on ``<path>.lock`` files: they die with their process, so a
-SIGKILL never leaves a lock behind that blocks the next command.
+SIGKILL never leaves a lock behind that blocks the next command. A failing write (a full disk,
+an I/O error) removes its temp file and raises a one-line ``UwfError`` naming the file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from pathlib import Path
 from uwf.util.errors import Busy, UwfError
 
 _TMP_PREFIX = ".tmp-"
+
+
+def _write_error(path: Path, exc: OSError) -> UwfError:
+    """The user-facing form of a failed write: which file, and the system's reason."""
+    return UwfError(f"cannot write {path}: {exc.strerror or exc}")
 
 
 def _tmp_path(path: Path) -> Path:
@@ -59,14 +65,17 @@ def _write_tmp(path: Path, data: bytes, mode: int) -> Path:
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_tmp(path, data, mode)
     try:
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _write_tmp(path, data, mode)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     fsync_dir(path.parent)
 
 
@@ -76,25 +85,28 @@ def create_once(path: Path, data: bytes, mode: int = 0o444) -> bool:
     The content appears atomically (``link`` of a fully written, fsynced temp file), and an
     existing file is never replaced, so the first writer's bytes win.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_tmp(path, data, mode)
     try:
-        os.link(tmp, path)
-        created = True
-    except FileExistsError:
-        created = False
-    except OSError as exc:  # filesystems without hard links
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
-            raise
-        if path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _write_tmp(path, data, mode)
+        try:
+            os.link(tmp, path)
+            created = True
+        except FileExistsError:
             created = False
-        else:
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
-            return True
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        except OSError as exc:  # filesystems without hard links
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+            if path.exists():
+                created = False
+            else:
+                os.replace(tmp, path)
+                fsync_dir(path.parent)
+                return True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     if created:
         fsync_dir(path.parent)
     return created
@@ -106,17 +118,21 @@ def append_line(path: Path, line: str) -> None:
     If the file ends in a torn line (a crash mid-append), the new line starts on a line of
     its own, so the torn fragment cannot swallow it; readers skip the fragment.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            if os.write(fd, data) != len(data):  # a short write: the disk filled up
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -135,8 +151,11 @@ def locked(path: Path, *, wait: bool = True, busy_message: str | None = None) ->
     With ``wait=False`` a held lock raises :class:`Busy` at once (``busy_message``).
     """
     lock_path = path.with_name(path.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UwfError(f"cannot lock {lock_path}: {exc.strerror or exc}") from exc
     try:
         flags = fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB
         try:
