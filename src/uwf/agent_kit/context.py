@@ -1,7 +1,16 @@
-"""What an agent knows when it starts: the thread, its chain, the workflow and its role."""
+"""What an agent knows when it starts: the thread, its chain, the workflow and its role.
+
+Building it reads a bounded number of nodes: the head, the StartNode, the workflow and the
+role's schema. History is read on demand and only as far as it is needed: the prompt needs
+the steps since this role's last visit (``since_last_visit``), whose outputs and contents
+are loaded lazily, so a re-entering role in a 10,000-step thread reads a handful of nodes.
+``steps`` (the whole chain) exists for agents that really need all of it.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +24,39 @@ from uwf.util.errors import InvalidInput, NotFound
 from uwf.util.ulid import check_thread_id
 
 
+class StepView(Mapping[str, Any]):
+    """One step as the prompts see it: ``{hash, role, agent, edgePrompt, detail, depth,
+    output, content}``; ``output`` and ``content`` are read from the store on first use."""
+
+    _LAZY = ("output", "content")
+
+    def __init__(self, store: FsStore, step: chain.Step) -> None:
+        self._store = store
+        self._step = step
+        self._data: dict[str, Any] = {
+            "hash": step.hash,
+            "role": step.role,
+            "agent": step.payload.get("agent", ""),
+            "edgePrompt": step.payload.get("edgePrompt", ""),
+            "detail": step.payload.get("detail"),
+            "depth": step.depth,
+        }
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._data and key in self._LAZY:
+            if key == "output":
+                self._data[key] = chain.output_of(self._store, self._step)
+            else:
+                self._data[key] = last_assistant_content(self._store, self._data["detail"])
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from ("hash", "role", "agent", "edgePrompt", "detail", "depth", *self._LAZY)
+
+    def __len__(self) -> int:
+        return 8
+
+
 @dataclass
 class AgentContext:
     root: Path
@@ -24,22 +66,55 @@ class AgentContext:
     edge_prompt: str
     head: str
     start: chain.Start
+    head_node: chain.Start | chain.Step
     prev: str | None  # the StepNode hash the new step follows (None on the first step)
     depth: int  # steps so far; the new step is depth + 1
     workflow: dict[str, Any]
     role_def: dict[str, Any]
     schema_hash: str
     schema: dict[str, Any] | None
-    steps: list[dict[str, Any]] = field(default_factory=list)  # oldest first
     format_instruction: str = ""
+    _since: tuple[list[StepView], StepView | None] | None = field(default=None, repr=False)
 
     @property
     def task(self) -> str:
         return self.start.prompt
 
+    def _walk_to_last_visit(self) -> tuple[list[StepView], StepView | None]:
+        if self._since is None:
+            since: list[StepView] = []
+            last: StepView | None = None
+            for step in chain.iter_steps(self.store, self.head_node):
+                view = StepView(self.store, step)
+                if step.role == self.role:
+                    last = view
+                    break
+                since.append(view)
+            since.reverse()
+            self._since = (since, last)
+        return self._since
+
+    def since_last_visit(self) -> tuple[list[StepView], int]:
+        """The steps after this role's last visit, oldest first, and how many steps come
+        before them (the prompts number steps from there)."""
+        since, _ = self._walk_to_last_visit()
+        return since, self.depth - len(since)
+
+    @property
+    def last_visit(self) -> StepView | None:
+        """This role's most recent step in the thread, or None."""
+        return self._walk_to_last_visit()[1]
+
     @property
     def is_first_visit(self) -> bool:
-        return not any(s["role"] == self.role for s in self.steps)
+        return self.last_visit is None
+
+    @functools.cached_property
+    def steps(self) -> list[StepView]:
+        """The whole chain, oldest first (reads every StepNode: O(thread length))."""
+        return [
+            StepView(self.store, s) for s in chain.steps_oldest_first(self.store, self.head_node)
+        ]
 
     @property
     def visit(self) -> int:
@@ -61,19 +136,6 @@ def build_context(root: Path, thread: str, role: str, edge_prompt: str) -> Agent
         raise InvalidInput(f'unknown role "{role}" in workflow "{workflow.get("name")}"')
     schema_hash = str(role_def.get("meta"))
     schema_node = store.get(schema_hash)
-    steps = []
-    for step in chain.steps_oldest_first(store, head):
-        steps.append(
-            {
-                "hash": step.hash,
-                "role": step.role,
-                "output": chain.output_of(store, step),
-                "detail": step.payload.get("detail"),
-                "agent": step.payload.get("agent", ""),
-                "edgePrompt": step.payload.get("edgePrompt", ""),
-                "content": last_assistant_content(store, step.payload.get("detail")),
-            }
-        )
     return AgentContext(
         root=root,
         store=store,
@@ -82,11 +144,11 @@ def build_context(root: Path, thread: str, role: str, edge_prompt: str) -> Agent
         edge_prompt=edge_prompt,
         head=head_hash,
         start=start,
+        head_node=head,
         prev=None if isinstance(head, chain.Start) else head.hash,
-        depth=len(steps),
+        depth=chain.depth_of(store, head),
         workflow=workflow,
         role_def=role_def,
         schema_hash=schema_hash,
         schema=schema_node.payload if schema_node is not None else None,
-        steps=steps,
     )

@@ -8,7 +8,7 @@ original, so a prompt is byte-identical whichever agent builds it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,9 +240,9 @@ def _json(value: Any) -> str:
     return dumps(canonical(value))
 
 
-def _within_quota(steps: Sequence[dict[str, Any]], quota: float) -> list[dict[str, Any]]:
+def _within_quota(steps: Sequence[Mapping[str, Any]], quota: float) -> list[Mapping[str, Any]]:
     """The newest steps whose size fits the quota (at least one), in chronological order."""
-    chosen: list[dict[str, Any]] = []
+    chosen: list[Mapping[str, Any]] = []
     total = 0
     for step in reversed(steps):
         meta = {"role": step.get("role"), "output": step.get("output"), "agent": step.get("agent")}
@@ -257,7 +257,7 @@ def _within_quota(steps: Sequence[dict[str, Any]], quota: float) -> list[dict[st
     return chosen
 
 
-def _step_block(step: dict[str, Any], number: int, include_content: bool) -> str:
+def _step_block(step: Mapping[str, Any], number: int, include_content: bool) -> str:
     lines = [
         f"### Step {number}: {step.get('role')}",
         f"Output: {_json(step.get('output', {}))}",
@@ -270,11 +270,12 @@ def _step_block(step: dict[str, Any], number: int, include_content: bool) -> str
 
 
 def build_continuation_prompt(
-    steps: Sequence[dict[str, Any]],
+    steps: Sequence[Mapping[str, Any]],
     role: str,
     edge_prompt: str,
     include_content: bool = False,
     quota: float | None = None,
+    offset: int = 0,
 ) -> str:
     """What happened since ``role`` last spoke, then the moderator's instruction.
 
@@ -282,13 +283,14 @@ def build_continuation_prompt(
     edgePrompt, content}``. Steps are numbered absolutely (step 1 = first of the chain), except
     that when the quota (only applied with ``include_content``) drops older steps the shown
     ones are numbered from the first "since" number on — a quirk of the original, kept.
+    ``steps`` may be a tail of the chain: ``offset`` is the number of steps before it.
     """
     last = max((i for i, s in enumerate(steps) if s.get("role") == role), default=-1)
     since = list(steps[last + 1 :])
     parts: list[str] = []
     if since:
         parts.append("## What Happened Since Your Last Turn")
-        base = last + 2
+        base = offset + last + 2
         limit = float("inf") if quota is None else quota
         shown = _within_quota(since, limit) if include_content else since
         dropped = len(since) - len(shown)
@@ -312,11 +314,12 @@ def build_agent_prompt(
     format_instruction: str,
     role_def: dict[str, Any],
     task: str,
-    steps: Sequence[dict[str, Any]],
+    steps: Sequence[Mapping[str, Any]],
     role: str,
     edge_prompt: str,
     first_visit: bool,
     cli_reference: str | None = None,
+    offset: int = 0,
 ) -> str:
     """The whole prompt for one agent turn.
 
@@ -324,17 +327,24 @@ def build_agent_prompt(
     each step's content, within ``FIRST_VISIT_QUOTA``) or the moderator instruction. A re-entry
     into a live session only needs what happened since, because the session remembers the rest.
     The deliverable format always comes first so it is the first thing the agent reads.
+    ``steps`` may be only the steps since the role's last visit, with ``offset`` the number of
+    steps before them (``AgentContext.since_last_visit``): the prompt is the same.
     """
     lines: list[str] = []
     if format_instruction:
         lines += [format_instruction, ""]
     if not first_visit:
-        lines.append(build_continuation_prompt(steps, role, edge_prompt))
+        lines.append(build_continuation_prompt(steps, role, edge_prompt, offset=offset))
         return "\n".join(lines)
     lines += [build_role_prompt(role_def, cli_reference), "", "## Task", task]
     if steps:
         history = build_continuation_prompt(
-            steps, role, edge_prompt, include_content=True, quota=FIRST_VISIT_QUOTA
+            steps,
+            role,
+            edge_prompt,
+            include_content=True,
+            quota=FIRST_VISIT_QUOTA,
+            offset=offset,
         )
         lines += ["", history]
     else:

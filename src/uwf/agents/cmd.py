@@ -103,11 +103,13 @@ class CmdAgent:
     def run(self, ctx: AgentContext) -> runner.RunResult:
         from uwf.agent_kit.prompts import build_agent_prompt
 
+        since, offset = ctx.since_last_visit()
         self.prompt = build_agent_prompt(
             format_instruction=ctx.format_instruction,
             role_def=ctx.role_def,
             task=ctx.task,
-            steps=ctx.steps,
+            steps=since,
+            offset=offset,
             role=ctx.role,
             edge_prompt=ctx.edge_prompt,
             first_visit=True,

@@ -52,6 +52,19 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
     return out
 
 
+def _visit(ctx: AgentContext) -> int:
+    """This role's visit number: one more than the one recorded in its last visit's detail
+    (a bounded read), else counted over the whole chain."""
+    last = ctx.last_visit
+    if last is None:
+        return 1
+    detail = ctx.store.get(last["detail"]) if last["agent"] == MockAgent.label else None
+    recorded = detail.payload.get("visit") if detail and isinstance(detail.payload, dict) else None
+    if isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded + 1
+    return ctx.visit
+
+
 class MockAgent:
     label = "uwf-mock"
 
@@ -63,7 +76,8 @@ class MockAgent:
         entries = scenario.get(ctx.role)
         if entries is None:
             raise UwfError(f"scenario {self.scenario_path} has no entries for role {ctx.role}")
-        entry = entries[min(ctx.visit, len(entries)) - 1]
+        visit = _visit(ctx)
+        entry = entries[min(visit, len(entries)) - 1]
         if isinstance(entry, str):
             entry = {"output": entry}
         if entry.get("sleep"):
@@ -78,7 +92,7 @@ class MockAgent:
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
         detail_type = ctx.store.put_schema(DETAIL)
         detail = ctx.store.put(
-            detail_type, {"scenario": self.scenario_path, "visit": ctx.visit, "turns": turns}
+            detail_type, {"scenario": self.scenario_path, "visit": visit, "turns": turns}
         )
         return runner.RunResult(output, detail)
 

@@ -1,0 +1,90 @@
+"""The agent context reads history only as far back as the role's last visit, and the prompt
+built from that tail is exactly the prompt built from the whole chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import DEV, PLAN, REJECT
+from uwf.agent_kit.context import build_context
+from uwf.agent_kit.prompts import build_agent_prompt
+from uwf.cas.fs import FsStore
+
+LOOP = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT]}  # never ends
+
+
+@pytest.fixture
+def looping(cli: Any, new_thread: Any, scenario: Any) -> Any:
+    agent = scenario(LOOP)
+
+    def make(steps: int) -> str:
+        thread = new_thread()
+        r = cli("thread", "step", thread, "--agent", agent, "-c", str(steps))
+        assert r.code == 0, r.err
+        return str(thread)
+
+    return make
+
+
+def prompt(ctx: Any, steps: Any, offset: int, first_visit: bool) -> str:
+    return build_agent_prompt(
+        format_instruction="FORMAT",
+        role_def=ctx.role_def,
+        task=ctx.task,
+        steps=steps,
+        role=ctx.role,
+        edge_prompt=ctx.edge_prompt,
+        first_visit=first_visit,
+        cli_reference="REF",
+        offset=offset,
+    )
+
+
+@pytest.mark.parametrize("role", ["planner", "developer", "reviewer"])
+def test_tail_prompt_equals_full_prompt(root: Path, looping: Any, role: str) -> None:
+    thread = looping(8)  # planner, then developer/reviewer four times
+    ctx = build_context(root, thread, role, "EDGE")
+    since, offset = ctx.since_last_visit()
+    assert offset + len(since) == ctx.depth == 8
+    for first_visit in (True, False):
+        assert prompt(ctx, since, offset, first_visit) == prompt(ctx, ctx.steps, 0, first_visit)
+    assert ctx.is_first_visit is False  # every role of the loop has spoken before
+    last = ctx.last_visit
+    assert last is not None and last["role"] == role
+
+
+def test_first_visit_of_a_new_role(root: Path, new_thread: Any) -> None:
+    thread = new_thread()
+    ctx = build_context(root, thread, "planner", "EDGE")
+    assert ctx.since_last_visit() == ([], 0)
+    assert ctx.is_first_visit and ctx.last_visit is None and ctx.visit == 1
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reads: list[str] = []
+    original = FsStore._load
+
+    def counting(self: FsStore, h: str) -> Any:
+        reads.append(h)
+        return original(self, h)
+
+    monkeypatch.setattr(FsStore, "_load", counting)
+    return reads
+
+
+def test_reads_do_not_grow_with_thread_length(
+    root: Path, looping: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short, long = looping(5), looping(25)
+    reads = count_reads(monkeypatch)
+    counts = []
+    for thread in (short, long):
+        reads.clear()
+        ctx = build_context(root, thread, "reviewer", "EDGE")
+        since, offset = ctx.since_last_visit()
+        prompt(ctx, since, offset, first_visit=False)
+        counts.append(len(reads))
+    assert counts[0] == counts[1]
