@@ -207,8 +207,15 @@ def test_one_correction_then_success(cli: Any, thread: str, tmp_path: Path, via:
     given = [c["stdin"] if via == "stdin" else c["argv"][0] for c in (first, second)]
     assert given[1] == f"{given[0]}\n\n{CORRECTION_MESSAGE}"
     assert second["env"]["UWF_ROLE"] == "planner"
-    output = cli("thread", "steps", thread).json()["steps"][1]["output"]
-    assert output == {"status": "_", "plan": "do it", "steps": ["one", "two"]}
+    step = cli("thread", "steps", thread).json()["steps"][1]
+    assert step["output"] == {"status": "_", "plan": "do it", "steps": ["one", "two"]}
+    # the detail keeps both runs and the correction between them
+    detail = cli("thread", "step-details", step["hash"], "--format", "json").json()
+    assert [(t["role"], t["content"].strip()) for t in detail["turns"]] == [
+        ("assistant", NO_FRONTMATTER.strip()),
+        ("user", CORRECTION_MESSAGE.strip()),
+        ("assistant", PLAN.strip()),
+    ]
 
 
 def test_no_frontmatter_after_two_corrections_and_no_model(

@@ -52,7 +52,7 @@ class RunResult:
     """What one run (or resume) of an agent produced."""
 
     output: str
-    detail: str  # hash of the detail node (kept from the first run)
+    detail: str  # hash of the detail node; after corrections it should cover every run
     session: str | None = None
 
 
@@ -107,14 +107,15 @@ def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> str:
+def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:
+    """The output hash, and the last run (whose detail covers the corrections too)."""
     from uwf.agent_kit import extract, frontmatter, prompts
 
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
         found = frontmatter.fast_path(result.output, ctx.schema_hash, ctx.store)
         if found is not None:
-            return found[0]
+            return found[0], result
         if attempt == MAX_CORRECTIONS:
             break
         again = agent.resume(ctx, result.session, prompts.CORRECTION_MESSAGE)
@@ -123,7 +124,7 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> str:
         result = again
     output_hash = extract.extract(ctx.root, result.output, ctx.schema_hash, ctx.store)
     if output_hash is not None:
-        return output_hash
+        return output_hash, result
     raw = " ".join(result.output[:500].split())
     raise UwfError(
         "agent output does not contain valid YAML frontmatter matching the role schema, and "
@@ -145,13 +146,13 @@ def execute(agent: Agent, argv: Sequence[str]) -> str:
     if ctx.schema is not None:
         ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
     first = agent.run(ctx)
-    output_hash = _extract(agent, ctx, first)
+    output_hash, last = _extract(agent, ctx, first)
     step: dict[str, Any] = {
         "start": ctx.start.hash,
         "prev": ctx.prev,
         "role": role,
         "output": output_hash,
-        "detail": first.detail,
+        "detail": last.detail,  # unlike v0.5.0 (first run only): corrections stay visible
         "agent": agent.label,
         "edgePrompt": edge_prompt,
         "depth": ctx.depth + 1,

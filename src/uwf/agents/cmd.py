@@ -41,6 +41,7 @@ class CmdAgent:
     def __init__(self, command: list[str]) -> None:
         self.command = command
         self.prompt = ""
+        self.turns: list[dict[str, Any]] = []
 
     def _argv(self, ctx: AgentContext, prompt: str) -> tuple[list[str], bool]:
         uses_prompt_arg = any("{prompt}" in a for a in self.command)
@@ -86,8 +87,12 @@ class CmdAgent:
             "durationMs": duration,
         }
 
-    def _detail(self, ctx: AgentContext, ran: dict[str, Any]) -> str:
-        turns = runner.store_turns(ctx, [{"role": "assistant", "content": ran["stdout"]}])
+    def _detail(self, ctx: AgentContext, ran: dict[str, Any], correction: str | None = None) -> str:
+        """The detail of this run, with the turns of every run so far (corrections included)."""
+        if correction is not None:
+            self.turns.append({"role": "user", "content": correction})
+        self.turns.append({"role": "assistant", "content": ran["stdout"]})
+        turns = runner.store_turns(ctx, self.turns)
         detail_type = ctx.store.put_schema(DETAIL)
         return ctx.store.put(
             detail_type,
@@ -119,7 +124,7 @@ class CmdAgent:
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> runner.RunResult:
         ran = self._exec(ctx, f"{self.prompt}\n\n{message}")
-        return runner.RunResult(ran["stdout"], self._detail(ctx, ran))
+        return runner.RunResult(ran["stdout"], self._detail(ctx, ran, correction=message))
 
 
 def split_argv(args: list[str]) -> tuple[list[str], list[str]]:
