@@ -263,8 +263,8 @@ def _step_block(step: Mapping[str, Any], number: int, include_content: bool) -> 
         f"Output: {_json(step.get('output', {}))}",
         f"Agent: {step.get('agent')}",
     ]
-    content = step.get("content")
-    if include_content and content is not None:
+    content = step.get("content") if include_content else None  # no detail read otherwise
+    if content is not None:
         lines += ["", "#### Step Content", "", str(content)]
     return "\n".join(lines)
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# uwf vs LangGraph vs Apache Burr on the same planner -> developer -> reviewer loop, one table.
+#
+#   bash benchmarks/run.sh            # the full run (10,000-step threads, 1,000,000-node store)
+#   bash benchmarks/run.sh --quick    # small sizes, for development
+#   bash benchmarks/run.sh --help     # every option (--repeat, --nodes-large, --no-peers, …)
+#
+# Sets up .venv (uwf, editable) if missing and benchmarks/.peer-venv with the pinned peers,
+# then runs benchmarks/compare.py. Needs python3 (3.11+) and access to PyPI. Writes the tables
+# to benchmarks/last-run.md as well.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PEERS=(
+  "langgraph==1.2.22"
+  "langgraph-checkpoint-sqlite==3.1.2"
+  "apache-burr==0.43.0"
+)
+
+if [ ! -x .venv/bin/uwf ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -e .
+fi
+
+peer_venv=benchmarks/.peer-venv
+stamp="$peer_venv/.installed"
+wanted="${PEERS[*]}"
+if [ ! -x "$peer_venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  echo "setting up $peer_venv: $wanted" >&2
+  rm -rf "$peer_venv"
+  python3 -m venv "$peer_venv"
+  "$peer_venv/bin/pip" install --quiet --disable-pip-version-check "${PEERS[@]}"
+  echo "$wanted" > "$stamp"
+fi
+
+exec .venv/bin/python benchmarks/compare.py --peer-python "$PWD/$peer_venv/bin/python" "$@"
