@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uwf.cas.refs import collect
+from uwf.cas.refs import can_hold_refs, collect
 from uwf.cas.store import Store
 from uwf.util.errors import CorruptNode
 
@@ -33,6 +33,7 @@ def verify(store: Store) -> dict[str, Any]:
     """
     damaged: list[dict[str, str]] = []
     schemas: dict[str, Any] = {}
+    holds_refs: dict[str, bool] = {}  # per type: can its nodes refer to others at all?
     # One directory scan; refs are then set lookups. A miss is confirmed on disk, since a step
     # running beside verify may have written the node after the scan.
     present = set(store.iter_hashes())
@@ -57,9 +58,12 @@ def verify(store: Store) -> dict[str, Any]:
             except CorruptNode:
                 schema_node = None
             schemas[node.type] = schema_node.payload if schema_node else None
+            holds_refs[node.type] = can_hold_refs(schemas[node.type])
         schema = schemas[node.type]
         if schema is None:
             damaged.append({"hash": h, "problem": f"its type {node.type} is missing"})
+            continue
+        if not holds_refs[node.type]:
             continue
         for ref in collect(schema, node.payload):
             if ref not in present and not store.has(ref):

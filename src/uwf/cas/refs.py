@@ -49,6 +49,17 @@ def collect(schema: Any, value: Any, out: list[str] | None = None) -> list[str]:
     return out
 
 
+def can_hold_refs(schema: Any) -> bool:
+    """False when no location of ``schema`` is a ``cas_ref``: its nodes never have refs."""
+    if isinstance(schema, dict):
+        if schema.get("format") == "cas_ref":
+            return True
+        return any(can_hold_refs(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(can_hold_refs(v) for v in schema)
+    return False
+
+
 def refs(store: Store, h: str) -> list[str]:
     """The direct refs of the node at ``h`` (NotFound if it is missing)."""
     node = store.require(h, "node")
