@@ -8,6 +8,7 @@ the filesystem and memory stores behave the same (one contract test class runs o
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,15 @@ class Node:
         if timestamp:
             out["timestamp"] = self.timestamp
         return out
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What ``cas gc`` needs to judge a node it is about to collect."""
+
+    type: str
+    last_put: int  # unix ms of the latest put: the first write, or a later put that found it
+    size: int  # bytes freed by deleting it
 
 
 def expected_hash(type_hash: str, payload: Any, claimed: str) -> str:
@@ -71,6 +81,15 @@ class Store(abc.ABC):
         """Store a node unless present; True if this call stored it."""
 
     @abc.abstractmethod
+    def _refresh(self, h: str) -> bool:
+        """Record a put of an existing node (its "last put" time); False if it is absent.
+
+        ``cas gc`` collects an unreachable node only when its last put is older than the grace
+        period, so a writer that re-puts a node it is about to link (content addressing makes
+        the put a no-op) keeps it alive.
+        """
+
+    @abc.abstractmethod
     def _index_add(self, type_hash: str, h: str) -> None:
         """Record ``h`` in the index of its type."""
 
@@ -88,7 +107,28 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def write_index(self, index: dict[str, list[str]]) -> None:
-        """Replace the whole type index (reindex and gc only)."""
+        """Replace the whole type index (reindex only)."""
+
+    @abc.abstractmethod
+    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+        """Replace the index of one type (gc only; an empty list removes it)."""
+
+    @abc.abstractmethod
+    def info(self, h: str) -> NodeInfo | None:
+        """Type, last put time and size of a node (gc only); None if absent, CorruptNode."""
+
+    # -- coordination with gc (no-ops for single-process backends) ----------------------
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        """Held around every write: a sweep never runs in the middle of one."""
+        return contextlib.nullcontext()
+
+    def sweeping(self) -> contextlib.AbstractContextManager[None]:
+        """Held by gc while it deletes nodes and rewrites the index: no write runs meanwhile.
+
+        A write that finished before sees its node judged by the fresh last-put time; a write
+        that starts after finds the node gone and stores it again.
+        """
+        return contextlib.nullcontext()
 
     # -- shared behaviour ---------------------------------------------------------------
     def has(self, h: str) -> bool:
@@ -115,15 +155,25 @@ class Store(abc.ABC):
         check_hash(type_hash, "type hash")
         payload = canonical(payload)
         h = codec.node_hash(type_hash, payload)
-        self._store(h, type_hash, payload)
+        self._store(h, type_hash, payload, typed=False)
         return h
 
-    def _store(self, h: str, type_hash: str, payload: Any) -> None:
-        if self._exists(h):
-            return
-        node = Node(type_hash, payload, time.time_ns() // 1_000_000)
-        if self._create(h, node):
-            self._index_add(type_hash, h)
+    def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
+        """Write a node unless present; either way record the put of it and of its type.
+
+        Under the writers' lock (see ``sweeping``), so that gc sees a node and its type as
+        freshly put, or finds both gone and the writer stores them again. A new typed node
+        whose schema vanished since it was validated is refused rather than stored untyped.
+        """
+        with self._writing():
+            type_ok = type_hash == h or self._refresh(type_hash)
+            if self._refresh(h):
+                return
+            if typed and not type_ok:
+                raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
+            node = Node(type_hash, payload, time.time_ns() // 1_000_000)
+            if self._create(h, node):
+                self._index_add(type_hash, h)
 
     def put(self, type_hash: str, payload: Any) -> str:
         """Validate ``payload`` against the schema at ``type_hash``, then store it.
@@ -135,6 +185,10 @@ class Store(abc.ABC):
 
         check_hash(type_hash, "type hash")
         payload = canonical(payload)
+        h = codec.node_hash(type_hash, payload)
+        if self._exists(h):  # validated when it was first stored: nothing to check again
+            self._store(h, type_hash, payload)
+            return h
         schema_node = self.get(type_hash)
         if schema_node is None:
             raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
@@ -147,7 +201,6 @@ class Store(abc.ABC):
             problems = schema.validate(schema_node.payload, payload, type_hash)
             if problems:
                 raise SchemaViolation(f"payload does not match schema {type_hash}: {problems[0]}")
-        h = codec.node_hash(type_hash, payload)
         self._store(h, type_hash, payload)
         return h
 

@@ -152,6 +152,33 @@ def verify(fmt: FormatOpt = None) -> None:
         raise typer.Exit(1)
 
 
+@app.command("gc")
+def gc(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Delete nothing; report what would be collected.")
+    ] = False,
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace",
+            metavar="DURATION",
+            help="Keep unreachable nodes put more recently than this: 0, 30s, 10m, 1h, 2d.",
+        ),
+    ] = "1h",
+    fmt: FormatOpt = None,
+) -> None:
+    """Delete the nodes nothing can reach; print {"scanned","reachable","collected","bytes"}.
+
+    Roots: every registry entry and every stored version of a registered workflow, every
+    active and archived thread head, and uwf's schemas; from them gc follows references and
+    node types. An unreachable node is deleted only when its last put is older than the grace
+    period, and steps still running are protected even with --grace 0. Reads every node.
+    """
+    from uwf.engine.gc import gc as collect_garbage
+
+    emit(collect_garbage(root(), grace=grace, dry_run=dry_run), fmt)
+
+
 @schema_app.command("list")
 def schema_list(fmt: FormatOpt = None) -> None:
     """Print [{"hash","title"}]: the meta-schema first, then every stored schema.

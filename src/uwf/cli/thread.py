@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from uwf.cli.options import Format, FormatOpt, emit, emit_markdown, root
-from uwf.util.errors import InvalidInput
+from uwf.util.errors import InvalidInput, oneline
 
 app = typer.Typer(
     help="Start, step, inspect, fork and kill threads.",
@@ -28,7 +28,7 @@ def positive_int(value: str, option: str) -> int:
     """Parse a positive integer option the way the error catalogue words it."""
     text = value.strip()
     if not text.lstrip("+").isdigit() or int(text) < 1:
-        raise InvalidInput(f"{option} must be a positive integer, got: {value}")
+        raise InvalidInput(f"{option} must be a positive integer, got: {oneline(value)}")
     return int(text)
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.errors import InvalidInput, UwfError, oneline
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SUFFIX = ".jsonl"
@@ -32,7 +32,7 @@ def check_date(text: str) -> str:
             return text
         except ValueError:
             pass
-    raise InvalidInput(f"invalid date: {text} (expected YYYY-MM-DD)")
+    raise InvalidInput(f"invalid date: {oneline(text)} (expected YYYY-MM-DD)")
 
 
 def _files(root: Path) -> list[Path]:

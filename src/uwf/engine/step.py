@@ -23,7 +23,7 @@ from uwf.moderator.evaluate import START, Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.protocol.store import open_store
 from uwf.util import fsio
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import AgentFailed, Conflict, InvalidInput, NotFound, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import check_thread_id, now_ms
@@ -60,7 +60,7 @@ def step(
 ) -> dict[str, Any]:
     """Run exactly one step of ``thread`` and return the StepOutput."""
     check_thread_id(thread)
-    if timeout is not None and timeout <= 0:
+    if timeout is not None and not 0 < timeout < float("inf"):  # also refuses nan
         raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
     state = State(root)
     if state.head(thread) is None:
@@ -100,6 +100,11 @@ def _step_locked(
         _archive(state, log, thread, start.workflow, "completed", old_head)
         return {**result, "head": old_head, "role": None, "done": True}
 
+    if not schemas.is_name(decision.role):  # e.g. a Workflow node put around the validator
+        raise InvalidInput(
+            f"workflow routes to an invalid role name: {describe(decision.role)} "
+            "(role names are plain identifiers)"
+        )
     config = load_config(root)
     depth = chain.depth_of(store, head)
     limit = _max_rounds(start, config)
@@ -177,13 +182,20 @@ def _step_locked(
     out = {**result, "head": new_head.hash, "role": decision.role, "done": False}
 
     new_depth = depth + 1
-    if after.done:
-        _archive(state, log, thread, start.workflow, "completed", new_head.hash)
+    if after.done or (limit is not None and new_depth >= limit):
+        status = "completed" if after.done else "max_rounds"
+        try:
+            _archive(state, log, thread, start.workflow, status, new_head.hash)
+        except InvalidInput:
+            # `thread kill` (which does not take the step lock) archived the thread between
+            # the head move and here: the step is recorded all the same, as the killed head.
+            entry = state.history_entry(thread)
+            if state.head(thread) is not None or entry is None:
+                raise
+            status = entry["status"]
         out["done"] = True
-    elif limit is not None and new_depth >= limit:
-        _archive(state, log, thread, start.workflow, "max_rounds", new_head.hash)
-        out["done"] = True
-        out["status"] = "max_rounds"
+        if status != "completed":
+            out["status"] = status
     return out
 
 

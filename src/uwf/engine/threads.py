@@ -16,7 +16,7 @@ from uwf.protocol import schemas
 from uwf.protocol.store import open_store
 from uwf.util import fsio
 from uwf.util.base32 import check_hash
-from uwf.util.errors import InvalidInput, NotFound, UwfError
+from uwf.util.errors import InvalidInput, NotFound, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import check_thread_id, new_thread_id, now_ms, timestamp_ms
@@ -76,7 +76,10 @@ def start(
     """Create a thread: a StartNode in the CAS and its head in threads.yaml. Runs nothing."""
     from uwf.engine import workflows
 
-    size = len(prompt.encode("utf-8", "surrogatepass"))
+    try:
+        size = len(prompt.encode("utf-8"))
+    except UnicodeEncodeError:  # undecodable argv or stdin bytes arrive as lone surrogates
+        raise InvalidInput("prompt is not UTF-8 text") from None
     if size > MAX_PROMPT_BYTES:
         raise InvalidInput(f"prompt is too large: {size} bytes (limit {MAX_PROMPT_BYTES})")
     if max_rounds is not None and max_rounds < 1:
@@ -136,7 +139,7 @@ def _parse_statuses(value: str | None) -> set[str] | None:
     for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
             allowed = ", ".join((*LIST_STATUSES, "active"))
-            raise InvalidInput(f"Invalid status: {part}. Must be one of: {allowed}")
+            raise InvalidInput(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
     return set(parts)
 
 

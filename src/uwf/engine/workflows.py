@@ -56,14 +56,14 @@ from uwf.cas.store import Store
 from uwf.engine.state import State
 from uwf.moderator.evaluate import END, START, UNIT, check_template
 from uwf.protocol import schemas
+from uwf.protocol.schemas import is_name
 from uwf.protocol.store import open_store
 from uwf.util import yamlio
 from uwf.util.base32 import check_hash, describe, is_hash
-from uwf.util.errors import InvalidInput, NotFound
+from uwf.util.errors import InvalidInput, NotFound, oneline
 from uwf.util.jsonfmt import canonical
 from uwf.util.log import ProcessLog
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 ROLE_FIELDS = ("description", "goal", "capabilities", "procedure", "output", "meta")
 TOP_FIELDS = ("name", "description", "roles", "graph")
 TARGET_FIELDS = ("role", "prompt")
@@ -77,11 +77,6 @@ LEGACY = (
 )
 _NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
 _SEG_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
-
-
-def is_name(text: object) -> bool:
-    """True for a plain identifier usable as a workflow or role name."""
-    return isinstance(text, str) and NAME_RE.match(text) is not None
 
 
 # -- reading and validating ------------------------------------------------------------
@@ -142,6 +137,7 @@ def _stem(basename: str) -> str:
 
 def _read(path: Path, shown: str, local: bool) -> Any:
     """The parsed YAML document of ``path``; single-line errors for file-level problems."""
+    shown = oneline(shown)
     try:
         data = path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -269,7 +265,7 @@ def _check_graph(p: _Problems, graph: dict[Any, Any], roles: set[str]) -> dict[s
         if node != START and node not in roles:
             p.add(
                 _loc("graph", node),
-                f'"{node}" is not a role (graph keys are $START and role names)',
+                f"{_key_text(node)} is not a role (graph keys are $START and role names)",
             )
         if edges is None:  # `reviewer:` with nothing under it: reported as "no outgoing edge"
             continue
@@ -310,7 +306,7 @@ def _check_graph(p: _Problems, graph: dict[Any, Any], roles: set[str]) -> dict[s
                 good = False
             elif role != END and role not in roles:
                 known = ", ".join(sorted(roles)) or "none"
-                p.add(where, f'routes to unknown role "{role}" (roles: {known})')
+                p.add(where, f"routes to unknown role {_key_text(role)} (roles: {known})")
                 good = False
             elif node == START and role == END:
                 p.add(where, "$START must route to a role, not $END")
@@ -410,7 +406,9 @@ def statuses_of(schema: dict[str, Any]) -> RoleStatuses:
     if not declared:
         return RoleStatuses(known=True, unit_possible=True, declared=False)
     values = tuple(dict.fromkeys(v for v in raw if isinstance(v, str)))
-    bad = tuple(dict.fromkeys(v for v in raw if v is not None and not isinstance(v, str)))
+    odd = [v for v in raw if v is not None and not isinstance(v, str)]
+    # de-duplicated by JSON spelling: lists and mappings are not hashable
+    bad = tuple({json.dumps(v, sort_keys=True, default=str): v for v in odd}.values())
     return RoleStatuses(known=True, values=values, unit_possible=unit or None in raw, bad=bad)
 
 
@@ -437,6 +435,8 @@ def _check_statuses(
             p.add(
                 meta_loc, f"status value {json.dumps(value)} is not a string; quote it in the YAML"
             )
+        if st.bad:
+            continue  # its edges cannot be checked against values that are not statuses
         if not st.declared:
             for status in edges:
                 if status != UNIT:
@@ -734,6 +734,8 @@ def list_workflows(root: Path, cwd: Path) -> list[dict[str, str]]:
 
 def history(root: Path, name: str) -> list[dict[str, Any]]:
     """Every stored version of a workflow, oldest first, marking the registry's current one."""
+    if not name.strip():
+        raise InvalidInput("workflow ID cannot be empty")
     store = open_store(root)
     current = State(root).registry.get(name)
     out: list[dict[str, Any]] = []

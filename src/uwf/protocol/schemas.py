@@ -7,6 +7,7 @@ without reading anything; the schema nodes are written only by commands that wri
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,16 @@ from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
 
 CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
+
+# Workflow and role names are plain identifiers, so nothing from a workflow can become a
+# flag, a path or a shell word where uwf passes a name to an agent.
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+def is_name(text: object) -> bool:
+    """True for a plain identifier usable as a workflow or role name."""
+    return isinstance(text, str) and NAME_RE.match(text) is not None
+
 
 ROLE_DEFINITION: dict[str, Any] = {
     "type": "object",

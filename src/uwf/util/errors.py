@@ -6,6 +6,14 @@ Anything that is not a ``UwfError`` is a bug and gets a traceback only under ``U
 
 from __future__ import annotations
 
+import json
+
+
+def oneline(text: str) -> str:
+    """``text`` as is when it is one printable line, else JSON-quoted: a value from the user
+    never splits an error message over two lines."""
+    return text if text.isprintable() else json.dumps(text)
+
 
 class UwfError(Exception):
     """A failure with a message meant for the user."""

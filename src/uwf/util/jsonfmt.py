@@ -26,13 +26,26 @@ def canonical(value: Any) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInput(f"object keys must be strings, got {type(key).__name__}")
+            _check_text(key)
             out[key] = canonical(item)
         return out
     if isinstance(value, (list, tuple)):
         return [canonical(item) for item in value]
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        _check_text(value)
+        return value
+    if value is None or isinstance(value, (bool, int)):
         return value
     raise InvalidInput(f"not a JSON value: {type(value).__name__}")
+
+
+def _check_text(text: str) -> None:
+    """Refuse lone surrogates (undecodable input bytes): they cannot be stored as UTF-8."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput("text is not valid UTF-8") from None
 
 
 def dumps(value: Any) -> str:

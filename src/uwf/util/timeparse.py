@@ -10,7 +10,7 @@ import datetime as _dt
 import re
 import time
 
-from uwf.util.errors import InvalidInput
+from uwf.util.errors import InvalidInput, oneline
 
 _RELATIVE = re.compile(r"^(\d+)(d|h|m)$")
 _UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
@@ -35,5 +35,5 @@ def parse_time_ms(text: str, now_ms: int | None = None) -> int:
         return int(moment.timestamp() * 1000)
     except ValueError:
         raise InvalidInput(
-            f"invalid time format: {text} (expected ISO date or relative like '7d')"
+            f"invalid time format: {oneline(text)} (expected ISO date or relative like '7d')"
         ) from None

@@ -30,6 +30,7 @@ def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES)
     if size > max_bytes:
         raise InvalidInput(f"{source} is too large: {size} bytes (limit {max_bytes})")
     try:
+        _check_depth(text)
         value = yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
         raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
@@ -39,6 +40,21 @@ def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES)
         raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
     check_limits(value)
     return value
+
+
+def _check_depth(text: str | bytes) -> None:
+    """Refuse deep nesting from the parser's events, before anything is constructed: the C
+    loader crashes (SIGSEGV) on documents nested some 300,000 levels deep."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(text, Loader=_loader()):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def check_limits(value: Any) -> None:

@@ -1,0 +1,296 @@
+"""``uwf cas gc``: delete the nodes that nothing can reach any more (PORT §5, seed RFC 001).
+
+**Roots.** Every hash in ``registry.yaml``; every Workflow node whose ``name`` has a registry
+entry (the versions ``workflow history`` lists and ``workflow rollback`` can return to);
+every active head (``threads.yaml``) and every archived head (``history.jsonl``); the
+meta-schema and uwf's own schemas. Workflow versions are found through the Workflow type
+index and, so that a lost index line cannot cost a version, also among the unreachable
+nodes the sweep reads.
+
+**Mark.** From the roots, follow every ``cas_ref`` (``uwf.cas.refs``), each reached node's
+type and the type's type (the meta-schema). A reachable node that cannot be read (corrupt)
+stops gc before anything is deleted: its references are unknown.
+
+**Sweep.** An unmarked node is collected when its last put — the later of its timestamp and
+its file's mtime, which a put of an existing node refreshes — is older than the cutoff
+(now minus ``--grace``, default one hour). Unmarked nodes younger than that are kept, and so
+is everything they reach: what gc keeps is closed under references and types, so
+``cas verify`` passes after any gc. Corrupt unreachable nodes are kept for ``cas verify`` to
+report. Collected hashes leave the type index.
+
+**Running beside other commands.**
+
+* Two gcs never run at once (``<root>/locks/gc.lock``, the second fails at once).
+* A step in flight: its agent writes nodes that become reachable only when the head moves.
+  gc finds every thread whose step lock (``<root>/locks/<thread>.lock``) is held and moves
+  the cutoff back to the time that thread's current head was written, so every node the
+  agent puts is protected even with ``--grace 0``. Locks are read from ``/proc/locks``
+  (Linux) without touching them; elsewhere gc probes each lock with a shared non-blocking
+  ``flock``, which a step starting in that same microsecond sees as "busy".
+* The order of reads closes the remaining gaps: step locks, then ``threads.yaml``, then
+  ``history.jsonl`` (archiving writes history before it drops the active entry), then the
+  registry. A step that finished before the lock check has moved its head before
+  ``threads.yaml`` is read; a step that starts after the lock check writes only nodes
+  younger than the cutoff.
+* A put of a node that is already stored (content addressing makes it a no-op) refreshes
+  its mtime and its type's, and every write holds a shared lock that the sweep holds
+  exclusively (``uwf.cas.fs``): a node is never deleted between a writer finding it and the
+  writer linking to it.
+* Only the grace period protects the nodes that ``thread start`` and ``workflow put`` write
+  in the milliseconds before they record them, and a ``thread fork`` of a node that is
+  itself garbage. Keep a grace of a few seconds or more when those may run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from uwf.cas.refs import collect
+from uwf.cas.store import Store
+from uwf.engine.state import State
+from uwf.protocol import schemas
+from uwf.protocol.store import open_store
+from uwf.util import fsio
+from uwf.util.base32 import is_hash
+from uwf.util.errors import CorruptNode, InvalidInput, UwfError
+from uwf.util.ulid import is_thread_id, now_ms
+
+DEFAULT_GRACE = "1h"
+BATCH = 256  # nodes deleted per hold of the sweep lock, so writers are never held up long
+_DURATION = re.compile(r"^(\d{1,12})([smhd]?)$")
+_UNIT_MS = {"": 1000, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+PROC_LOCKS = Path("/proc/locks")
+
+
+def parse_grace(text: str) -> int:
+    """A duration (``0``, ``30s``, ``10m``, ``1h``, ``2d``; bare digits are seconds) in ms."""
+    m = _DURATION.match(text.strip())
+    if m is None:
+        shown = text if text.isprintable() else repr(text)
+        raise InvalidInput(f"invalid --grace: {shown} (expected a duration like 30s, 10m, 1h, 2d)")
+    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+
+
+def gc(root: Path, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
+    """Collect unreachable nodes; ``{"scanned","reachable","collected","bytes"}``.
+
+    With ``dry_run`` nothing is deleted; the counts say what would be (and ``"dryRun"``).
+    """
+    grace_ms = parse_grace(grace)
+    result: dict[str, Any] = {"scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
+    if dry_run:
+        result["dryRun"] = True
+    store = open_store(root)
+    if not store.objects.is_dir():  # nothing stored: create nothing, not even a lock
+        return result
+    lock = root / "locks" / "gc"
+    with fsio.locked(lock, wait=False, busy_message="cas gc is already running"):
+        result.update(_gc(root, store, grace_ms, dry_run, lock.with_name("gc.lock")))
+    return result
+
+
+def _gc(root: Path, store: Store, grace_ms: int, dry_run: bool, own_lock: Path) -> dict[str, int]:
+    cutoff = now_ms() - grace_ms
+    in_flight = threads_in_flight(root, own_lock)  # before threads.yaml: see the module doc
+    state = State(root)
+    active = state.active()
+    for thread in in_flight:
+        head = active.get(thread)
+        if head is not None:
+            cutoff = min(cutoff, _first_put(store, head))
+    archived = [entry["head"] for entry in state.history()]
+    registry = state.registry.read()
+
+    h = schemas.hashes()
+    roots = [h.meta, h.workflow, h.start, h.step, h.text]
+    roots += [*registry.values(), *active.values(), *archived]
+    names = set(registry)
+    for version in store.index(h.workflow):
+        if _registered_workflow(store, version, h.workflow, names):
+            roots.append(version)
+    marked: set[str] = set()
+    _mark(store, roots, marked)
+
+    scanned = list(store.iter_hashes())
+    old: list[str] = []
+    keep: list[str] = []  # unmarked but kept: everything they reach is kept too
+    sizes: dict[str, int] = {}
+    for node in scanned:
+        if node in marked:
+            continue
+        try:
+            info = store.info(node)
+        except CorruptNode:
+            continue  # never delete what cannot be read; `cas verify` reports it
+        if info is None:
+            continue
+        if info.last_put >= cutoff or _registered_workflow(store, node, info.type, names):
+            keep.append(node)
+        else:
+            old.append(node)
+            sizes[node] = info.size
+    reachable = sum(1 for node in scanned if node in marked)
+    _mark(store, keep, marked)
+    old = [node for node in old if node not in marked]
+
+    collected, freed = 0, 0
+    if dry_run:
+        collected, freed = len(old), sum(sizes[node] for node in old)
+    else:
+        collected, freed = _sweep(store, old, cutoff)
+    return {"scanned": len(scanned), "reachable": reachable, "collected": collected, "bytes": freed}
+
+
+def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int]:
+    """Delete the nodes still older than ``cutoff`` (re-checked under the sweep lock)."""
+    collected, freed = 0, 0
+    gone: dict[str, list[str]] = {}
+    for start in range(0, len(old), BATCH):
+        with store.sweeping():
+            for node in old[start : start + BATCH]:
+                try:
+                    info = store.info(node)
+                except CorruptNode:
+                    continue
+                if info is None or info.last_put >= cutoff:  # put again meanwhile
+                    continue
+                freed += store.delete(node)
+                collected += 1
+                gone.setdefault(info.type, []).append(node)
+    if gone:
+        with store.sweeping():
+            for type_hash, nodes in gone.items():
+                absent = {node for node in nodes if not store.has(node)}  # not stored again
+                store.set_index(type_hash, [x for x in store.index(type_hash) if x not in absent])
+    return collected, freed
+
+
+def _mark(store: Store, roots: Iterable[str], marked: set[str]) -> None:
+    """Add to ``marked`` every stored node reachable from ``roots`` (refs, types, meta)."""
+    queue = deque(roots)
+    schema_of: dict[str, Any] = {}
+    while queue:
+        h = queue.popleft()
+        if h in marked or not is_hash(h):
+            continue
+        node = _read(store, h)
+        if node is None:
+            continue  # missing: nothing to keep (`cas verify` reports the dangling ref)
+        marked.add(h)
+        if node.type == h:  # the self-typed meta-schema
+            continue
+        queue.append(node.type)
+        if node.type not in schema_of:
+            schema_node = _read(store, node.type)
+            schema_of[node.type] = schema_node.payload if schema_node is not None else None
+        queue.extend(collect(schema_of[node.type], node.payload))
+
+
+def _read(store: Store, h: str) -> Any:
+    try:
+        return store.get(h)
+    except CorruptNode as exc:
+        raise UwfError(
+            f"cas gc stopped, nothing was deleted: {exc} (it is reachable, so what it refers "
+            "to is unknown; see uwf cas verify)"
+        ) from None
+
+
+def _registered_workflow(store: Store, h: str, type_hash: str, names: set[str]) -> bool:
+    """True for a Workflow node whose name has a registry entry (a rollback target)."""
+    if type_hash != schemas.hashes().workflow:
+        return False
+    try:
+        node = store.get(h)
+    except CorruptNode:
+        return False
+    return node is not None and isinstance(node.payload, dict) and node.payload.get("name") in names
+
+
+def _first_put(store: Store, h: str) -> int:
+    """When a head node was first written (0 when unreadable: then nothing is collected)."""
+    try:
+        node = store.get(h)
+    except CorruptNode:
+        return 0
+    return node.timestamp if node is not None else 0
+
+
+# -- steps in flight -------------------------------------------------------------------
+
+
+def threads_in_flight(root: Path, own_lock: Path) -> set[str]:
+    """The threads whose step lock some process holds right now.
+
+    ``own_lock`` is a lock this process holds: if ``/proc/locks`` does not show it, that file
+    cannot be trusted (another kernel, a namespace quirk) and each lock is probed instead.
+    """
+    lock_dir = root / "locks"
+    try:
+        names = os.listdir(lock_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    inodes: dict[str, int] = {}
+    for name in names:
+        thread = name[: -len(".lock")]
+        if name.endswith(".lock") and is_thread_id(thread):
+            try:
+                inodes[thread] = os.stat(lock_dir / name).st_ino
+            except FileNotFoundError:
+                continue
+    if not inodes:
+        return set()
+    held = held_flock_inodes()
+    try:
+        trusted = held is not None and os.stat(own_lock).st_ino in held
+    except FileNotFoundError:
+        trusted = False
+    if trusted:
+        assert held is not None
+        return {thread for thread, inode in inodes.items() if inode in held}
+    return {thread for thread in inodes if _probe(lock_dir / f"{thread}.lock")}
+
+
+def held_flock_inodes() -> set[int] | None:
+    """Inode numbers of every file with a granted ``flock`` (Linux ``/proc/locks``), or None.
+
+    Matching by inode alone may take another file system's lock for one of ours: that only
+    protects more nodes, never fewer.
+    """
+    try:
+        text = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    inodes: set[int] = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if "FLOCK" not in fields or "->" in fields:  # "->" marks a waiter, not a holder
+            continue
+        for field in fields:
+            parts = field.split(":")
+            if len(parts) == 3 and parts[2].isdigit():
+                inodes.add(int(parts[2]))
+    return inodes
+
+
+def _probe(path: Path) -> bool:
+    """True if some process holds ``path`` locked (a shared, non-blocking try)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return True  # cannot tell: assume a step runs (protects more)
+    finally:
+        os.close(fd)
+    return False

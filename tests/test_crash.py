@@ -1,0 +1,316 @@
+"""Crash consistency: SIGKILL ``uwf`` (and its agent) at random moments, then check everything.
+
+Every kill is followed by ``crashkit.check_invariants`` (files parse, heads exist, chains are
+linear, no thread active and archived, ``cas verify`` passes, no lock left behind) and by a
+``thread step`` that must succeed and extend the chain from the head the files record.
+
+Moments are drawn from three mixes so that all phases get hit: the first 50 ms of the process,
+anywhere in its run (before, while and after the agent runs), and just after the k-th durable
+write of the uwf process or its agent (the agent writes its nodes, uwf moves the head and may
+archive). Counts are small in CI; ``UWF_LONG=1`` runs the long counts (docs/reliability.md).
+The seed is printed and attached to a failure (``UWF_CRASH_SEED=<n>`` replays it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+
+import crashkit
+from conftest import EXAMPLES
+from uwf.engine.state import State
+from uwf.engine.threads import lock_path
+from uwf.util import fsio
+
+STEP_KILLS = crashkit.scaled(22, 130)
+AGENT_KILLS = crashkit.scaled(4, 20)
+WRITE_KILLS = crashkit.scaled(14, 60)
+AGENT_SLEEP = 0.1  # seconds each killed step's agent runs (plus its start-up)
+POOL = 3  # active threads kept around
+
+
+def _put(path: Path) -> str:
+    r = crashkit.cli("workflow", "put", str(path))
+    assert r.code == 0, r.err
+    return str(r.json()["hash"])
+
+
+def _start(prompt: str, max_rounds: int | None = None) -> str:
+    extra = ["--max-rounds", str(max_rounds)] if max_rounds else []
+    r = crashkit.cli("thread", "start", "solve-issue", "-p", prompt, *extra)
+    assert r.code == 0, r.err
+    return str(r.json()["thread"])
+
+
+def _refill(root: Path, rng: random.Random) -> None:
+    """Keep POOL active threads, some of them with a small maxRounds (so steps archive)."""
+    while len(State(root).active()) < POOL:
+        _start(f"task {rng.randrange(1 << 30)}", rng.choice([None, None, 2, 3]))
+
+
+def _head_anywhere(world: crashkit.World, thread: str) -> str:
+    if thread in world.active:
+        return world.active[thread]
+    return str(world.archived[thread]["head"])
+
+
+def _report(name: str, stats: Counter[str], began: float) -> None:
+    print(f"{name}: {dict(sorted(stats.items()))} in {time.monotonic() - began:.1f}s")
+
+
+def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> None:
+    """Kill ``thread step`` before, while and after its agent runs and during the writes.
+
+    After each kill: the head is the old one or a StepNode whose prev is the old one; if the
+    agent outlived uwf (it runs in its own session), the head did not move; the next step
+    continues from the recorded head.
+    """
+    began = time.monotonic()
+    agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(AGENT_SLEEP))
+    fast = crashkit.write_scenario(tmp_path / "fast.yaml", crashkit.loop_roles())
+    _put(EXAMPLES / "solve-issue.yaml")
+    stats: Counter[str] = Counter()
+    durations: list[float] = []
+    with crashkit.seeded("step kills") as rng:
+        _refill(root, rng)
+        calibrate = sorted(State(root).active())[0]
+        t0 = time.monotonic()
+        assert (
+            crashkit.finish(crashkit.popen("thread", "step", calibrate, "--agent", agent)).code == 0
+        )
+        durations.append(time.monotonic() - t0)
+
+        for _ in range(STEP_KILLS * 4):
+            if stats["kills"] >= STEP_KILLS:
+                break
+            thread = rng.choice(sorted(State(root).active()))
+            before = State(root).head(thread)
+            assert before is not None
+            baseline = crashkit.write_signature(root)
+            d = statistics.median(durations)
+            mix = rng.random()
+            t0 = time.monotonic()
+            proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+            if mix < 0.1:
+                res = crashkit.kill_after(proc, rng.uniform(0, 0.05))
+            elif mix < 0.5:
+                res = crashkit.kill_after(proc, rng.uniform(0, d))
+            else:  # the agent's detail and StepNode writes, then uwf's head move (and archive)
+                writes = rng.choice([0, 1, 1, 2])
+                jitter = rng.uniform(0, rng.choice([0.003, 0.04]))
+                res = crashkit.kill_after_writes(proc, root, writes, jitter, baseline)
+            pids = crashkit.marker_pids(marker, proc.pid)
+            if res.code != -signal.SIGKILL:  # it finished first: a whole step, not a kill
+                assert res.code == 0, res.err
+                durations.append(time.monotonic() - t0)
+                stats["finished before the kill"] += 1
+                continue
+            stats["kills"] += 1
+            orphan = bool(pids) and crashkit.pid_alive(pids[0])
+            if not pids:
+                stats["killed before the agent started"] += 1
+            elif orphan:
+                stats["killed while the agent ran"] += 1
+                # the lock died with uwf although its agent still runs
+                with fsio.locked(lock_path(root, thread), wait=False):
+                    pass
+                crashkit.wait_dead(pids[0])
+            else:
+                stats["killed after the agent exited"] += 1
+
+            world = crashkit.check_invariants(root)
+            after = _head_anywhere(world, thread)
+            if after != before:
+                assert not orphan, "the head moved although uwf never read the agent's answer"
+                node = crashkit.step_node(root, after)
+                if crashkit.depth(root, before) == 0:
+                    assert (node["prev"], node["start"]) == (None, before), (before, node)
+                else:
+                    assert node["prev"] == before, (before, node)
+                stats["head moved before the kill"] += 1
+            if thread in world.archived:
+                stats["thread archived by the killed step"] += 1
+            if world.leftover == thread:
+                stats["killed between the two writes of an archive"] += 1
+            stats["temp files left"] = world.temp_files
+
+            target = thread if thread in world.active else None
+            _refill(root, rng)
+            target = target or rng.choice(sorted(State(root).active()))
+            crashkit.assert_continues(root, target, fast)
+            _refill(root, rng)
+        _report("step kills", stats, began)
+    assert stats["kills"] >= STEP_KILLS
+    if crashkit.LONG:  # enough kills that every phase must have been hit
+        for phase in ("before the agent started", "while the agent ran", "after the agent exited"):
+            assert stats[f"killed {phase}"] > 0, stats
+
+
+def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
+    """Killing the agent's group alone fails the step with the agent's exit code, cleanly."""
+    began = time.monotonic()
+    agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(AGENT_SLEEP))
+    fast = crashkit.write_scenario(tmp_path / "fast.yaml", crashkit.loop_roles())
+    _put(EXAMPLES / "solve-issue.yaml")
+    stats: Counter[str] = Counter()
+    with crashkit.seeded("agent kills") as rng:
+        _refill(root, rng)
+        for _ in range(AGENT_KILLS * 4):
+            if stats["kills"] >= AGENT_KILLS:
+                break
+            thread = rng.choice(sorted(State(root).active()))
+            before = State(root).head(thread)
+            proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+            deadline = time.monotonic() + 30
+            while not crashkit.marker_pids(marker, proc.pid):
+                assert proc.poll() is None and time.monotonic() < deadline, "agent never started"
+                time.sleep(0.001)
+            (pid,) = crashkit.marker_pids(marker, proc.pid)
+            time.sleep(rng.uniform(0, AGENT_SLEEP + 0.25))  # start-up, sleep, node writes
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            res = crashkit.finish(proc)
+            if res.code == 0:
+                stats["agent finished before the kill"] += 1
+            else:
+                stats["kills"] += 1
+                assert res.code == 1
+                assert res.err == f"error: agent command failed ({agent}) with exit code -9\n"
+                assert State(root).head(thread) == before
+            world = crashkit.check_invariants(root)
+            stats["temp files left"] = world.temp_files
+            _refill(root, rng)
+            crashkit.assert_continues(root, rng.choice(sorted(State(root).active())), fast)
+            _refill(root, rng)
+        _report("agent kills", stats, began)
+    assert stats["kills"] >= AGENT_KILLS
+
+
+def test_uwf_killed_while_its_agent_runs_leaves_an_orphan_that_changes_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    """The agent runs in its own session, so SIGKILL of uwf does not reach it. The decided
+    behaviour: the agent finishes and writes its immutable nodes; the lock is free at once;
+    the head does not move (nobody read the answer); the next step re-runs the role and, for
+    a deterministic agent, arrives at the very node the orphan wrote."""
+    from uwf.protocol import schemas
+    from uwf.protocol.store import open_store
+
+    agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(0.6))
+    _put(EXAMPLES / "solve-issue.yaml")
+    thread = _start("orphan")
+    start = State(root).head(thread)
+    proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+    while not crashkit.marker_pids(marker, proc.pid):
+        time.sleep(0.001)
+    (pid,) = crashkit.marker_pids(marker, proc.pid)
+    res = crashkit.sigkill(proc)
+    assert res.code == -signal.SIGKILL
+    assert crashkit.pid_alive(pid)  # the orphan runs on
+    with fsio.locked(lock_path(root, thread), wait=False):
+        pass  # the step lock died with uwf
+    crashkit.wait_dead(pid)
+
+    crashkit.check_invariants(root)
+    assert State(root).head(thread) == start
+    store = open_store(root)
+    written = [
+        h for h in store.index(schemas.hashes().step) if store.require(h).payload["start"] == start
+    ]
+    assert len(written) == 1  # the orphan's StepNode is in the store, unreferenced
+    out = crashkit.assert_continues(root, thread, agent)
+    assert out["role"] == "planner" and out["head"] == written[0]
+
+
+def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_path: Path) -> None:
+    """Kill the commands that only write state. After each kill the command either happened
+    or did not (registry entry old or new; thread active or archived with its head; a new
+    thread whole or absent), and the next step continues."""
+    began = time.monotonic()
+    fast = crashkit.write_scenario(tmp_path / "fast.yaml", crashkit.loop_roles())
+    text = (EXAMPLES / "solve-issue.yaml").read_text()
+    versions = []
+    for i in range(2):
+        path = tmp_path / f"v{i}" / "solve-issue.yaml"
+        path.parent.mkdir()
+        path.write_text(text.replace("End-to-end issue resolution", f"Version {i}"))
+        versions.append(path)
+    hashes = [_put(p) for p in versions]
+    stats: Counter[str] = Counter()
+    durations: dict[str, list[float]] = {}
+    with crashkit.seeded("write kills") as rng:
+        _refill(root, rng)
+        for _ in range(WRITE_KILLS * 5):
+            if stats["kills"] >= WRITE_KILLS:
+                break
+            active = State(root).active()
+            registry = State(root).registry.read()
+            op = rng.choice(["put", "kill", "fork", "start"])
+            thread = rng.choice(sorted(active))
+            if op == "put":
+                which = rng.randrange(2)
+                args: tuple[str, ...] = ("workflow", "put", str(versions[which]))
+            elif op == "kill":
+                args = ("thread", "kill", thread)
+            elif op == "fork":
+                args = ("thread", "fork", active[thread])
+            else:
+                args = ("thread", "start", "solve-issue", "-p", "started under fire")
+            baseline = crashkit.write_signature(root)
+            d = statistics.median(durations.get(op) or [0.3])
+            mix = rng.random()
+            t0 = time.monotonic()
+            proc = crashkit.popen(*args)
+            if mix < 0.2:
+                res = crashkit.kill_after(proc, rng.uniform(0, 0.05))
+            elif mix < 0.5:
+                res = crashkit.kill_after(proc, rng.uniform(0, d))
+            else:
+                res = crashkit.kill_after_writes(
+                    proc, root, rng.randrange(3), rng.uniform(0, 0.002), baseline
+                )
+            if res.code != -signal.SIGKILL:
+                assert res.code == 0, res.err
+                durations.setdefault(op, []).append(time.monotonic() - t0)
+                stats["finished before the kill"] += 1
+            else:
+                stats["kills"] += 1
+                stats[f"kills of {op}"] += 1
+            world = crashkit.check_invariants(root)
+            stats["temp files left"] = world.temp_files
+            new = sorted(set(world.active) - set(active))
+            happened = False
+            if op == "put":
+                assert world.registry["solve-issue"] in (registry["solve-issue"], hashes[which])
+                happened = world.registry["solve-issue"] != registry["solve-issue"]
+                assert not new
+            elif op == "kill":
+                assert not new
+                if thread in world.archived:
+                    entry = world.archived[thread]
+                    assert (entry["status"], entry["head"]) == ("killed", active[thread])
+                    happened = True
+                else:
+                    assert world.active[thread] == active[thread]
+            else:
+                assert len(new) <= 1 and set(active) <= set(world.active)
+                happened = bool(new)
+                if new and op == "fork":
+                    assert world.active[new[0]] == active[thread]
+                if new and op == "start":
+                    assert crashkit.depth(root, world.active[new[0]]) == 0
+            if res.code == -signal.SIGKILL:
+                stats[
+                    f"killed {op} that had taken effect" if happened else f"killed {op} early"
+                ] += 1
+            _refill(root, rng)
+            target = new[0] if new else rng.choice(sorted(State(root).active()))
+            crashkit.assert_continues(root, target, fast)
+        _report("write kills", stats, began)
+    assert stats["kills"] >= WRITE_KILLS

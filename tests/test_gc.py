@@ -1,0 +1,447 @@
+"""`uwf cas gc`: roots, mark, sweep, the grace period, and gc running beside steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BIN, EXAMPLES, Result
+from uwf.cas.memory import MemoryStore
+from uwf.cas.schema import meta_hash
+from uwf.cas.store import Store
+from uwf.engine import gc as gc_module
+from uwf.engine.gc import parse_grace
+from uwf.engine.threads import lock_path
+from uwf.protocol import schemas
+from uwf.protocol.store import open_store
+from uwf.util import fsio
+
+HOUR_MS = 3_600_000
+BAD_OUTPUT = "no frontmatter at all"
+
+
+def ok(cli: Any, *args: str) -> Any:
+    r: Result = cli(*args)
+    assert r.code == 0, (args, r.out, r.err)
+    return r.json() if r.out.strip().startswith(("{", "[")) else r.out
+
+
+def gc(cli: Any, *args: str) -> dict[str, Any]:
+    time.sleep(0.003)  # a node put in this very millisecond is not older than --grace 0
+    out: dict[str, Any] = ok(cli, "cas", "gc", *args)
+    return out
+
+
+def nodes(root: Path) -> set[str]:
+    return set(open_store(root).iter_hashes())
+
+
+def text_node(cli: Any, text: str) -> str:
+    return str(ok(cli, "cas", "put-text", text)["hash"])
+
+
+def age(root: Path, h: str, ms: int) -> None:
+    """Make node ``h`` look first put ``ms`` ago (its timestamp is not part of its hash)."""
+    path = open_store(root).path(h)
+    record = json.loads(path.read_bytes())
+    then = time.time_ns() // 1_000_000 - ms
+    record["timestamp"] = then
+    path.chmod(0o644)
+    path.write_text(json.dumps(record, separators=(",", ":")))
+    path.chmod(0o444)
+    os.utime(path, (then / 1000, then / 1000))
+
+
+def verify_ok(cli: Any) -> None:
+    report = ok(cli, "cas", "verify")
+    assert report["ok"] is True, report
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [("0", 0), ("30s", 30_000), ("10m", 600_000), ("1h", HOUR_MS), ("2d", 2 * 24 * HOUR_MS)],
+)
+def test_grace_durations(text: str, ms: int) -> None:
+    assert parse_grace(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "1w", "-1h", "1.5h", "h", "1 h h", "10ms"])
+def test_bad_grace(cli: Any, root: Path, snapshot: Any, text: str) -> None:
+    text_node(cli, "x")
+    before = snapshot(root)
+    r = cli("cas", "gc", "--grace", text)
+    assert r.code == 1
+    assert r.err == f"error: invalid --grace: {text} (expected a duration like 30s, 10m, 1h, 2d)\n"
+    assert snapshot(root) == before
+
+
+def test_empty_root_creates_nothing(cli: Any, root: Path) -> None:
+    for args in ([], ["--dry-run"], ["--grace", "0"]):
+        out = gc(cli, *args)
+        expected = {"scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
+        assert out == ({**expected, "dryRun": True} if args == ["--dry-run"] else expected)
+    assert not root.exists()
+
+
+def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
+    garbage = text_node(cli, "nobody refers to me")
+    store = open_store(root)
+    h = schemas.hashes()
+    assert nodes(root) == {h.meta, h.workflow, h.start, h.step, h.text, garbage}
+    size = store.path(garbage).stat().st_size
+    assert gc(cli) == {"scanned": 6, "reachable": 5, "collected": 0, "bytes": 0}  # 1h grace
+    assert gc(cli, "--grace", "0", "--dry-run") == {
+        "scanned": 6,
+        "reachable": 5,
+        "collected": 1,
+        "bytes": size,
+        "dryRun": True,
+    }
+    assert garbage in nodes(root)
+    assert gc(cli, "--grace", "0") == {"scanned": 6, "reachable": 5, "collected": 1, "bytes": size}
+    assert nodes(root) == {h.meta, h.workflow, h.start, h.step, h.text}
+    assert store.index(h.text) == []  # collected hashes leave the type index
+    assert gc(cli, "--grace", "0") == {"scanned": 5, "reachable": 5, "collected": 0, "bytes": 0}
+    verify_ok(cli)
+    assert text_node(cli, "nobody refers to me") == garbage  # stored again, indexed again
+    assert store.index(h.text) == [garbage]
+
+
+def test_dry_run_deletes_nothing(cli: Any, root: Path, snapshot: Any, new_thread: Any) -> None:
+    new_thread()
+    text_node(cli, "garbage")
+    before = snapshot(root / "cas")
+    out = gc(cli, "--grace", "0", "--dry-run")
+    assert out["collected"] == 1 and out["dryRun"] is True
+    assert snapshot(root / "cas") == before
+
+
+def test_grace_period_and_refresh_by_a_later_put(cli: Any, root: Path) -> None:
+    """A put of a node that is already stored makes it young again (content addressing
+    turned the put into a no-op, so the writer is about to link to the existing node)."""
+    old = text_node(cli, "old")
+    age(root, old, 2 * HOUR_MS)
+    young = text_node(cli, "young")
+    assert gc(cli, "--dry-run")["collected"] == 1  # default grace: one hour
+    assert text_node(cli, "old") == old
+    assert gc(cli)["collected"] == 0
+    age(root, old, 2 * HOUR_MS)
+    assert gc(cli, "--grace", "90m")["collected"] == 1
+    assert nodes(root) >= {young} and old not in nodes(root)
+
+
+@pytest.mark.parametrize("make", [MemoryStore, None], ids=["memory", "fs"])
+def test_a_put_refreshes_the_node_and_its_type(root: Path, make: Any) -> None:
+    store: Store = make() if make is not None else open_store(root)
+    schema = store.put_schema({"type": "integer"})
+    node = store.put(schema, 7)
+    if make is None:
+        age(root, schema, 2 * HOUR_MS)
+        age(root, node, 2 * HOUR_MS)
+        cutoff = time.time_ns() // 1_000_000 - HOUR_MS
+        assert all(store.info(x).last_put < cutoff for x in (schema, node))  # type: ignore[union-attr]
+    time.sleep(0.002)
+    before = time.time_ns() // 1_000_000
+    assert store.put(schema, 7) == node
+    for h in (schema, node):
+        info = store.info(h)
+        assert info is not None and info.last_put >= before
+        assert info.type == (meta_hash() if h == schema else schema)
+        assert info.size > 0
+    first = store.get(node)
+    assert first is not None and first.timestamp < before  # the first timestamp is kept
+
+
+# -- roots ---------------------------------------------------------------------------------
+
+
+def test_a_failed_steps_orphans_are_collected(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    thread = new_thread()
+    before = nodes(root)
+    r = cli("thread", "step", thread, "--agent", scenario({"planner": [BAD_OUTPUT]}))
+    assert r.code == 1 and "does not contain valid YAML frontmatter" in r.err
+    orphans = nodes(root) - before
+    assert orphans  # the mock stored its turn and detail before the extract failed
+    assert gc(cli)["collected"] == 0  # young: the default grace keeps them
+    out = gc(cli, "--grace", "0")
+    assert out["collected"] == len(orphans)
+    assert nodes(root) == before
+    verify_ok(cli)
+    step = ok(cli, "thread", "step", thread, "--agent", scenario())  # the thread continues
+    assert step["role"] == "planner"
+    verify_ok(cli)
+
+
+def test_forks_share_nodes_and_keep_them(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    agent = scenario()
+    a = new_thread()
+    first = ok(cli, "thread", "step", a, "--agent", agent)["head"]
+    ok(cli, "thread", "step", a, "--agent", agent)
+    b = ok(cli, "thread", "fork", first)["thread"]
+    ok(cli, "thread", "kill", a)  # a is archived; b shares its start and first step
+    chain_b = ok(cli, "thread", "steps", b)
+    assert gc(cli, "--grace", "0")["collected"] == 0
+    verify_ok(cli)
+    assert ok(cli, "thread", "steps", b) == chain_b
+    assert ok(cli, "thread", "steps", a)["steps"][1]["hash"] == first
+    out = ok(cli, "thread", "step", b, "--agent", agent, "-c", "5")
+    assert out[-1]["done"] is True
+
+
+def test_archived_threads_keep_their_chains(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    agent = scenario()
+    done = new_thread("one")
+    ok(cli, "thread", "step", done, "--agent", agent, "-c", "5")
+    killed = new_thread("two")
+    ok(cli, "thread", "step", killed, "--agent", agent)
+    ok(cli, "thread", "kill", killed)
+    assert ok(cli, "thread", "list") == []
+    views = {
+        t: (ok(cli, "thread", "steps", t), ok(cli, "thread", "read", t)) for t in (done, killed)
+    }
+    everything = nodes(root)
+    assert gc(cli, "--grace", "0")["collected"] == 0
+    assert nodes(root) == everything
+    for t, (steps, text) in views.items():
+        assert ok(cli, "thread", "steps", t) == steps
+        assert ok(cli, "thread", "read", t) == text
+        for step in steps["steps"][1:]:
+            assert ok(cli, "thread", "step-details", step["hash"], "--format", "json")
+
+
+def variant(tmp_path: Path, description: str, name: str = "solve-issue") -> Path:
+    text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
+    lines = [
+        f"description: {json.dumps(description)}" if line.startswith("description:") else line
+        for line in text.splitlines()
+    ]
+    text = "\n".join(lines).replace("name: solve-issue", f"name: {name}", 1) + "\n"
+    path = tmp_path / description / f"{name}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_rollback_targets_survive(cli: Any, root: Path, tmp_path: Path) -> None:
+    v1 = ok(cli, "workflow", "put", variant(tmp_path, "first"))["hash"]
+    v2 = ok(cli, "workflow", "put", variant(tmp_path, "second"))["hash"]
+    unregistered = ok(cli, "workflow", "show", v2)["payload"]
+    unregistered["name"] = "ghost"  # a Workflow node whose name has no registry entry
+    ghost = ok(cli, "cas", "put", schemas.hashes().workflow, json.dumps(unregistered))["hash"]
+    store = open_store(root)
+    (store.index_dir / schemas.hashes().workflow).unlink()  # even a lost index line costs nothing
+    out = gc(cli, "--grace", "0")
+    assert out["collected"] == 1
+    assert ghost not in nodes(root) and {v1, v2} <= nodes(root)
+    verify_ok(cli)
+    ok(cli, "cas", "reindex")
+    assert [v["hash"] for v in ok(cli, "workflow", "history", "solve-issue")] == [v1, v2]
+    assert ok(cli, "workflow", "rollback", "solve-issue", v1)["hash"] == v1
+    assert ok(cli, "thread", "start", "solve-issue", "-p", "x")["workflow"] == v1
+
+
+def test_workflow_of_a_thread_started_from_a_file_is_kept(
+    cli: Any, root: Path, tmp_path: Path, scenario: Any
+) -> None:
+    path = variant(tmp_path, "local", name="local-flow")
+    started = ok(cli, "thread", "start", str(path), "-p", "task")
+    assert ok(cli, "workflow", "list") == []  # stored, never registered
+    ok(cli, "thread", "kill", started["thread"])
+    assert gc(cli, "--grace", "0")["collected"] == 0
+    assert ok(cli, "workflow", "show", started["workflow"])["payload"]["name"] == "local-flow"
+
+
+# -- damage --------------------------------------------------------------------------------
+
+
+def tamper(root: Path, h: str) -> None:
+    path = open_store(root).path(h)
+    path.chmod(0o644)
+    path.write_text(path.read_text().replace('"prompt":"', '"prompt":"tampered '))
+    path.chmod(0o444)
+
+
+def test_a_corrupt_reachable_node_stops_gc(
+    cli: Any, root: Path, snapshot: Any, new_thread: Any
+) -> None:
+    thread = new_thread()
+    head = ok(cli, "thread", "show", thread)["head"]
+    text_node(cli, "garbage")
+    tamper(root, head)
+    before = snapshot(root / "cas")
+    time.sleep(0.003)
+    r = cli("cas", "gc", "--grace", "0")
+    assert r.code == 1
+    assert r.err_line.startswith(
+        f"error: cas gc stopped, nothing was deleted: corrupt node {head}: content hashes to "
+    )
+    assert r.err_line.endswith(
+        " (it is reachable, so what it refers to is unknown; see uwf cas verify)"
+    )
+    assert snapshot(root / "cas") == before
+
+
+def test_a_corrupt_unreachable_node_is_kept_for_verify(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    thread = new_thread()
+    head = ok(cli, "thread", "show", thread)["head"]
+    ok(cli, "thread", "kill", thread)
+    history = root / "history.jsonl"
+    history.write_text("")  # the StartNode is garbage now
+    tamper(root, head)
+    out = gc(cli, "--grace", "0")
+    assert head in nodes(root)
+    assert out["collected"] == 0  # its workflow is registered; the corrupt node is kept
+    problems = cli("cas", "verify").json()["damaged"]
+    assert [p["hash"] for p in problems] == [head]
+
+
+# -- running beside other processes ---------------------------------------------------------
+
+
+def test_a_second_gc_is_refused(cli: Any, root: Path) -> None:
+    text_node(cli, "x")
+    with fsio.locked(root / "locks" / "gc"):
+        r = cli("cas", "gc")
+    assert (r.code, r.err) == (1, "error: cas gc is already running\n")
+    assert gc(cli)["scanned"] == 6
+
+
+@pytest.mark.parametrize("proc_locks", ["real", "missing", "untrusted"])
+def test_a_step_in_flight_is_protected_even_with_grace_0(
+    cli: Any,
+    root: Path,
+    tmp_path: Path,
+    new_thread: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    proc_locks: str,
+) -> None:
+    """While a thread's step lock is held, nothing put since its head was written goes."""
+    if proc_locks == "missing":
+        monkeypatch.setattr(gc_module, "PROC_LOCKS", tmp_path / "no-such-file")
+    elif proc_locks == "untrusted":  # a /proc/locks that does not even show gc's own lock
+        fake = tmp_path / "locks.txt"
+        fake.write_text("1: FLOCK  ADVISORY  WRITE 1 00:00:1 0 EOF\n")
+        monkeypatch.setattr(gc_module, "PROC_LOCKS", fake)
+    older = text_node(cli, "written before the thread's head")
+    time.sleep(0.003)
+    thread = new_thread()
+    time.sleep(0.003)
+    newer = text_node(cli, "written while the step runs")  # as an agent would
+    with fsio.locked(lock_path(root, thread)):
+        assert gc_module.threads_in_flight(root, root / "locks" / "gc.lock") == {thread}
+        gc(cli, "--grace", "0")
+        assert newer in nodes(root) and older not in nodes(root)
+    assert gc_module.threads_in_flight(root, root / "locks" / "gc.lock") == set()
+    gc(cli, "--grace", "0")
+    assert newer not in nodes(root)
+
+
+def test_held_flock_inodes_reads_proc_locks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "locks"
+    fake.write_text(
+        "1: FLOCK  ADVISORY  WRITE 27291 fe:00:2165307 0 EOF\n"
+        "1: -> FLOCK  ADVISORY  WRITE 27299 fe:00:77 0 EOF\n"  # a waiter holds nothing
+        "2: POSIX  ADVISORY  WRITE 27290 fe:00:88 0 EOF\n"  # not a flock
+        "3: FLOCK  ADVISORY  READ 0 08:01:99 0 EOF\n"
+    )
+    monkeypatch.setattr(gc_module, "PROC_LOCKS", fake)
+    assert gc_module.held_flock_inodes() == {2165307, 99}
+    monkeypatch.setattr(gc_module, "PROC_LOCKS", tmp_path / "missing")
+    assert gc_module.held_flock_inodes() is None
+
+
+WRAPPER = """
+import os, subprocess, sys, time
+thread, role = sys.argv[-2], sys.argv[-1]
+run = subprocess.run(["uwf-mock", "--scenario", {scenario!r}, thread, role],
+                     capture_output=True, text=True)
+sys.stderr.write(run.stderr)
+if run.returncode:
+    sys.exit(run.returncode)
+step = run.stdout.strip()
+time.sleep(0.2)  # the new nodes sit unreachable while gc runs with --grace 0
+marker = os.path.join({marks!r}, thread + "-" + step)
+if not os.path.exists(marker):  # fail every first attempt: its nodes become garbage that
+    open(marker, "w").close()   # the retry puts again (the same nodes, the same hashes)
+    sys.exit(9)
+print(step)
+"""
+
+
+def test_gc_beside_running_steps_loses_nothing(cli: Any, root: Path, tmp_path: Path) -> None:
+    uwf = str(BIN / "uwf")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    wrapper = tmp_path / "agent.py"
+    scenario = EXAMPLES / "solve-issue.mock.yaml"
+    wrapper.write_text(WRAPPER.format(scenario=str(scenario), marks=str(marks)))
+    agent = f"{sys.executable} {wrapper}"
+    ok(cli, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    threads = [
+        ok(cli, "thread", "start", "solve-issue", "-p", f"task {i}")["thread"] for i in range(3)
+    ]
+    errors: list[str] = []
+    steps: dict[str, int] = dict.fromkeys(threads, 0)
+
+    def drive(thread: str) -> None:
+        for _ in range(20):
+            r = subprocess.run(
+                [uwf, "thread", "step", thread, "--agent", agent],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if r.returncode == 0:
+                steps[thread] += 1
+                if json.loads(r.stdout)["done"]:
+                    return
+            elif "with exit code 9" not in r.stderr:  # not the planned first-attempt failure
+                errors.append(r.stderr)
+                return
+        errors.append(f"{thread} did not finish")
+
+    drivers = [threading.Thread(target=drive, args=(t,)) for t in threads]
+    for d in drivers:
+        d.start()
+    runs: list[dict[str, Any]] = []
+    i = 0
+    while any(d.is_alive() for d in drivers):
+        i += 1
+        subprocess.run([uwf, "cas", "put-text", f"garbage {i}"], capture_output=True, check=True)
+        r = subprocess.run([uwf, "cas", "gc", "--grace", "0"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout))
+    for d in drivers:
+        d.join()
+    assert errors == []
+    assert len(runs) >= 5
+    assert sum(run["collected"] for run in runs) >= len(runs) - 1  # garbage really went
+    verify_ok(cli)
+    for thread in threads:
+        assert steps[thread] == 5
+        show = ok(cli, "thread", "show", thread)
+        assert (show["done"], show["status"], show["steps"]) == (True, "completed", 5)
+        assert "Approved." in ok(cli, "thread", "read", thread)
+    gc(cli, "--grace", "0")
+    verify_ok(cli)
