@@ -31,6 +31,14 @@ def node_hash(type_hash: str, payload: Any) -> str:
     return hash_bytes(type_hash.encode("ascii") + dcbor(payload))
 
 
+def stored_hash(type_hash: str | None, payload: Any) -> str:
+    """The hash of a payload read back from the store, which holds it in canonical form
+    already: no second canonicalisation (a non-canonical file then fails its hash check).
+    ``type_hash`` None means self-typed."""
+    prefix = b"" if type_hash is None else type_hash.encode("ascii")
+    return hash_bytes(prefix + cbor2.dumps(payload, canonical=True))
+
+
 def self_typed_hash(payload: Any) -> str:
     """The hash of a self-typed node (the meta-schema)."""
     return hash_bytes(dcbor(payload))

@@ -35,6 +35,7 @@ class FsStore(Store):
     def __init__(self, cas_dir: Path, lock_dir: Path | None = None) -> None:
         self.dir = cas_dir
         self.objects = cas_dir / "objects"
+        self._objects = str(self.objects)  # reads build paths as strings: cheaper than Path
         self.index_dir = cas_dir / "index"
         # Outside cas/ so the store directory holds nothing but nodes and the index.
         self.lock_dir = lock_dir if lock_dir is not None else cas_dir.parent / "locks"
@@ -42,11 +43,18 @@ class FsStore(Store):
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
 
+    def _file(self, h: str) -> str:
+        return f"{self._objects}/{h[:2]}/{h}"
+
     def _exists(self, h: str) -> bool:
-        return os.path.exists(self.path(h))
+        return os.path.exists(self._file(h))
 
     def _load(self, h: str) -> Node | None:
-        data = fsio.read_bytes(self.path(h))
+        try:
+            with open(self._file(h), "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            data = None
         if data is None:
             return None
         try:

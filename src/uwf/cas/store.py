@@ -60,8 +60,9 @@ def decode_node(claimed: str, data: dict[str, Any] | Any) -> Node:
     ):
         raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
     try:
-        actual = expected_hash(data["type"], data["payload"], claimed)
-    except (InvalidInput, ValueError, TypeError):
+        type_hash = None if data["type"] == claimed else data["type"]
+        actual = codec.stored_hash(type_hash, data["payload"])
+    except (InvalidInput, ValueError, TypeError, OverflowError):
         raise CorruptNode(f"corrupt node {claimed}: payload is not canonical JSON") from None
     if actual != claimed:
         raise CorruptNode(f"corrupt node {claimed}: content hashes to {actual}")

@@ -7,6 +7,7 @@ becomes part of a path.
 
 from __future__ import annotations
 
+import base64
 import re
 
 from uwf.util.errors import InvalidInput
@@ -18,11 +19,18 @@ HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
 _MAX64 = (1 << 64) - 1
 
 
+_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+
+
 def encode64(value: int) -> str:
-    """Write an unsigned 64-bit integer as 13 Crockford digits."""
+    """Write an unsigned 64-bit integer as 13 Crockford digits.
+
+    Done in C: as 80 bits the value is 16 RFC 4648 base32 digits, the first three always
+    zero, the rest the 13 digits wanted once the alphabet is translated.
+    """
     if not 0 <= value <= _MAX64:
         raise ValueError(f"not an unsigned 64-bit value: {value}")
-    return "".join(ALPHABET[(value >> (5 * (12 - i))) & 31] for i in range(HASH_LEN))
+    return base64.b32encode(value.to_bytes(10, "big"))[3:].translate(_FROM_RFC4648).decode()
 
 
 def decode64(text: str) -> int:
