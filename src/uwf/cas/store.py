@@ -42,13 +42,6 @@ class NodeInfo:
     size: int  # bytes freed by deleting it
 
 
-def expected_hash(type_hash: str, payload: Any, claimed: str) -> str:
-    """The hash a node with this content must have (self-typed when type == claimed)."""
-    if type_hash == claimed:
-        return codec.self_typed_hash(payload)
-    return codec.node_hash(type_hash, payload)
-
-
 def decode_node(claimed: str, data: dict[str, Any] | Any) -> Node:
     """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode."""
     if (
