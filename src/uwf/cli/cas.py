@@ -3,8 +3,6 @@
 Thin wrappers over :mod:`uwf.engine.casops`; each prints one structured value.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

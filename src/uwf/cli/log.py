@@ -1,7 +1,5 @@
 """`uwf log …`: read and prune the process debug log (``<root>/logs/YYYY-MM-DD.jsonl``)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

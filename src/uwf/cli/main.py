@@ -6,8 +6,6 @@ error prints ``error: <message>`` and exits 2; anything else is a bug, shown as 
 unless ``UWF_DEBUG=1`` asks for the traceback.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from typing import Annotated

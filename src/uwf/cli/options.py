@@ -4,8 +4,6 @@ Commands stay thin: parse arguments, call one domain function with the storage r
 ``emit`` the plain data it returns. Errors are raised, never printed here.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any

@@ -12,8 +12,6 @@ is the same function as a visible one is listed as an alias of it; any other hid
 or option is left out.
 """
 
-from __future__ import annotations
-
 import argparse
 import inspect
 import sys

@@ -10,8 +10,6 @@ printed. ``--api-key -`` reads it from the first line of stdin, which keeps it o
 shell history and the process list.
 """
 
-from __future__ import annotations
-
 import shutil
 import sys
 from collections.abc import Callable
@@ -151,7 +149,7 @@ def provider_menu() -> list[str]:
     return lines
 
 
-def choose_provider(choice: str) -> Preset | None:
+def choose_provider(choice: str) -> "Preset | None":
     """A preset for ``1..N``; None for the custom entry ``N+1``; else ``Invalid choice``."""
     from uwf.engine.setup import PRESETS
 

@@ -1,7 +1,5 @@
 """`uwf skill …`: texts for agents and the people who drive them."""
 
-from __future__ import annotations
-
 import typer
 
 from uwf.cli.options import emit_markdown

@@ -1,7 +1,5 @@
 """`uwf step …`: the v0.5.0 names of the step commands, plus `step read`."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

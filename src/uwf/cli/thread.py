@@ -1,7 +1,5 @@
 """`uwf thread …`: start, step, show, list, steps, read, fork, step-details, kill."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

@@ -4,8 +4,6 @@ Thin wrappers over :mod:`uwf.engine.workflows`; each prints one structured value
 ``put`` is the command; ``add`` (the v0.5.0 name) is a hidden alias.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
