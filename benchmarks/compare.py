@@ -463,6 +463,21 @@ class Bench:
             rows.append([label, *cells, ratio])
         return header, rows
 
+    def startup(self) -> tuple[list[str], list[list[str]]]:
+        """uwf's quick commands as multiples of a bare interpreter start, same run."""
+        base = self.figs["python"]["uwf"].value
+        header = ["uwf command", "median", "× python -c pass"]
+        rows = []
+        for key, label in (
+            ("help", "uwf --help"),
+            ("show@small", "uwf thread show"),
+            ("step@small", "uwf thread step + uwf-mock"),
+        ):
+            fig = self.figs.get(key, {}).get("uwf")
+            if fig is not None and base > 0:
+                rows.append([label, fig.text(), f"{fig.value / base:.1f}×"])
+        return header, rows
+
     def targets(self) -> tuple[list[str], list[list[str]]]:
         s, f = self.s, self.figs
 
@@ -653,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
 
     header, rows = bench.table()
     t_header, t_rows = bench.targets()
+    s_header, s_rows = bench.startup()
     lines = bench.header_lines()
     elapsed = time.perf_counter() - t0
     print()
@@ -661,6 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     print(harness.aligned(header, rows))
     print()
     print(harness.aligned(t_header, t_rows))
+    print()
+    print(harness.aligned(s_header, s_rows))
     print()
     print(f"wall time of the benchmark: {elapsed:.0f} s")
     if args.md:
@@ -678,6 +696,10 @@ def main(argv: list[str] | None = None) -> int:
             "## uwf targets",
             "",
             harness.markdown(t_header, t_rows),
+            "",
+            "## Start-up, as a multiple of a bare interpreter",
+            "",
+            harness.markdown(s_header, s_rows),
             "",
             "## How it is measured",
             "",

@@ -162,4 +162,12 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
     text = md.read_text()
     assert "| measure | uwf | LangGraph | Burr | uwf/best-peer |" in text
     assert "| target | measured | pass/fail |" in text
+    startup = text.split("## Start-up, as a multiple of a bare interpreter", 1)[1]
+    ratios = [x for x in startup.splitlines() if x.rstrip(" |").endswith("×")]
+    assert [r.split(" | ")[0] for r in ratios] == [
+        "| uwf --help",
+        "| uwf thread show",
+        "| uwf thread step + uwf-mock",
+    ]
+    assert all(r.rstrip(" |").endswith("×") for r in ratios)
     assert not any(tmp_path.glob("uwf-compare-*")), "the work directory was not removed"
