@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -178,3 +178,23 @@ def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
         sys.exit(70)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()
+
+
+def cli(
+    make: Callable[[list[str]], tuple[Agent, list[str]]],
+    argv: Sequence[str] | None = None,
+    help_text: str | None = None,
+) -> None:
+    """Console-script entry for an agent with options of its own: ``make`` parses them
+    (raising UwfError, e.g. UsageError for exit 2) and returns the agent and the arguments
+    left for the kit (``<thread-id> <role>``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if help_text is not None and args[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(help_text)
+        return
+    try:
+        agent, rest = make(args)
+    except UwfError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        sys.exit(exc.exit_code)
+    main(agent, rest)

@@ -48,7 +48,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -809,16 +808,11 @@ def parse_options(argv: Sequence[str]) -> tuple[Options, list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] in (["--help"], ["-h"]):
-        sys.stdout.write(HELP)
-        return
-    try:
+    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
         options, rest = parse_options(args)
-    except UwfError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        sys.exit(exc.exit_code)
-    runner.main(BuiltinAgent(options), rest)
+        return BuiltinAgent(options), rest
+
+    runner.cli(make, argv, HELP)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from typing import Any
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
-from uwf.util.errors import AgentFailed, UwfError
+from uwf.util.errors import AgentFailed, UsageError
 
 DETAIL = runner.detail_schema(
     "CmdDetail",
@@ -132,17 +131,16 @@ def split_argv(args: list[str]) -> tuple[list[str], list[str]]:
     if args[:1] == ["--"]:
         args = args[1:]
     if len(args) < 3:
-        raise UwfError("usage: uwf-cmd -- <command> [args…] <thread-id> <role>")
+        raise UsageError("usage: uwf-cmd -- <command> [args…] <thread-id> <role>")
     return args[:-2], args[-2:]
 
 
 def main() -> None:
-    try:
-        command, rest = split_argv(sys.argv[1:])
-    except UwfError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        sys.exit(2)
-    runner.main(CmdAgent(command), rest)
+    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
+        command, rest = split_argv(args)
+        return CmdAgent(command), rest
+
+    runner.cli(make)
 
 
 if __name__ == "__main__":

@@ -540,16 +540,11 @@ def split_argv(args: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args in (["-h"], ["--help"]):
-        sys.stdout.write(HELP)
-        return
-    try:
+    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
         options, kit = split_argv(args)
-    except UwfError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        sys.exit(exc.exit_code)
-    runner.main(HermesAgent(options), kit)
+        return HermesAgent(options), kit
+
+    runner.cli(make, argv, HELP)
 
 
 if __name__ == "__main__":

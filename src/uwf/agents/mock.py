@@ -19,7 +19,7 @@ from typing import Any
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
 from uwf.util import yamlio
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.errors import InvalidInput, UsageError, UwfError
 
 DETAIL = runner.detail_schema(
     "MockDetail", {"scenario": {"type": "string"}, "visit": {"type": "integer"}}
@@ -101,16 +101,17 @@ class MockAgent:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    scenario = os.environ.get("UWF_MOCK_SCENARIO", "")
-    if args[:1] == ["--scenario"] and len(args) >= 2:
-        scenario, args = args[1], args[2:]
-    elif args and args[0].startswith("--scenario="):
-        scenario, args = args[0].split("=", 1)[1], args[1:]
-    if not scenario:
-        sys.stderr.write("error: uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO\n")
-        sys.exit(2)
-    runner.main(MockAgent(scenario), args)
+    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
+        scenario = os.environ.get("UWF_MOCK_SCENARIO", "")
+        if args[:1] == ["--scenario"] and len(args) >= 2:
+            scenario, args = args[1], args[2:]
+        elif args and args[0].startswith("--scenario="):
+            scenario, args = args[0].split("=", 1)[1], args[1:]
+        if not scenario:
+            raise UsageError("uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
+        return MockAgent(scenario), args
+
+    runner.cli(make)
 
 
 if __name__ == "__main__":
