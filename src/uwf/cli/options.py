@@ -40,8 +40,8 @@ def root() -> Path:
     return storage_root()
 
 
-def resolve_format(fmt: Format | None) -> Format:
-    """The per-command ``--format`` if given, else the global one, else json."""
+def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
+    """The per-command ``--format`` if given, else the global one, else ``default``."""
     if fmt is not None:
         return fmt
     ctx = typer.main.get_current_context(silent=True)
@@ -49,18 +49,18 @@ def resolve_format(fmt: Format | None) -> Format:
         if isinstance(ctx.obj, dict) and ctx.obj.get("format") is not None:
             return Format(ctx.obj["format"])
         ctx = ctx.parent
-    return Format.json
+    return default
 
 
-def render(value: Any, fmt: Format | None = None) -> str:
-    if resolve_format(fmt) is Format.yaml:
+def render(value: Any, fmt: Format | None = None, default: Format = Format.json) -> str:
+    if resolve_format(fmt, default) is Format.yaml:
         return jsonfmt.dump_yaml(value)
     return jsonfmt.dumps(value) + "\n"
 
 
-def emit(value: Any, fmt: Format | None = None) -> None:
-    """Print one structured result on stdout."""
-    typer.echo(render(value, fmt), nl=False)
+def emit(value: Any, fmt: Format | None = None, default: Format = Format.json) -> None:
+    """Print one structured result on stdout (``default``: the encoding when no ``--format``)."""
+    typer.echo(render(value, fmt, default), nl=False)
 
 
 def emit_markdown(text: str) -> None:

@@ -1,11 +1,9 @@
 """`uwf step …`: the v0.5.0 names of the step commands, plus `step read`."""
 
-from typing import Annotated
-
 import typer
 
 from uwf.cli import thread as thread_cli
-from uwf.cli.options import emit_markdown, root
+from uwf.cli.options import QuotaOpt, emit_markdown, root
 
 app = typer.Typer(
     help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
@@ -19,7 +17,7 @@ app.command("fork", help="Alias of `thread fork`.")(thread_cli._fork)
 @app.command()
 def read(
     step_hash: thread_cli.StepHashArg,
-    quota: Annotated[str, typer.Option("--quota", help="Character budget.")] = "4000",
+    quota: QuotaOpt = "4000",
 ) -> None:
     """Render one step's turns as markdown, newest turns first to fit the quota."""
     from uwf.engine.read import parse_quota, read_step

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import Format, FormatOpt, emit, emit_markdown, root
+from uwf.cli.options import Format, FormatOpt, QuotaOpt, emit, emit_markdown, root
 from uwf.util.errors import InvalidInput, oneline
 
 app = typer.Typer(
@@ -191,7 +191,7 @@ app.command("steps")(_steps)
 @app.command()
 def read(
     thread: ThreadArg,
-    quota: Annotated[str, typer.Option("--quota", help="Character budget.")] = "4000",
+    quota: QuotaOpt = "4000",
     before: Annotated[
         str | None,
         typer.Option("--before", help="Show only steps before this step hash.", show_default=False),
@@ -225,16 +225,7 @@ def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
     """Show a step's detail node with its references expanded (YAML unless --format json)."""
     from uwf.engine.read import step_details
 
-    emit(step_details(root(), step_hash), fmt if fmt is not None else _default_yaml())
-
-
-def _default_yaml() -> Format | None:
-    ctx = typer.main.get_current_context(silent=True)
-    while ctx is not None:
-        if isinstance(ctx.obj, dict) and ctx.obj.get("format") is not None:
-            return None  # the global --format was given explicitly
-        ctx = ctx.parent
-    return Format.yaml
+    emit(step_details(root(), step_hash), fmt, default=Format.yaml)
 
 
 app.command("step-details")(_step_details)
