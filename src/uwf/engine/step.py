@@ -17,14 +17,14 @@ from typing import Any
 from uwf.engine import chain
 from uwf.engine.spawn import run_agent
 from uwf.engine.state import State
-from uwf.engine.threads import lock_path
+from uwf.engine.threads import lock_path, not_active
 from uwf.moderator import evaluate
 from uwf.moderator.evaluate import START, Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.protocol.store import open_store
 from uwf.util import fsio
 from uwf.util.base32 import describe, is_hash
-from uwf.util.errors import AgentFailed, Conflict, InvalidInput, NotFound, UwfError
+from uwf.util.errors import AgentFailed, Conflict, InvalidInput, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import check_thread_id, now_ms
 
@@ -42,13 +42,6 @@ def _max_rounds(start: chain.Start, config: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _not_active(root: Path, thread: str) -> UwfError:
-    entry = State(root).history_entry(thread)
-    if entry is None:
-        return NotFound(f"thread not found: {thread}")
-    return InvalidInput(f"thread not active: {thread} (status: {entry['status']})")
-
-
 def step(
     root: Path,
     thread: str,
@@ -64,7 +57,7 @@ def step(
         raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
     state = State(root)
     if state.head(thread) is None:
-        raise _not_active(root, thread)
+        raise not_active(root, thread)
     if dry_run:
         return _step_locked(root, thread, agent, True, timeout)
     with fsio.locked(lock_path(root, thread), wait=wait, busy_message=f"thread {thread} is busy"):
@@ -79,7 +72,7 @@ def _step_locked(
     state = State(root)
     old_head = state.head(thread)
     if old_head is None:
-        raise _not_active(root, thread)
+        raise not_active(root, thread)
     store = open_store(root)
     head = chain.load_head(store, old_head)
     start = chain.start_of(store, head)

@@ -49,6 +49,14 @@ def locate(root: Path, thread: str) -> ThreadRef:
     raise NotFound(f"thread not found: {thread}")
 
 
+def not_active(root: Path, thread: str) -> UwfError:
+    """The error for a thread that has no active head: unknown, or archived (with status)."""
+    entry = State(root).history_entry(thread)
+    if entry is None:
+        return NotFound(f"thread not found: {thread}")
+    return InvalidInput(f"thread not active: {thread} (status: {entry['status']})")
+
+
 def lock_path(root: Path, thread: str) -> Path:
     """The per-thread step lock (``<root>/locks/<thread>.lock``)."""
     return root / "locks" / thread
@@ -264,8 +272,7 @@ def kill(root: Path, thread: str) -> dict[str, Any]:
     state = State(root)
     head = state.head(thread)
     if head is None:
-        ref = locate(root, thread)  # raises "thread not found" for unknown ids
-        raise InvalidInput(f"thread not active: {thread} (status: {ref.status})")
+        raise not_active(root, thread)
     workflow = workflow_of(root, ThreadRef(thread, head, True, "active"))
     head = state.archive(thread, workflow, "killed", now_ms())
     ProcessLog(root, thread=thread, workflow=workflow).write(
