@@ -25,6 +25,7 @@ from typing import Any
 from uwf.config.config import config_path, env_path, parse_config
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput
+from uwf.util.jsonfmt import is_utf8
 
 DEFAULT_AGENT = {"hermes": {"command": "uwf-hermes", "args": []}}
 MODEL_ALIAS = "default"
@@ -80,14 +81,6 @@ def chat_models(ids: list[str]) -> list[str]:
     return sorted({i for i in ids if i and not NON_CHAT_MODEL.search(i)})
 
 
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def validate_inputs(provider: str, base_url: str, api_key: str, model: str) -> None:
     """One clear line for the first bad value; never quotes the key."""
     for what, value in (
@@ -96,7 +89,7 @@ def validate_inputs(provider: str, base_url: str, api_key: str, model: str) -> N
         ("API key", api_key),
         ("model", model),
     ):
-        if not _is_utf8(value):
+        if not is_utf8(value):
             raise InvalidInput(f"{what[0].upper()}{what[1:]} must be UTF-8 text")
     if not provider.strip():
         raise InvalidInput("Provider name required")

@@ -39,13 +39,20 @@ def canonical(value: Any) -> Any:
     raise InvalidInput(f"not a JSON value: {type(value).__name__}")
 
 
+def is_utf8(text: str) -> bool:
+    """False for text holding lone surrogates (undecodable input bytes): not storable as UTF-8."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_text(text: str) -> None:
-    """Refuse lone surrogates (undecodable input bytes): they cannot be stored as UTF-8."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInput("text is not valid UTF-8") from None
+    if not is_utf8(text):
+        raise InvalidInput("text is not valid UTF-8")
 
 
 def dumps(value: Any) -> str:
