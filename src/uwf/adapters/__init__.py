@@ -1,0 +1,7 @@
+"""Adapters: one module per outside system uwf talks to.
+
+``llm`` is the one OpenAI-compatible HTTP client (the only module that imports httpx);
+``process`` spawns and supervises child processes (agents, wrapped commands). Each keeps the
+outside system's quirks in one place and raises ``UwfError`` subclasses, never the library's
+own exceptions.
+"""

@@ -1,0 +1,1 @@
+"""The storage backends: everything uwf persists, behind one interface (``base.Backend``)."""
