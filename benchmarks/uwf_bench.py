@@ -31,6 +31,9 @@ from unittest import mock
 
 from harness import Usage, file_usage
 
+from uwf.backend.fs import FsBackend
+from uwf.util.base32 import NodeHash
+
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_FILE = REPO / "examples" / "solve-issue.yaml"
 BIN = Path(sys.executable).parent
@@ -72,7 +75,7 @@ def setup_root(root: Path, scenario: Path) -> str:
         f"    args: [--scenario, {json.dumps(str(scenario))}]\n"
         "defaultAgent: mock\n"
     )
-    return workflows.put_workflow(root, WORKFLOW_FILE).hash
+    return workflows.put_workflow(FsBackend(root), WORKFLOW_FILE).hash
 
 
 @contextlib.contextmanager
@@ -90,16 +93,16 @@ class ChainBuilder:
     def __init__(self, root: Path, workflow_hash: str, scenario: Path) -> None:
         from uwf.agent_kit import runner
         from uwf.agents import mock as mock_agent
-        from uwf.engine import chain
+        from uwf.model import chain
         from uwf.protocol import schemas
-        from uwf.protocol.store import open_store
 
         self.root = root
         self.scenario = str(scenario)
-        self.store = open_store(root)
+        self.backend = FsBackend(root)
+        self.store = self.backend.nodes
         self.types = schemas.ensure(self.store)
         self.workflow_hash = workflow_hash
-        self.workflow = chain.load_workflow(self.store, workflow_hash)
+        self.workflow = chain.load_workflow(self.store, NodeHash(workflow_hash))
         self.turn_type = self.store.put_schema(runner.TURN_SCHEMA)
         self.detail_type = self.store.put_schema(mock_agent.DETAIL)
         self._outputs: dict[str, tuple[str, str, Any]] = {}
@@ -159,11 +162,14 @@ class ChainBuilder:
         return out
 
     def register(self, heads: dict[str, str]) -> None:
-        """Make threads active: one threads.yaml write for all of them."""
-        from uwf.engine.state import State
+        """Make threads active (as ``thread start`` records them), in one threads.yaml write."""
+        from uwf.backend.base import ActiveThread, ThreadInfo
+        from uwf.util.ulid import ThreadId
 
-        with State(self.root).edit_threads() as threads:
-            threads.update(heads)
+        info = ThreadInfo(NodeHash(self.workflow_hash), "benchmark task")
+        self.backend.threads.create_many(
+            [ActiveThread(ThreadId(t), NodeHash(h), info) for t, h in heads.items()]
+        )
 
     def step_path(self, h: str) -> Path:
         return self.store.path(h)
@@ -317,5 +323,5 @@ def setup_cas_root(root: Path, scenario: Path) -> CasRoot:
     from uwf.engine import casops
 
     wf = setup_root(root, scenario)
-    text = casops.put_text(root, "the node we read")["hash"]
+    text = casops.put_text(FsBackend(root), "the node we read")["hash"]
     return CasRoot(root=root, text_hash=text, workflow=wf)

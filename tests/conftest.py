@@ -34,6 +34,10 @@ class Result:
     def json(self) -> Any:
         return json.loads(self.out)
 
+    def jsonl(self) -> list[Any]:
+        """JSON Lines (``thread step`` prints one object per step)."""
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
+
     @property
     def err_line(self) -> str:
         lines = self.err.strip().splitlines()

@@ -32,7 +32,8 @@ LONG = os.environ.get("UWF_LONG") == "1"
 STATE_FILES = ("threads.yaml", "registry.yaml", "history.jsonl")
 HISTORY_KEYS = {"thread", "workflow", "head", "completedAt", "status"}
 HISTORY_STATUSES = {"completed", "killed", "max_rounds"}
-_QUOTED_LINE = re.compile(r'^"(?:[^"\\]|\\.)*": "(?:[^"\\]|\\.)*"$')
+# uwf's line shape: a quoted key, then a quoted string or a one-line JSON object
+_QUOTED_LINE = re.compile(r'^"(?:[^"\\]|\\.)*": (?:"(?:[^"\\]|\\.)*"|\{.*\})$')
 _PROGRESS = re.compile(r"^step (\d+)/(\d+): (\S+) -> ([0-9A-Z]{13})( \(done\))?$")
 
 
@@ -68,6 +69,10 @@ class Result:
 
     def json(self) -> Any:
         return json.loads(self.out)
+
+    def jsonl(self) -> list[Any]:
+        """JSON Lines (``thread step`` prints one object per step)."""
+        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
 
 
 _COMMAND: list[Any] = []
@@ -298,10 +303,13 @@ def _read_quoted_mapping(path: Path, problems: list[str], key_ok: Any) -> dict[s
         return {}
     if len(loaded) != len(lines):
         problems.append(f"{path.name}: {len(lines)} lines but {len(loaded)} keys")
+    out: dict[str, str] = {}
     for k, v in loaded.items():
-        if not (isinstance(k, str) and key_ok(k) and isinstance(v, str) and is_hash(v)):
+        head = v.get("head") if isinstance(v, dict) else v  # threads.yaml: {head, workflow, task}
+        if not (isinstance(k, str) and key_ok(k) and isinstance(head, str) and is_hash(head)):
             problems.append(f"{path.name}: bad entry {k!r}: {v!r}")
-    return {str(k): str(v) for k, v in loaded.items()}
+        out[str(k)] = str(head)
+    return out
 
 
 def _read_history(path: Path, problems: list[str], allow_torn: bool) -> tuple[list[Any], int]:
@@ -414,9 +422,8 @@ def check_invariants(root: Path, *, allow_torn: bool = False, locks: bool = True
     - the CLI agrees: ``thread list`` shows exactly the active threads with their heads,
       ``thread list --all`` each thread once, ``thread show`` every active thread.
     """
-    from uwf.engine.state import State
+    from rootfiles import RootFiles, open_store
     from uwf.protocol import schemas
-    from uwf.protocol.store import open_store
     from uwf.util.base32 import is_hash
     from uwf.util.ulid import is_thread_id
 
@@ -438,7 +445,7 @@ def check_invariants(root: Path, *, allow_torn: bool = False, locks: bool = True
     if last in both:
         leftover = last
     active = {t: h for t, h in raw_threads.items() if t not in archived}
-    if State(root).active() != active:
+    if RootFiles(root).active() != active:
         problems.append("State.active() disagrees with the files")
 
     temp_files = 0
@@ -508,7 +515,7 @@ def check_invariants(root: Path, *, allow_torn: bool = False, locks: bool = True
 
 def step_node(root: Path, h: str) -> dict[str, Any]:
     """The payload of StepNode ``h`` (read through the store, so its hash is checked)."""
-    from uwf.protocol.store import open_store
+    from rootfiles import open_store
 
     node = open_store(root).get(h)
     assert node is not None, f"StepNode {h} is missing"
@@ -517,8 +524,8 @@ def step_node(root: Path, h: str) -> dict[str, Any]:
 
 def depth(root: Path, head: str) -> int:
     """Steps in the chain ending at ``head`` (0 for a StartNode)."""
+    from rootfiles import open_store
     from uwf.protocol import schemas
-    from uwf.protocol.store import open_store
 
     node = open_store(root).get(head)
     assert node is not None
@@ -530,9 +537,9 @@ def depth(root: Path, head: str) -> int:
 def assert_continues(root: Path, thread: str, agent: str) -> dict[str, Any]:
     """One ``thread step`` on ``thread`` must succeed and extend the chain from its recorded
     head by exactly one StepNode (or archive it there, when the head already ends it)."""
-    from uwf.engine.state import State
+    from rootfiles import RootFiles
 
-    head = State(root).head(thread)
+    head = RootFiles(root).head(thread)
     assert head is not None, f"thread {thread} is not active"
     r = cli("thread", "step", thread, "--agent", agent)
     assert r.code == 0, f"step after the kill failed: {r.err}"

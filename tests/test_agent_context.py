@@ -11,7 +11,8 @@ import pytest
 from conftest import DEV, PLAN, REJECT
 from uwf.agent_kit.context import build_context
 from uwf.agent_kit.prompts import build_agent_prompt
-from uwf.cas.fs import FsStore
+from uwf.backend.fs import FsBackend
+from uwf.backend.fs.nodes import FsStore
 
 LOOP = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT]}  # never ends
 
@@ -46,7 +47,7 @@ def prompt(ctx: Any, steps: Any, offset: int, first_visit: bool) -> str:
 @pytest.mark.parametrize("role", ["planner", "developer", "reviewer"])
 def test_tail_prompt_equals_full_prompt(root: Path, looping: Any, role: str) -> None:
     thread = looping(8)  # planner, then developer/reviewer four times
-    ctx = build_context(root, thread, role, "EDGE")
+    ctx = build_context(FsBackend(root), thread, role, "EDGE")
     since, offset = ctx.since_last_visit()
     assert offset + len(since) == ctx.depth == 8
     for first_visit in (True, False):
@@ -58,7 +59,7 @@ def test_tail_prompt_equals_full_prompt(root: Path, looping: Any, role: str) -> 
 
 def test_first_visit_of_a_new_role(root: Path, new_thread: Any) -> None:
     thread = new_thread()
-    ctx = build_context(root, thread, "planner", "EDGE")
+    ctx = build_context(FsBackend(root), thread, "planner", "EDGE")
     assert ctx.since_last_visit() == ([], 0)
     assert ctx.is_first_visit and ctx.last_visit is None and ctx.visit == 1
 
@@ -83,7 +84,7 @@ def test_reads_do_not_grow_with_thread_length(
     counts = []
     for thread in (short, long):
         reads.clear()
-        ctx = build_context(root, thread, "reviewer", "EDGE")
+        ctx = build_context(FsBackend(root), thread, "reviewer", "EDGE")
         since, offset = ctx.since_last_visit()
         prompt(ctx, since, offset, first_visit=False)
         counts.append(len(reads))

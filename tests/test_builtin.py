@@ -558,7 +558,7 @@ def step_fails(
     starting so, with ``prefix``) and changes nothing."""
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent)
-    assert r.code == 1, (r.out, r.err)
+    assert r.code == 5, (r.out, r.err)
     errors = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert len(errors) == 1, r.err
     if prefix:
@@ -732,7 +732,7 @@ def test_solve_issue_to_end(
     )
     r = cli_proc("thread", "step", thread, "-c", "10")  # defaultAgent from config.yaml
     assert r.code == 0, r.err
-    results = r.json()
+    results = r.jsonl()
     assert [x["role"] for x in results] == [
         "planner",
         "developer",
@@ -905,7 +905,7 @@ def test_doc_shell_agent(cli: Any, thread: str, tmp_path: Path) -> None:
     assert node["depth"] == 1 and node["prev"] is None
     assert node["edgePrompt"] == "Plan the work for the task above."
     r = cli("thread", "step", thread, "--agent", str(script))
-    assert r.code == 1
+    assert r.code == 5
     assert r.err.splitlines()[-1] == (
         f"error: agent command failed ({script}) with exit code 1: "
         "error: my-agent cannot play the role developer"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
-from uwf.cas.memory import MemoryStore
 from uwf.cas.refs import collect, expand, refs, walk
 from uwf.cas.schema import meta_hash
 from uwf.protocol import schemas

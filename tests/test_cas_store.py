@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from uwf.backend.fs.nodes import FsStore
+from uwf.backend.memory import MemoryStore
 from uwf.cas import codec, ops
-from uwf.cas.fs import FsStore
-from uwf.cas.memory import MemoryStore
 from uwf.cas.schema import META_SCHEMA, meta_hash
 from uwf.cas.store import Node, Store
 from uwf.util.errors import CorruptNode, InvalidInput, NotFound, SchemaViolation

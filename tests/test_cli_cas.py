@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from rootfiles import open_store
+from uwf.backend.fs.nodes import FsStore
 from uwf.cas import codec
-from uwf.cas.fs import FsStore
 from uwf.cas.schema import meta_hash
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 
 ITEM: dict[str, Any] = {
     "title": "Item",

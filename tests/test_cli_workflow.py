@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLES
+from rootfiles import open_store
+from uwf.backend.fs import FsBackend
 from uwf.cas.schema import meta_hash
 from uwf.engine.workflows import resolve_for_start
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util.base32 import is_hash
 
 SOLVE = EXAMPLES / "solve-issue.yaml"
@@ -303,20 +304,20 @@ def test_invalid_file_lists_every_problem(cli: Any, tmp_path: Path) -> None:
 
 def test_resolve_a_stored_hash(cli: Any, root: Path) -> None:
     h = put(cli, SOLVE)
-    assert resolve_for_start(root, h, Path.cwd()) == h
-    assert resolve_for_start(root, f"  {h}\n", Path.cwd()) == h
+    assert resolve_for_start(FsBackend(root), h, Path.cwd()) == h
+    assert resolve_for_start(FsBackend(root), f"  {h}\n", Path.cwd()) == h
 
 
 def test_resolve_an_absolute_path_stores_but_does_not_register(root: Path, tmp_path: Path) -> None:
     path = variant(tmp_path / "files", "absolute")
-    h = resolve_for_start(root, str(path), Path.cwd())
+    h = resolve_for_start(FsBackend(root), str(path), Path.cwd())
     assert description_of(root, h) == "absolute"
     assert not (root / "registry.yaml").exists()
 
 
 def test_resolve_a_relative_path(root: Path) -> None:
     variant(Path.cwd() / "subdir", "relative", name="x")
-    h = resolve_for_start(root, "subdir/x.yaml", Path.cwd())
+    h = resolve_for_start(FsBackend(root), "subdir/x.yaml", Path.cwd())
     assert description_of(root, h) == "relative"
 
 
@@ -326,9 +327,9 @@ def test_resolve_local_workflow_dir_in_cwd_and_parent(root: Path) -> None:
     variant(cwd / ".workflow", "as yml", name="yml-one", ext=".yml")
     child = cwd / "a" / "b"
     child.mkdir(parents=True)
-    assert description_of(root, resolve_for_start(root, "here", cwd)) == "here"
-    assert description_of(root, resolve_for_start(root, "here", child)) == "here"
-    assert description_of(root, resolve_for_start(root, "yml-one", child)) == "as yml"
+    assert description_of(root, resolve_for_start(FsBackend(root), "here", cwd)) == "here"
+    assert description_of(root, resolve_for_start(FsBackend(root), "here", child)) == "here"
+    assert description_of(root, resolve_for_start(FsBackend(root), "yml-one", child)) == "as yml"
 
 
 def test_resolve_prefers_workflow_dir_and_closer_dirs(root: Path) -> None:
@@ -336,9 +337,10 @@ def test_resolve_prefers_workflow_dir_and_closer_dirs(root: Path) -> None:
     child = cwd / "child"
     variant(cwd / ".workflows", "plural")
     variant(cwd / ".workflow", "singular")
-    assert description_of(root, resolve_for_start(root, "solve-issue", cwd)) == "singular"
+    backend = FsBackend(root)
+    assert description_of(root, resolve_for_start(backend, "solve-issue", cwd)) == "singular"
     variant(child / ".workflows", "closer")
-    assert description_of(root, resolve_for_start(root, "solve-issue", child)) == "closer"
+    assert description_of(root, resolve_for_start(backend, "solve-issue", child)) == "closer"
 
 
 def test_resolve_priority_path_then_local_then_registry(
@@ -346,11 +348,11 @@ def test_resolve_priority_path_then_local_then_registry(
 ) -> None:
     registered = put(cli, variant(tmp_path / "reg", "registered"))
     cwd = Path.cwd()
-    assert resolve_for_start(root, "solve-issue", cwd) == registered
+    assert resolve_for_start(FsBackend(root), "solve-issue", cwd) == registered
     variant(cwd / ".workflows", "local")
-    assert description_of(root, resolve_for_start(root, "solve-issue", cwd)) == "local"
+    assert description_of(root, resolve_for_start(FsBackend(root), "solve-issue", cwd)) == "local"
     path = variant(tmp_path / "explicit", "explicit")
-    assert description_of(root, resolve_for_start(root, str(path), cwd)) == "explicit"
+    assert description_of(root, resolve_for_start(FsBackend(root), str(path), cwd)) == "explicit"
     assert (root / "registry.yaml").read_text().count(registered) == 1
 
 
@@ -373,7 +375,7 @@ def test_resolve_failures(root: Path, ident: str, message: str) -> None:
     from uwf.util.errors import UwfError
 
     with pytest.raises(UwfError) as info:
-        resolve_for_start(root, ident, Path.cwd())
+        resolve_for_start(FsBackend(root), ident, Path.cwd())
     assert info.value.message == message
 
 
@@ -382,7 +384,7 @@ def test_path_like_ids_are_paths(root: Path, ident: str) -> None:
     from uwf.util.errors import NotFound
 
     with pytest.raises(NotFound) as info:
-        resolve_for_start(root, ident, Path.cwd())
+        resolve_for_start(FsBackend(root), ident, Path.cwd())
     assert info.value.message == f"project workflow file not found: {Path.cwd() / ident}"
 
 
@@ -410,17 +412,17 @@ def test_resolve_reports_local_file_problems_with_the_path(root: Path, snapshot:
     for name, (text, message) in cases.items():
         (local / f"{name}.yaml").write_text(text)
         with pytest.raises(InvalidInput) as info:
-            resolve_for_start(root, name, cwd)
+            resolve_for_start(FsBackend(root), name, cwd)
         assert info.value.message.startswith(message), name
     assert snapshot(root) == before
 
 
 def test_resolve_registry_entry_to_a_missing_node(root: Path) -> None:
-    from uwf.engine.state import State
+    from rootfiles import RootFiles
     from uwf.util.errors import NotFound
 
-    with State(root).registry.edit() as registry:
+    with RootFiles(root).registry.edit() as registry:
         registry["gone"] = "0000000000001"
     with pytest.raises(NotFound) as info:
-        resolve_for_start(root, "gone", Path.cwd())
+        resolve_for_start(FsBackend(root), "gone", Path.cwd())
     assert info.value.message == "CAS node not found: 0000000000001"

@@ -113,7 +113,7 @@ def step_fails(
     """One step that must fail with exactly ``error: <message>`` and change nothing."""
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent, *extra)
-    assert r.code == 1, (r.out, r.err)
+    assert r.code == 5, (r.out, r.err)
     assert [x for x in r.err.splitlines() if x.startswith("error: ")] == [f"error: {message}"]
     assert "Traceback" not in r.err and r.out == ""
     assert state_bytes(root) == before
@@ -224,7 +224,7 @@ def test_no_frontmatter_after_two_corrections_and_no_model(
     rec = Recorder(tmp_path, {"planner": NO_FRONTMATTER})
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", rec.agent())
-    assert r.code == 1
+    assert r.code == 5
     assert len(rec.calls()) == 3  # the run and two corrections
     [error] = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert error.startswith("error: agent command failed (uwf-cmd) with exit code 1: ")
@@ -300,7 +300,7 @@ def test_error_line_says_what_failed_after_long_output(
 ) -> None:
     rec = Recorder(tmp_path, {"planner": "I did the work and wrote a long report. " * 20})
     r = cli("thread", "step", thread, "--agent", rec.agent())
-    assert r.code == 1
+    assert r.code == 5
     [error] = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert error.startswith("error: agent command failed (uwf-cmd) with exit code 1: ")
     assert "does not contain valid YAML frontmatter" in error
@@ -318,7 +318,7 @@ def test_error_line_keeps_the_exit_code_of_a_noisy_command(
         "--agent",
         shlex.join(["uwf-cmd", "--", sys.executable, str(script)]),
     )
-    assert r.code == 1
+    assert r.code == 5
     [error] = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert f"command failed ({sys.executable}) with exit code 3" in error
 
@@ -361,7 +361,7 @@ def test_solve_issue_to_end_with_llm_extract(
 
     r = cli_proc("thread", "step", thread, "-c", "20")  # defaultAgent from config.yaml
     assert r.code == 0, r.err
-    results = r.json()
+    results = r.jsonl()
     assert [x["role"] for x in results] == [
         "planner",
         "developer",

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import crashkit
 from conftest import EXAMPLES
-from uwf.engine.state import State
-from uwf.engine.threads import lock_path
-from uwf.util import fsio
+from rootfiles import RootFiles
 
 STEP_KILLS = crashkit.scaled(22, 130)
 AGENT_KILLS = crashkit.scaled(4, 20)
@@ -50,7 +48,7 @@ def _start(prompt: str, max_rounds: int | None = None) -> str:
 
 def _refill(root: Path, rng: random.Random) -> None:
     """Keep POOL active threads, some of them with a small maxRounds (so steps archive)."""
-    while len(State(root).active()) < POOL:
+    while len(RootFiles(root).active()) < POOL:
         _start(f"task {rng.randrange(1 << 30)}", rng.choice([None, None, 2, 3]))
 
 
@@ -79,7 +77,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
     durations: list[float] = []
     with crashkit.seeded("step kills") as rng:
         _refill(root, rng)
-        calibrate = sorted(State(root).active())[0]
+        calibrate = sorted(RootFiles(root).active())[0]
         t0 = time.monotonic()
         assert (
             crashkit.finish(crashkit.popen("thread", "step", calibrate, "--agent", agent)).code == 0
@@ -89,8 +87,8 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
         for _ in range(STEP_KILLS * 4):
             if stats["kills"] >= STEP_KILLS:
                 break
-            thread = rng.choice(sorted(State(root).active()))
-            before = State(root).head(thread)
+            thread = rng.choice(sorted(RootFiles(root).active()))
+            before = RootFiles(root).head(thread)
             assert before is not None
             baseline = crashkit.write_signature(root)
             d = statistics.median(durations)
@@ -118,7 +116,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
             elif orphan:
                 stats["killed while the agent ran"] += 1
                 # the lock died with uwf although its agent still runs
-                with fsio.locked(lock_path(root, thread), wait=False):
+                with RootFiles(root).hold_step(thread):
                     pass
                 crashkit.wait_dead(pids[0])
             else:
@@ -142,7 +140,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
 
             target = thread if thread in world.active else None
             _refill(root, rng)
-            target = target or rng.choice(sorted(State(root).active()))
+            target = target or rng.choice(sorted(RootFiles(root).active()))
             crashkit.assert_continues(root, target, fast)
             _refill(root, rng)
         _report("step kills", stats, began)
@@ -164,8 +162,8 @@ def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
         for _ in range(AGENT_KILLS * 4):
             if stats["kills"] >= AGENT_KILLS:
                 break
-            thread = rng.choice(sorted(State(root).active()))
-            before = State(root).head(thread)
+            thread = rng.choice(sorted(RootFiles(root).active()))
+            before = RootFiles(root).head(thread)
             proc = crashkit.popen("thread", "step", thread, "--agent", agent)
             deadline = time.monotonic() + 30
             while not crashkit.marker_pids(marker, proc.pid):
@@ -180,52 +178,43 @@ def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
                 stats["agent finished before the kill"] += 1
             else:
                 stats["kills"] += 1
-                assert res.code == 1
+                assert res.code == 5  # the agent failed (docs/errors.md, "Exit codes")
                 assert res.err == f"error: agent command failed ({agent}) with exit code -9\n"
-                assert State(root).head(thread) == before
+                assert RootFiles(root).head(thread) == before
             world = crashkit.check_invariants(root)
             stats["temp files left"] = world.temp_files
             _refill(root, rng)
-            crashkit.assert_continues(root, rng.choice(sorted(State(root).active())), fast)
+            crashkit.assert_continues(root, rng.choice(sorted(RootFiles(root).active())), fast)
             _refill(root, rng)
         _report("agent kills", stats, began)
     assert stats["kills"] >= AGENT_KILLS
 
 
-def test_uwf_killed_while_its_agent_runs_leaves_an_orphan_that_changes_nothing(
+def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
     root: Path, tmp_path: Path
 ) -> None:
-    """The agent runs in its own session, so SIGKILL of uwf does not reach it. The decided
-    behaviour: the agent finishes and writes its immutable nodes; the lock is free at once;
-    the head does not move (nobody read the answer); the next step re-runs the role and, for
-    a deterministic agent, arrives at the very node the orphan wrote."""
-    from uwf.protocol import schemas
-    from uwf.protocol.store import open_store
-
+    """The agent runs in its own session, so a signal to uwf's group does not reach it; on
+    Linux its parent-death signal does: SIGKILL of uwf kills the agent too (no orphan in the
+    process table). The lock is free at once, the head does not move, and the next step runs
+    the role again."""
     agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(0.6))
     _put(EXAMPLES / "solve-issue.yaml")
     thread = _start("orphan")
-    start = State(root).head(thread)
+    start = RootFiles(root).head(thread)
     proc = crashkit.popen("thread", "step", thread, "--agent", agent)
     while not crashkit.marker_pids(marker, proc.pid):
         time.sleep(0.001)
     (pid,) = crashkit.marker_pids(marker, proc.pid)
     res = crashkit.sigkill(proc)
     assert res.code == -signal.SIGKILL
-    assert crashkit.pid_alive(pid)  # the orphan runs on
-    with fsio.locked(lock_path(root, thread), wait=False):
+    crashkit.wait_dead(pid, timeout=2)  # the parent-death signal killed the agent
+    with RootFiles(root).hold_step(thread):
         pass  # the step lock died with uwf
-    crashkit.wait_dead(pid)
 
     crashkit.check_invariants(root)
-    assert State(root).head(thread) == start
-    store = open_store(root)
-    written = [
-        h for h in store.index(schemas.hashes().step) if store.require(h).payload["start"] == start
-    ]
-    assert len(written) == 1  # the orphan's StepNode is in the store, unreferenced
+    assert RootFiles(root).head(thread) == start
     out = crashkit.assert_continues(root, thread, agent)
-    assert out["role"] == "planner" and out["head"] == written[0]
+    assert out["role"] == "planner"
 
 
 def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_path: Path) -> None:
@@ -249,8 +238,8 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
         for _ in range(WRITE_KILLS * 5):
             if stats["kills"] >= WRITE_KILLS:
                 break
-            active = State(root).active()
-            registry = State(root).registry.read()
+            active = RootFiles(root).active()
+            registry = RootFiles(root).registry.read()
             op = rng.choice(["put", "kill", "fork", "start"])
             thread = rng.choice(sorted(active))
             if op == "put":
@@ -310,7 +299,7 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
                     f"killed {op} that had taken effect" if happened else f"killed {op} early"
                 ] += 1
             _refill(root, rng)
-            target = new[0] if new else rng.choice(sorted(State(root).active()))
+            target = new[0] if new else rng.choice(sorted(RootFiles(root).active()))
             crashkit.assert_continues(root, target, fast)
         _report("write kills", stats, began)
     assert stats["kills"] >= WRITE_KILLS

@@ -24,11 +24,9 @@ from typing import Any
 import pytest
 
 from conftest import BIN, EXAMPLES, REPO, Result, take_snapshot
+from rootfiles import RootFiles, open_store
 from uwf.cas import codec
-from uwf.engine.threads import lock_path
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
-from uwf.util import fsio
 from uwf.util.yamlio import MAX_BYTES
 
 GHOST = "01ARZ3NDEKTSV4RRFFQ69G5FAV"  # a well-formed ULID that names no thread
@@ -150,7 +148,7 @@ def _killed(ctx: Ctx) -> None:
 
 def _busy(ctx: Ctx) -> None:
     _thread_setup(ctx)
-    ctx.hold.append(lambda: fsio.locked(lock_path(ctx.root, ctx.values["thread"])))
+    ctx.hold.append(lambda: RootFiles(ctx.root).hold_step(ctx.values["thread"]))
 
 
 def _tampered(ctx: Ctx) -> None:
@@ -577,63 +575,63 @@ CASES: list[Case] = [
         "step-agent-exit-code",
         "thread",
         "thread step {thread} --agent {agents}/exit3.py",
-        1,
+        5,
         "error: agent command failed ({agents}/exit3.py) with exit code 3: working disk on fire",
     ),
     case(
         "step-agent-silent",
         "thread",
         "thread step {thread} --agent {agents}/silent.py",
-        1,
+        5,
         "error: agent stdout is not a valid CAS hash: (empty)",
     ),
     case(
         "step-agent-words",
         "thread",
         "thread step {thread} --agent {agents}/words.py",
-        1,
+        5,
         "error: agent stdout is not a valid CAS hash: hello world",
     ),
     case(
         "step-agent-prints-100mb",
         "thread",
         "thread step {thread} --agent {agents}/flood.py",
-        1,
+        5,
         "error: agent stdout is not a valid CAS hash: not-a-hash",
     ),
     case(
         "step-agent-missing-node",
         "thread",
         "thread step {thread} --agent {agents}/missing.py",
-        1,
+        5,
         f"error: agent returned a hash that is not in the store: {MISSING}",
     ),
     case(
         "step-agent-not-a-step",
         "thread",
         "thread step {thread} --agent {agents}/start.py",
-        1,
+        5,
         "error: agent returned hash that is not a StepNode: {start}",
     ),
     case(
         "step-agent-timeout",
         "thread",
         "thread step {thread} --timeout 0.5 --agent {agents}/sleep.py",
-        1,
+        5,
         "error: agent timed out after 0.5s ({agents}/sleep.py); its process group was killed",
     ),
     case(
         "step-busy",
         "busy",
         "thread step {thread} --agent {agents}/silent.py",
-        1,
+        4,
         "error: thread {thread} is busy",
     ),
     case(
         "step-killed",
         "killed",
         "thread step {thread} --agent {agents}/silent.py",
-        1,
+        3,
         "error: thread not active: {thread} (status: killed)",
     ),
     case(
@@ -1135,7 +1133,7 @@ def test_agent_output_capture_is_bounded(cli: Any, root: Path, tmp_path: Path) -
     r, rss_kib = _run_measured(
         ["thread", "step", ctx.values["thread"], "--agent", str(inputs / "agents" / "flood.py")]
     )
-    assert r.code == 1
+    assert r.code == 5
     assert r.err_line == "error: agent stdout is not a valid CAS hash: not-a-hash"
     assert 0 < rss_kib < 80 * 1024, f"peak RSS {rss_kib} KiB"  # 100 MB went through
     assert _same_state(before, _state(root)) == []

@@ -18,8 +18,8 @@ from uwf.agent_kit.frontmatter import (
     split,
     validate_standard,
 )
+from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
-from uwf.cas.memory import MemoryStore
 from uwf.util.jsonfmt import canonical, dumps
 
 STANDARD = {

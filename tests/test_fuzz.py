@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES, ONE_REJECTION, Result
+from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
-from uwf.cas.memory import MemoryStore
 from uwf.engine.workflows import _validate, load_file, store_definition
 from uwf.protocol import schemas
 from uwf.util.errors import UwfError

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from conftest import BIN, EXAMPLES, Result
-from uwf.cas.memory import MemoryStore
+from rootfiles import RootFiles, open_store
+from uwf.backend.fs import FsBackend
+from uwf.backend.fs import locks as locks_module
+from uwf.backend.memory import MemoryStore
 from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
-from uwf.engine import gc as gc_module
 from uwf.engine.gc import parse_grace
-from uwf.engine.threads import lock_path
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util import fsio
 
 HOUR_MS = 3_600_000
@@ -172,7 +172,7 @@ def test_a_failed_steps_orphans_are_collected(
     thread = new_thread()
     before = nodes(root)
     r = cli("thread", "step", thread, "--agent", scenario({"planner": [BAD_OUTPUT]}))
-    assert r.code == 1 and "does not contain valid YAML frontmatter" in r.err
+    assert r.code == 5 and "does not contain valid YAML frontmatter" in r.err
     orphans = nodes(root) - before
     assert orphans  # the mock stored its turn and detail before the extract failed
     assert gc(cli)["collected"] == 0  # young: the default grace keeps them
@@ -199,8 +199,9 @@ def test_forks_share_nodes_and_keep_them(
     verify_ok(cli)
     assert ok(cli, "thread", "steps", b) == chain_b
     assert ok(cli, "thread", "steps", a)["steps"][1]["hash"] == first
-    out = ok(cli, "thread", "step", b, "--agent", agent, "-c", "5")
-    assert out[-1]["done"] is True
+    r = cli("thread", "step", b, "--agent", agent, "-c", "5")
+    assert r.code == 0, r.err
+    assert r.jsonl()[-1]["done"] is True
 
 
 def test_archived_threads_keep_their_chains(
@@ -208,7 +209,7 @@ def test_archived_threads_keep_their_chains(
 ) -> None:
     agent = scenario()
     done = new_thread("one")
-    ok(cli, "thread", "step", done, "--agent", agent, "-c", "5")
+    assert cli("thread", "step", done, "--agent", agent, "-c", "5").code == 0
     killed = new_thread("two")
     ok(cli, "thread", "step", killed, "--agent", agent)
     ok(cli, "thread", "kill", killed)
@@ -334,23 +335,28 @@ def test_a_step_in_flight_is_protected_even_with_grace_0(
     monkeypatch: pytest.MonkeyPatch,
     proc_locks: str,
 ) -> None:
-    """While a thread's step lock is held, nothing put since its head was written goes."""
+    """While a thread's step lock is held, nothing put since its head was written goes.
+
+    Without a trustworthy /proc/locks the holder record's pid answers "is it running"."""
+    locks_module.proc_locks_work.cache_clear()  # judged again with the file below
     if proc_locks == "missing":
-        monkeypatch.setattr(gc_module, "PROC_LOCKS", tmp_path / "no-such-file")
-    elif proc_locks == "untrusted":  # a /proc/locks that does not even show gc's own lock
+        monkeypatch.setattr(locks_module, "PROC_LOCKS", tmp_path / "no-such-file")
+    elif proc_locks == "untrusted":  # a /proc/locks that does not even show our own lock
         fake = tmp_path / "locks.txt"
         fake.write_text("1: FLOCK  ADVISORY  WRITE 1 00:00:1 0 EOF\n")
-        monkeypatch.setattr(gc_module, "PROC_LOCKS", fake)
+        monkeypatch.setattr(locks_module, "PROC_LOCKS", fake)
+    locks = FsBackend(root).locks
     older = text_node(cli, "written before the thread's head")
     time.sleep(0.003)
     thread = new_thread()
     time.sleep(0.003)
     newer = text_node(cli, "written while the step runs")  # as an agent would
-    with fsio.locked(lock_path(root, thread)):
-        assert gc_module.threads_in_flight(root, root / "locks" / "gc.lock") == {thread}
+    with RootFiles(root).hold_step(thread):
+        assert locks.running() == {thread}
         gc(cli, "--grace", "0")
         assert newer in nodes(root) and older not in nodes(root)
-    assert gc_module.threads_in_flight(root, root / "locks" / "gc.lock") == set()
+    assert locks.running() == set()
+    locks_module.proc_locks_work.cache_clear()
     gc(cli, "--grace", "0")
     assert newer not in nodes(root)
 
@@ -365,10 +371,10 @@ def test_held_flock_inodes_reads_proc_locks(
         "2: POSIX  ADVISORY  WRITE 27290 fe:00:88 0 EOF\n"  # not a flock
         "3: FLOCK  ADVISORY  READ 0 08:01:99 0 EOF\n"
     )
-    monkeypatch.setattr(gc_module, "PROC_LOCKS", fake)
-    assert gc_module.held_flock_inodes() == {2165307, 99}
-    monkeypatch.setattr(gc_module, "PROC_LOCKS", tmp_path / "missing")
-    assert gc_module.held_flock_inodes() is None
+    monkeypatch.setattr(locks_module, "PROC_LOCKS", fake)
+    assert locks_module.held_flock_inodes() == {2165307, 99}
+    monkeypatch.setattr(locks_module, "PROC_LOCKS", tmp_path / "missing")
+    assert locks_module.held_flock_inodes() is None
 
 
 WRAPPER = """

@@ -131,7 +131,7 @@ def step_fails(cli: Any, root: Path, thread: str, message: str, *agent: str) -> 
     uwf's agent-failed prefix) and leave the head, the history and the session cache alone."""
     before = state_bytes(root)
     r = cli("thread", "step", thread, *agent)
-    assert r.code == 1, (r.out, r.err)
+    assert r.code == 5, (r.out, r.err)  # the agent failed
     errors = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert len(errors) == 1, r.err
     assert errors[0].startswith(message), errors[0]
@@ -165,7 +165,7 @@ def test_solve_issue_end_to_end(
 
     r = cli_proc("thread", "step", thread, "-c", "10", timeout=STEP_TIMEOUT)
     assert r.code == 0, r.err
-    results = r.json()
+    results = r.jsonl()
     roles = ["planner", "developer", "reviewer", "developer", "reviewer"]
     assert [x["role"] for x in results] == roles
     assert [x["done"] for x in results] == [False] * 4 + [True]

@@ -167,7 +167,7 @@ def test_nothing_from_a_workflow_or_a_thread_becomes_an_argument(
     script = tmp_path / "agent.py"
     script.write_text(RECORDER.format(out=str(out)))
     r = cli("thread", "step", thread, "--agent", f"{sys.executable} {script}")
-    assert r.code == 1
+    assert r.code == 5
     seen = json.loads(out.read_text())
     assert seen["argv"] == [str(script), thread, "planner"]
     assert seen["prompt"] == hostile.replace("{{plan}}", "")  # rendered: an empty view
@@ -259,7 +259,7 @@ def test_an_api_key_appears_nowhere_but_in_env(
     head = step.json()["head"]
     llm.fail = True  # the developer's extract fails: an error quoting the model's answer
     failed = cli("thread", "step", thread, "--agent", agent)
-    assert failed.code == 1
+    assert failed.code == 5
     assert "LLM HTTP 500: upstream exploded" in failed.err
     printed += [
         step,
@@ -295,10 +295,10 @@ def test_the_agent_inherits_env_and_the_dotenv_keys(
     out = tmp_path / "seen.json"
     script = tmp_path / "agent.py"
     script.write_text(RECORDER.format(out=str(out)))
-    assert cli("thread", "step", thread, "--agent", f"{sys.executable} {script}").code == 1
+    assert cli("thread", "step", thread, "--agent", f"{sys.executable} {script}").code == 5
     assert json.loads(out.read_text())["key"] == KEY
     monkeypatch.setenv("OPENAI_API_KEY", "from-the-environment")  # the environment wins
-    assert cli("thread", "step", thread, "--agent", f"{sys.executable} {script}").code == 1
+    assert cli("thread", "step", thread, "--agent", f"{sys.executable} {script}").code == 5
     assert json.loads(out.read_text())["key"] == "from-the-environment"
 
 

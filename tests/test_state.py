@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from uwf.engine.state import State
+from rootfiles import RootFiles
 
 
 def test_threads_yaml_is_quoted_and_readable_as_yaml(cli: Any, root: Path, new_thread: Any) -> None:
@@ -14,16 +14,16 @@ def test_threads_yaml_is_quoted_and_readable_as_yaml(cli: Any, root: Path, new_t
 
     thread = new_thread()
     text = (root / "threads.yaml").read_text()
-    head = State(root).head(thread)
-    assert f'"{thread}": "{head}"' in text
-    assert yaml.safe_load(text) == {thread: head}
+    head = RootFiles(root).head(thread)
+    assert f'"{thread}": {{"head":"{head}",' in text  # one JSON object a line, always quoted
+    assert yaml.safe_load(text)[thread]["head"] == head
 
 
 def test_hand_edited_threads_yaml_is_read_with_the_yaml_loader(root: Path, new_thread: Any) -> None:
     thread = new_thread()
-    head = State(root).head(thread)
+    head = RootFiles(root).head(thread)
     (root / "threads.yaml").write_text(f"# edited by hand\n{thread}:   '{head}'\nbogus: 12\n")
-    assert State(root).active() == {thread: head}
+    assert RootFiles(root).active() == {thread: head}
 
 
 def test_crash_between_history_append_and_threads_rewrite(
@@ -33,13 +33,13 @@ def test_crash_between_history_append_and_threads_rewrite(
     lost the entry: the thread must read as archived, and the next write repairs the file."""
     thread = new_thread()
     other = new_thread("other")
-    head = State(root).head(thread)
+    head = RootFiles(root).head(thread)
     line = {"thread": thread, "workflow": "W", "head": head, "completedAt": 1, "status": "killed"}
     with (root / "history.jsonl").open("a") as fh:
         fh.write(json.dumps(line) + "\n")
     assert thread in (root / "threads.yaml").read_text()  # the leftover is on disk
 
-    assert State(root).head(thread) is None
+    assert RootFiles(root).head(thread) is None
     assert cli("thread", "show", thread).json()["status"] == "killed"
     assert [t["thread"] for t in cli("thread", "list").json()] == [other]
     r = cli("thread", "step", thread, "--agent", scenario())

@@ -26,11 +26,12 @@ def thread(new_thread: Any) -> str:
     return str(new_thread())
 
 
-def fails(cli: Any, root: Path, args: list[str], message: str) -> None:
-    """Run ``uwf <args>``; expect exit 1, exactly ``error: <message>`` and no state change."""
+def fails(cli: Any, root: Path, args: list[str], message: str, code: int = 1) -> None:
+    """Run ``uwf <args>``; expect exit ``code``, exactly ``error: <message>`` and no state
+    change. ``thread step`` has codes of its own: 3 not active, 4 busy, 5 agent failed."""
     before = state_bytes(root)
     r = cli(*args)
-    assert r.code == 1, (r.out, r.err)
+    assert r.code == code, (r.out, r.err)
     lines = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert lines == [f"error: {message}"], r.err
     assert "Traceback" not in r.err
@@ -80,6 +81,7 @@ def test_step_killed_thread(cli: Any, root: Path, thread: str, scenario: Any) ->
         root,
         ["thread", "step", thread, "--agent", scenario()],
         f"thread not active: {thread} (status: killed)",
+        code=3,
     )
     fails(cli, root, ["thread", "kill", thread], f"thread not active: {thread} (status: killed)")
 
@@ -129,6 +131,7 @@ def test_agent_exit_code_and_stderr_tail(
         root,
         ["thread", "step", thread, "--agent", agent],
         f"agent command failed ({agent.split()[0]}) with exit code 3: noise boom: disk on fire",
+        code=5,
     )
 
 
@@ -146,7 +149,7 @@ def test_agent_exit_code_and_stderr_tail(
 def test_agent_bad_stdout(
     cli: Any, root: Path, thread: str, agent_script: Any, body: str, message: str
 ) -> None:
-    fails(cli, root, ["thread", "step", thread, "--agent", agent_script(body)], message)
+    fails(cli, root, ["thread", "step", thread, "--agent", agent_script(body)], message, code=5)
 
 
 def test_agent_returns_non_step_node(cli: Any, root: Path, thread: str, agent_script: Any) -> None:
@@ -156,6 +159,7 @@ def test_agent_returns_non_step_node(cli: Any, root: Path, thread: str, agent_sc
         root,
         ["thread", "step", thread, "--agent", agent_script(f"print('{head}')\n")],
         f"agent returned hash that is not a StepNode: {head}",
+        code=5,
     )
 
 
@@ -171,6 +175,7 @@ def test_agent_returns_step_of_another_step(
         ["thread", "step", first, "--agent", agent_script(f"print('{planner_step}')")],
         f"agent returned StepNode {planner_step} for another step: prev is null, expected "
         f'{planner_step}; role is "planner", expected "developer"; depth is 1, expected 2',
+        code=5,
     )
     # another thread: wrong start
     other = new_thread("another task")
@@ -182,6 +187,7 @@ def test_agent_returns_step_of_another_step(
         ["thread", "step", other, "--agent", agent_script(f"print('{planner_step}')")],
         f"agent returned StepNode {planner_step} for another step: start is {first_start}, "
         f"expected {other_start}",
+        code=5,
     )
 
 
@@ -199,6 +205,7 @@ def test_agent_timeout_kills_the_process_group(
         root,
         ["thread", "step", thread, "--agent", agent, "--timeout", "1"],
         f"agent timed out after 1s ({agent.split()[0]}); its process group was killed",
+        code=5,
     )
     assert time.monotonic() - began < 10
     time.sleep(3.5)
@@ -211,7 +218,7 @@ def test_output_without_frontmatter_and_no_model(
     agent = scenario({"planner": ["I made a plan but forgot the frontmatter."]})
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent)
-    assert r.code == 1
+    assert r.code == 5
     assert r.err.startswith("uwf-mock: error: agent output does not contain valid YAML")
     errors = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert len(errors) == 1
@@ -227,7 +234,7 @@ def test_output_failing_the_role_schema(cli: Any, root: Path, thread: str, scena
     agent = scenario({"planner": ["---\nstatus: _\nplan: 42\n---\nwrong type, no steps"]})
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent)
-    assert r.code == 1 and "does not contain valid YAML frontmatter" in r.err
+    assert r.code == 5 and "does not contain valid YAML frontmatter" in r.err
     assert state_bytes(root) == before
 
 

@@ -15,8 +15,7 @@ def run_to_end(cli: Any, thread: str, agent: str | None = None) -> list[dict[str
     args = ["thread", "step", thread, "-c", "20"] + (["--agent", agent] if agent else [])
     r = cli(*args)
     assert r.code == 0, r.err
-    out = r.json()
-    return out if isinstance(out, list) else [out]
+    return r.jsonl()
 
 
 def test_max_rounds_from_thread_start(
@@ -92,7 +91,7 @@ def test_agent_timeout_from_config(
     )
     thread = new_thread()
     r = cli("thread", "step", thread)
-    assert r.code == 1
+    assert r.code == 5
     assert r.err_line == f"error: agent timed out after 1s ({exe}); its process group was killed"
 
 
@@ -120,7 +119,7 @@ def test_mock_entry_with_exit_and_stderr(cli: Any, new_thread: Any, scenario: An
     agent = scenario({"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]})
     thread = new_thread()
     r = cli("thread", "step", thread, "--agent", agent)
-    assert r.code == 1
+    assert r.code == 5
     assert "uwf-mock: simulated crash" in r.err  # passed through live, prefixed
     assert r.err.splitlines()[-1] == (
         "error: agent command failed (uwf-mock) with exit code 4: simulated crash"

@@ -18,11 +18,10 @@ import pytest
 import yaml
 
 from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
+from rootfiles import RootFiles, open_store
 from uwf.agent_kit.runner import TURN_SCHEMA, detail_schema
 from uwf.cas.store import Store
-from uwf.engine.state import State
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util.ulid import new_thread_id
 
 CAS_REF = {"type": "string", "format": "cas_ref"}
@@ -48,12 +47,12 @@ def run(cli: Any, root: Path, scenario: Any, roles: dict[str, list[str]], count:
     started = cli("thread", "start", "solve-issue", "-p", "Fix the <login> bug & more")
     assert started.code == 0, started.err
     thread = started.json()["thread"]
-    start = State(root).head(thread)
+    start = RootFiles(root).head(thread)
     assert start is not None
     agent = scenario(roles)
     r = cli("thread", "step", thread, "--agent", agent, "-c", str(count))
     assert r.code == 0, r.err
-    results = r.json() if count > 1 else [r.json()]
+    results = r.jsonl()
     assert len(results) == count
     return Ran(put.json()["hash"], thread, start, [x["head"] for x in results], agent.split()[-1])
 
@@ -184,7 +183,7 @@ def test_steps_of_a_completed_thread_come_from_history(cli: Any, completed: Ran)
 def test_steps_with_missing_output_and_null_detail(cli: Any, root: Path, store: Store) -> None:
     start, step = put_step(store, None, output=MISSING)
     thread = new_thread_id()
-    with State(root).edit_threads() as threads:
+    with RootFiles(root).edit_threads() as threads:
         threads[thread] = step
     steps = ok(cli, "thread", "steps", thread).json()["steps"]
     assert [s["hash"] for s in steps] == [start, step]
@@ -454,7 +453,7 @@ def test_exec_and_cancel_are_hidden_aliases(cli: Any, new_thread: Any, scenario:
     thread = new_thread()
     r = ok(cli, "thread", "exec", thread, "--agent", scenario())
     out = r.json()
-    assert list(out) == ["workflow", "thread", "head", "role", "done"]
+    assert list(out) == ["workflow", "thread", "head", "role", "done", "status"]
     assert (out["thread"], out["role"], out["done"]) == (thread, "planner", False)
     assert ok(cli, "thread", "show", thread).json()["head"] == out["head"]
 

@@ -47,7 +47,7 @@ def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenar
         "steps": 5,
     }
     again = cli_proc("thread", "step", thread, "--agent", agent)
-    assert again.code == 1
+    assert again.code == 3
     assert again.err == f"error: thread not active: {thread} (status: completed)\n"
 
     steps = cli_proc("thread", "steps", thread).json()["steps"]
@@ -101,7 +101,7 @@ def test_count_runs_to_end_and_prints_progress(cli_proc: Any, scenario: Any) -> 
     thread = cli_proc("thread", "start", "solve-issue", "-p", "task").json()["thread"]
     r = cli_proc("thread", "step", thread, "--agent", scenario(), "-c", "20")
     assert r.code == 0, r.err
-    results = r.json()
+    results = r.jsonl()
     assert [x["role"] for x in results] == [
         "planner",
         "developer",

@@ -22,11 +22,8 @@ from typing import Any
 import pytest
 
 from conftest import APPROVE, DEV, PLAN
-from uwf.engine.state import State
-from uwf.engine.threads import lock_path
+from rootfiles import RootFiles, open_store
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
-from uwf.util import fsio
 from uwf.util.ulid import new_thread_id
 
 STATUSES = "idle, running, completed, killed, max_rounds, active"
@@ -69,13 +66,13 @@ def pop(root: Path, solve_issue: str) -> Iterator[Population]:
     h = schemas.ensure(store)
     start = store.put(h.start, {"workflow": solve_issue, "prompt": "listed"})
     ids = {name: new_thread_id(now_ms=jan(day)) for name, day in DAYS.items()}
-    state = State(root)
+    state = RootFiles(root)
     with state.edit_threads() as threads:
         for name in ("idle_1", "running", "idle_5"):
             threads[ids[name]] = start
     for name in ("completed", "killed", "max_rounds"):
         state.append_history(ids[name], solve_issue, start, name, jan(20))
-    with fsio.locked(lock_path(root, ids["running"])):
+    with RootFiles(root).hold_step(ids["running"]):
         yield Population(solve_issue, start, ids)
 
 
@@ -139,7 +136,7 @@ def test_status_filter_narrows_all(cli: Any, pop: Population) -> None:
 
 def test_running_means_the_step_lock_is_held(cli: Any, root: Path, pop: Population) -> None:
     thread = pop.ids["idle_5"]
-    with fsio.locked(lock_path(root, thread)):
+    with RootFiles(root).hold_step(thread):
         assert names(pop, list_ok(cli, "--status", "running")) == ["idle_5", "running"]
         assert cli("thread", "show", thread).json()["status"] == "running"
     # released: idle again (the lock file left behind does not count)
@@ -230,7 +227,7 @@ def test_empty_store_lists_nothing_and_creates_nothing(cli: Any, root: Path) -> 
 
 
 def test_last_history_line_of_a_thread_wins(cli: Any, root: Path, pop: Population) -> None:
-    state = State(root)
+    state = RootFiles(root)
     thread = pop.ids["completed"]
     store = open_store(root)
     other = store.put(schemas.hashes().start, {"workflow": pop.workflow, "prompt": "again"})
@@ -245,7 +242,7 @@ def test_last_history_line_of_a_thread_wins(cli: Any, root: Path, pop: Populatio
 def test_active_entry_wins_over_a_history_line(cli: Any, root: Path, pop: Population) -> None:
     """A thread in both files, not on the last history line (a hand edit): active wins."""
     thread = pop.ids["idle_5"]
-    state = State(root)
+    state = RootFiles(root)
     state.append_history(thread, pop.workflow, pop.start, "completed", jan(22))
     state.append_history(pop.ids["killed"], pop.workflow, pop.start, "killed", jan(23))
     rows = [r for r in list_ok(cli, "--all") if r["thread"] == thread]
@@ -261,7 +258,7 @@ def test_crash_leftover_on_the_last_history_line_is_archived(
     """Archiving appends history before rewriting threads.yaml; a crash in between leaves
     the thread in both, with its id on the last history line: it is archived."""
     thread = pop.ids["idle_5"]
-    State(root).append_history(thread, pop.workflow, pop.start, "killed", jan(22))
+    RootFiles(root).append_history(thread, pop.workflow, pop.start, "killed", jan(22))
     assert names(pop, list_ok(cli)) == ["running", "idle_1"]
     rows = [r for r in list_ok(cli, "--all") if r["thread"] == thread]
     assert rows == [{**pop.row("idle_5"), "status": "killed"}]
@@ -275,7 +272,7 @@ def test_unreadable_heads_and_foreign_keys_are_skipped(
     missing = "0000000000000"
     ghost = new_thread_id(now_ms=jan(7))
     not_a_chain_node = new_thread_id(now_ms=jan(8))
-    with State(root).edit_threads() as threads:
+    with RootFiles(root).edit_threads() as threads:
         threads[ghost] = missing
         threads[not_a_chain_node] = pop.workflow
     expected = pop.rows("idle_5", "running", "idle_1")
@@ -304,7 +301,7 @@ def test_statuses_from_real_commands(cli: Any, root: Path, solve_issue: str, sce
     )
     r = cli("thread", "step", completed, "--agent", agent, "-c", "5")
     assert r.code == 0, r.err
-    assert [x["done"] for x in r.json()] == [False, False, True]
+    assert [x["done"] for x in r.jsonl()] == [False, False, True]
     r = cli("thread", "step", capped, "--agent", agent)
     assert r.code == 0, r.err
     assert r.json()["done"] is True
@@ -316,7 +313,7 @@ def test_statuses_from_real_commands(cli: Any, root: Path, solve_issue: str, sce
         idle: "idle",
         running: "running",
     }
-    with fsio.locked(lock_path(root, running)):
+    with RootFiles(root).hold_step(running):
         rows = list_ok(cli, "--all")
         assert {r["thread"]: r["status"] for r in rows} == expected
         assert {r["workflow"] for r in rows} == {solve_issue}

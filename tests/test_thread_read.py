@@ -19,12 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
+from rootfiles import RootFiles, open_store
 from uwf.agent_kit.runner import TURN_SCHEMA, detail_schema
 from uwf.cas.store import Store
-from uwf.engine.read import last_assistant_content
-from uwf.engine.state import State
+from uwf.model.turns import last_assistant_content
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util.ulid import new_thread_id
 
 SEPARATOR = "\n\n---\n\n"
@@ -121,7 +120,7 @@ def run_thread(
     thread = str(started.json()["thread"])
     r = cli("thread", "step", thread, "--agent", scenario(entries), "-c", str(len(sequence)))
     assert r.code == 0, r.err
-    results = r.json() if len(sequence) > 1 else [r.json()]
+    results = r.jsonl()
     assert [x["role"] for x in results] == sequence
     assert results[-1]["done"] is finish
     return Run(thread, [x["head"] for x in results], outputs)
@@ -411,7 +410,7 @@ def test_completed_thread_is_read_through_history(
 ) -> None:
     wf = put_workflow(cli, tmp_path, "report", ["worker"])
     run = run_thread(cli, scenario, "report", ["worker"] * 3, finish=True)
-    assert run.thread not in State(root).active()
+    assert run.thread not in RootFiles(root).active()
     text = read(cli, run.thread)
     assert text.startswith(start_section(run.thread, "report", wf))
     assert step_numbers(text) == [1, 2, 3]
@@ -456,7 +455,7 @@ def manual_thread(root: Path, wf: str, steps: list[tuple[str, Any]]) -> tuple[st
         prev = put(h.step, payload)
         hashes.append(prev)
     thread = new_thread_id()
-    with State(root).edit_threads() as threads:
+    with RootFiles(root).edit_threads() as threads:
         threads[thread] = prev or start
     return thread, hashes
 
@@ -515,7 +514,7 @@ def test_head_from_threads_yaml_else_history(
 ) -> None:
     wf = put_workflow(cli, tmp_path, "report", ["worker"])
     run = run_thread(cli, scenario, "report", ["worker"] * 2)
-    state = State(root)
+    state = RootFiles(root)
     other = new_thread_id()
 
     def views() -> tuple[str, list[int], int]:
@@ -553,7 +552,7 @@ def test_crashed_archive_counts_as_archived(
     `archive` (history appended, threads.yaml not yet rewritten): it reads as archived."""
     wf = put_workflow(cli, tmp_path, "report", ["worker"])
     run = run_thread(cli, scenario, "report", ["worker"] * 2)
-    State(root).append_history(run.thread, wf, run.heads[1], "completed", 1)
+    RootFiles(root).append_history(run.thread, wf, run.heads[1], "completed", 1)
     assert run.thread in (root / "threads.yaml").read_text()
     show = cli("thread", "show", run.thread).json()
     assert (show["head"], show["done"], show["status"]) == (run.heads[1], True, "completed")

@@ -12,8 +12,8 @@ import yaml
 from conftest import EXAMPLES
 from uwf.agent_kit.frontmatter import candidate, split
 from uwf.agents.mock import load_scenario
+from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
-from uwf.cas.memory import MemoryStore
 from uwf.cas.schema import meta_hash, validate
 from uwf.engine.workflows import LEGACY, load_file, materialise, store_definition
 from uwf.moderator.evaluate import END, START, evaluate

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uwf.cas.fs import FsStore
-from uwf.engine import chain
-from uwf.engine.read import last_assistant_content
-from uwf.engine.state import State
-from uwf.protocol.store import open_store
+from uwf.backend.base import Backend
+from uwf.cas.store import Store
+from uwf.model import chain
+from uwf.model.turns import last_assistant_content
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
-from uwf.util.ulid import check_thread_id
+from uwf.util.ulid import ThreadId, check_thread_id
 
 
 class StepView(Mapping[str, Any]):
@@ -30,7 +30,7 @@ class StepView(Mapping[str, Any]):
 
     _LAZY = ("output", "content")
 
-    def __init__(self, store: FsStore, step: chain.Step) -> None:
+    def __init__(self, store: Store, step: chain.Step) -> None:
         self._store = store
         self._step = step
         self._data: dict[str, Any] = {
@@ -59,15 +59,14 @@ class StepView(Mapping[str, Any]):
 
 @dataclass
 class AgentContext:
-    root: Path
-    store: FsStore
-    thread: str
+    backend: Backend
+    thread: ThreadId
     role: str
     edge_prompt: str
-    head: str
+    head: NodeHash
     start: chain.Start
     head_node: chain.Start | chain.Step
-    prev: str | None  # the StepNode hash the new step follows (None on the first step)
+    prev: NodeHash | None  # the StepNode hash the new step follows (None on the first step)
     depth: int  # steps so far; the new step is depth + 1
     workflow: dict[str, Any]
     role_def: dict[str, Any]
@@ -75,6 +74,15 @@ class AgentContext:
     schema: dict[str, Any] | None
     format_instruction: str = ""
     _since: tuple[list[StepView], StepView | None] | None = field(default=None, repr=False)
+
+    @property
+    def root(self) -> Path:
+        """This machine's storage root: config.yaml, .env, caches."""
+        return self.backend.root
+
+    @property
+    def store(self) -> Store:
+        return self.backend.nodes
 
     @property
     def task(self) -> str:
@@ -122,12 +130,12 @@ class AgentContext:
         return 1 + sum(1 for s in self.steps if s["role"] == self.role)
 
 
-def build_context(root: Path, thread: str, role: str, edge_prompt: str) -> AgentContext:
-    check_thread_id(thread)
-    head_hash = State(root).head(thread)
+def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) -> AgentContext:
+    tid = check_thread_id(thread)
+    head_hash = backend.threads.head(tid)
     if head_hash is None:
         raise NotFound(f"thread not found in threads.yaml: {thread}")
-    store = open_store(root)
+    store = backend.nodes
     head = chain.load_head(store, head_hash)
     start = chain.start_of(store, head)
     workflow = chain.load_workflow(store, start.workflow)
@@ -137,9 +145,8 @@ def build_context(root: Path, thread: str, role: str, edge_prompt: str) -> Agent
     schema_hash = str(role_def.get("meta"))
     schema_node = store.get(schema_hash)
     return AgentContext(
-        root=root,
-        store=store,
-        thread=thread,
+        backend=backend,
+        thread=tid,
         role=role,
         edge_prompt=edge_prompt,
         head=head_hash,

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from uwf.agent_kit.context import AgentContext, build_context
-from uwf.util.errors import UwfError
-from uwf.util.root import storage_root
+from uwf.util.errors import Interrupted, UwfError, report
 
 MAX_CORRECTIONS = 2
 
@@ -136,13 +135,14 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
 def execute(agent: Agent, argv: Sequence[str]) -> str:
     """Run the whole agent flow and return the new StepNode's hash."""
     from uwf.agent_kit import prompts
+    from uwf.backend import open_backend
     from uwf.config.config import apply_dotenv
     from uwf.protocol import schemas
 
     thread, role, edge_prompt = parse_args(argv)
-    root = storage_root()
-    apply_dotenv(root)
-    ctx = build_context(root, thread, role, edge_prompt)
+    backend = open_backend()
+    apply_dotenv(backend.root)
+    ctx = build_context(backend, thread, role, edge_prompt)
     if ctx.schema is not None:
         ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
     first = agent.run(ctx)
@@ -163,14 +163,13 @@ def execute(agent: Agent, argv: Sequence[str]) -> str:
 
 def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
     """Console-script entry: print the StepNode hash, or one error line and exit 1."""
+    from uwf.util.signals import interrupt_on_signals
+
     try:
-        h = execute(agent, sys.argv[1:] if argv is None else argv)
-    except UwfError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
-        sys.exit(130)
+        with interrupt_on_signals():
+            h = execute(agent, sys.argv[1:] if argv is None else argv)
+    except (UwfError, Interrupted) as exc:
+        sys.exit(report(exc))
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
@@ -195,6 +194,5 @@ def cli(
     try:
         agent, rest = make(args)
     except UwfError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
-        sys.exit(exc.exit_code)
+        sys.exit(report(exc))
     main(agent, rest)

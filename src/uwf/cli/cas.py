@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, emit, root
+from uwf.cli.options import FormatOpt, backend, emit
 
 app = typer.Typer(
     help="""Inspect and write the content-addressed store directly.
@@ -46,7 +46,7 @@ def get(
     """
     from uwf.engine import casops
 
-    emit(casops.get(root(), hash, timestamp), fmt)
+    emit(casops.get(backend(), hash, timestamp), fmt)
 
 
 @app.command("put")
@@ -69,7 +69,7 @@ def put(
     """
     from uwf.engine import casops
 
-    emit(casops.put(root(), type_hash, data), fmt)
+    emit(casops.put(backend(), type_hash, data), fmt)
 
 
 @app.command("put-text")
@@ -80,7 +80,7 @@ def put_text(
     """Store a string under the Text schema; print {"hash"}."""
     from uwf.engine import casops
 
-    emit(casops.put_text(root(), text), fmt)
+    emit(casops.put_text(backend(), text), fmt)
 
 
 @app.command("has")
@@ -96,7 +96,7 @@ def has(
     """
     from uwf.engine import casops
 
-    exists = casops.has(root(), hash)
+    exists = casops.has(backend(), hash)
     emit({"exists": exists}, fmt)
     if not exists:
         raise typer.Exit(1)
@@ -111,7 +111,7 @@ def refs(hash: HashArg, fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import casops
 
-    emit(casops.refs(root(), hash), fmt)
+    emit(casops.refs(backend(), hash), fmt)
 
 
 @app.command("walk")
@@ -122,7 +122,7 @@ def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import casops
 
-    emit(casops.walk(root(), hash), fmt)
+    emit(casops.walk(backend(), hash), fmt)
 
 
 @app.command("reindex")
@@ -133,7 +133,7 @@ def reindex(fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import casops
 
-    emit(casops.reindex(root()), fmt)
+    emit(casops.reindex(backend()), fmt)
 
 
 @app.command("verify")
@@ -144,7 +144,7 @@ def verify(fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import casops
 
-    report = casops.verify(root())
+    report = casops.verify(backend())
     emit(report, fmt)
     if not report["ok"]:
         raise typer.Exit(1)
@@ -174,7 +174,7 @@ def gc(
     """
     from uwf.engine.gc import gc as collect_garbage
 
-    emit(collect_garbage(root(), grace=grace, dry_run=dry_run), fmt)
+    emit(collect_garbage(backend(), grace=grace, dry_run=dry_run), fmt)
 
 
 @schema_app.command("list")
@@ -185,7 +185,7 @@ def schema_list(fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import casops
 
-    emit(casops.schema_list(root()), fmt)
+    emit(casops.schema_list(backend()), fmt)
 
 
 @schema_app.command("get")
@@ -196,4 +196,4 @@ def schema_get(
     """Print the JSON Schema stored at HASH."""
     from uwf.engine import casops
 
-    emit(casops.schema_get(root(), hash), fmt)
+    emit(casops.schema_get(backend(), hash), fmt)

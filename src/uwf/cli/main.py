@@ -7,6 +7,7 @@ unless ``UWF_DEBUG=1`` asks for the traceback.
 """
 
 import os
+import signal
 import sys
 from typing import Annotated
 
@@ -15,7 +16,7 @@ import typer
 from uwf import __version__
 from uwf.cli import cas, log, setup, skill, step, thread, workflow
 from uwf.cli.options import Format
-from uwf.util.errors import UwfError
+from uwf.util.errors import Interrupted, UwfError, report
 
 HELP = """Stateless workflow engine for teams of LLM agents.
 
@@ -89,12 +90,12 @@ def run(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="uwf", standalone_mode=False)
-    except UwfError as exc:
-        return _fail(exc.message, exc.exit_code)
+    except (UwfError, Interrupted) as exc:
+        return report(exc)
     except typer.Abort:
         return _fail("aborted", 130)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+    except KeyboardInterrupt:  # SIGINT outside ``interrupt_on_signals`` (embedding, tests)
+        return report(Interrupted(signal.SIGINT))
     except _ClickException as exc:
         code = int(getattr(exc, "exit_code", 2))
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group called without a subcommand
@@ -113,7 +114,11 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    from uwf.util.signals import interrupt_on_signals
+
+    with interrupt_on_signals():
+        code = run(sys.argv[1:])
+    sys.exit(code)
 
 
 if __name__ == "__main__":

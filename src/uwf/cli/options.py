@@ -1,17 +1,26 @@
 """Options and helpers shared by every command group.
 
-Commands stay thin: parse arguments, call one domain function with the storage root, and
-``emit`` the plain data it returns. Errors are raised, never printed here.
+Commands stay thin: parse arguments, call one domain function with the backend (or the
+storage root), and ``emit`` the plain data it returns. Errors are raised, never printed here.
+No ``from __future__ import annotations`` in CLI modules: Typer would evaluate every string
+annotation on every call.
 """
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from uwf.util import jsonfmt
+from uwf.util.errors import UwfError, exit_code
 from uwf.util.root import storage_root
+
+if TYPE_CHECKING:
+    from uwf.backend.base import Backend
 
 
 class Format(StrEnum):
@@ -36,8 +45,15 @@ QuotaOpt = Annotated[
 
 
 def root() -> Path:
-    """The storage root of this invocation (PORT §2)."""
+    """This machine's storage root (docs/format.md, "Storage root"): config, .env, logs."""
     return storage_root()
+
+
+def backend() -> "Backend":
+    """The storage backend of this invocation (``uwf.backend.open_backend`` chooses it)."""
+    from uwf.backend import open_backend
+
+    return open_backend()
 
 
 def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
@@ -66,3 +82,23 @@ def emit(value: Any, fmt: Format | None = None, default: Format = Format.json) -
 def emit_markdown(text: str) -> None:
     """Print markdown as is, with exactly one final newline."""
     typer.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+def emit_stream(value: Any, fmt: Format | None = None) -> None:
+    """Print one item of a stream as it happens: a JSON line, or a YAML document (``---``)."""
+    if resolve_format(fmt) is Format.yaml:
+        typer.echo("---\n" + jsonfmt.dump_yaml(value), nl=False)
+    else:
+        typer.echo(jsonfmt.dumps(value))
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def loop_contract() -> Iterator[None]:
+    """Errors raised in the block exit with their loop-contract code (docs/errors.md):
+    3 not active, 4 busy, 5 agent failed. Only the commands that step threads use it."""
+    try:
+        yield
+    except UwfError as exc:
+        exc.exit_code = exit_code(exc, loop=True)
+        raise

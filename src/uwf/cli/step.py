@@ -3,7 +3,7 @@
 import typer
 
 from uwf.cli import thread as thread_cli
-from uwf.cli.options import QuotaOpt, emit_markdown, root
+from uwf.cli.options import QuotaOpt, backend, emit_markdown
 
 app = typer.Typer(
     help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
@@ -22,4 +22,4 @@ def read(
     """Render one step's turns as markdown, newest turns first to fit the quota."""
     from uwf.engine.read import parse_quota, read_step
 
-    emit_markdown(read_step(root(), step_hash, parse_quota(quota)))
+    emit_markdown(read_step(backend(), step_hash, parse_quota(quota)))

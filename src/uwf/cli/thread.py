@@ -5,7 +5,16 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import Format, FormatOpt, QuotaOpt, emit, emit_markdown, root
+from uwf.cli.options import (
+    Format,
+    FormatOpt,
+    QuotaOpt,
+    backend,
+    emit,
+    emit_markdown,
+    emit_stream,
+    loop_contract,
+)
 from uwf.util.errors import InvalidInput, oneline
 
 app = typer.Typer(
@@ -57,7 +66,7 @@ def start(
     from uwf.engine import threads
 
     text = sys.stdin.read() if prompt == "-" else prompt
-    emit(threads.start(root(), workflow, text, max_rounds), fmt)
+    emit(threads.start(backend(), workflow, text, max_rounds), fmt)
 
 
 def _step(
@@ -97,25 +106,45 @@ def _step(
     ] = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Run one moderator -> agent -> extract cycle (or up to -c N of them)."""
-    from uwf.engine.step import step_many
+    """Run one moderator -> agent -> extract cycle (or up to -c N of them).
+
+    Prints one JSON object per step as it lands (JSON Lines; --format yaml: one YAML document
+    per step): {"workflow","thread","head","role","done","status"}, where status is the
+    thread's status after the step (active, completed, max_rounds or killed). With -c N the
+    steps that landed are printed even when a later one fails; the exit code is that of the
+    last attempt. --dry-run prints the plan of the next step instead and runs nothing.
+
+    \b
+    Exit codes (docs/errors.md):
+      0  a step ran, or --dry-run printed the plan
+      1  an error in uwf, the store or the configuration
+      2  a usage error
+      3  the thread is not active (completed, killed, max rounds): nothing left to do
+      4  busy: another step holds the thread (or moved its head meanwhile)
+      5  the agent failed: exit code, timeout, no or a bad StepNode, rejected output
+      128+n  stopped by signal n (SIGINT, SIGTERM, SIGHUP); the head did not move
+    """
+    from uwf.engine import step
 
     n = positive_int(count, "--count")
+    with loop_contract():
+        if dry_run:
+            emit(step.dry_run(backend(), thread, agent=agent, timeout=timeout), fmt)
+            return
 
-    def progress(line: str) -> None:
-        typer.echo(line, err=True)
+        ran = 0
 
-    results = step_many(
-        root(),
-        thread,
-        n,
-        progress=progress,
-        agent=agent,
-        dry_run=dry_run,
-        timeout=timeout,
-        wait=wait,
-    )
-    emit(results[0] if len(results) == 1 else results, fmt)
+        def landed(result: "step.StepResult") -> None:
+            nonlocal ran
+            ran += 1
+            emit_stream(result.as_json(), fmt)
+            if n > 1:
+                done = " (done)" if result.done else ""
+                typer.echo(f"step {ran}/{n}: {result.role or '-'} -> {result.head}{done}", err=True)
+
+        step.step_many(
+            backend(), thread, n, on_result=landed, agent=agent, timeout=timeout, wait=wait
+        )
 
 
 app.command("step")(_step)
@@ -127,7 +156,7 @@ def show(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     """Show a thread's head, status and number of steps."""
     from uwf.engine import threads
 
-    emit(threads.show(root(), thread), fmt)
+    emit(threads.show(backend(), thread), fmt)
 
 
 @app.command("list")
@@ -172,7 +201,13 @@ def list_(
         take_n = int(take) if take.strip().isdigit() else 0
     emit(
         threads.list_threads(
-            root(), all_=all_, status=status, after=after, before=before, skip=skip_n, take=take_n
+            backend(),
+            all_=all_,
+            status=status,
+            after=after,
+            before=before,
+            skip=skip_n,
+            take=take_n,
         ),
         fmt,
     )
@@ -182,7 +217,7 @@ def _steps(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     """List the start node and every step of a thread, oldest first."""
     from uwf.engine import threads
 
-    emit(threads.steps(root(), thread), fmt)
+    emit(threads.steps(backend(), thread), fmt)
 
 
 app.command("steps")(_steps)
@@ -203,7 +238,7 @@ def read(
     """Render a thread as markdown, newest steps first to fit the quota."""
     from uwf.engine.read import parse_quota, read_thread
 
-    emit_markdown(read_thread(root(), thread, parse_quota(quota), before, start_))
+    emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_))
 
 
 def _fork(
@@ -215,7 +250,7 @@ def _fork(
     """Start a new thread whose head is an existing node (nothing is copied)."""
     from uwf.engine import threads
 
-    emit(threads.fork(root(), step_hash), fmt)
+    emit(threads.fork(backend(), step_hash), fmt)
 
 
 app.command("fork")(_fork)
@@ -225,7 +260,7 @@ def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
     """Show a step's detail node with its references expanded (YAML unless --format json)."""
     from uwf.engine.read import step_details
 
-    emit(step_details(root(), step_hash), fmt, default=Format.yaml)
+    emit(step_details(backend(), step_hash), fmt, default=Format.yaml)
 
 
 app.command("step-details")(_step_details)
@@ -235,7 +270,7 @@ def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     """Archive an active thread with status killed."""
     from uwf.engine import threads
 
-    emit(threads.kill(root(), thread), fmt)
+    emit(threads.kill(backend(), thread), fmt)
 
 
 app.command("kill")(_kill)

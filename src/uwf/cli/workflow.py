@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, emit, root
+from uwf.cli.options import FormatOpt, backend, emit
 
 app = typer.Typer(
     help="""Store, show and list workflows, and move the registry between their versions.
@@ -36,7 +36,7 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
 def _put(file: Path, fmt: FormatOpt) -> None:
     from uwf.engine import workflows
 
-    result = workflows.put_workflow(root(), file)
+    result = workflows.put_workflow(backend(), file)
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     emit(result.output(), fmt)
@@ -76,7 +76,7 @@ def show(
     """
     from uwf.engine import workflows
 
-    emit(workflows.show_workflow(root(), ident), fmt)
+    emit(workflows.show_workflow(backend(), ident), fmt)
 
 
 @app.command("list")
@@ -89,7 +89,7 @@ def list_(fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import workflows
 
-    emit(workflows.list_workflows(root(), Path.cwd()), fmt)
+    emit(workflows.list_workflows(backend(), Path.cwd()), fmt)
 
 
 @app.command("history")
@@ -102,7 +102,7 @@ def history(name: NameArg, fmt: FormatOpt = None) -> None:
     """
     from uwf.engine import workflows
 
-    emit(workflows.history(root(), name), fmt)
+    emit(workflows.history(backend(), name), fmt)
 
 
 @app.command("rollback")
@@ -121,4 +121,4 @@ def rollback(
     """
     from uwf.engine import workflows
 
-    emit(workflows.rollback(root(), name, hash), fmt)
+    emit(workflows.rollback(backend(), name, hash), fmt)

@@ -1,11 +1,10 @@
 """The domain behind `uwf cas …`: direct access to the content-addressed store (PORT §3, §5).
 
-Every function takes the storage root and returns plain data for the CLI to print. The store
-is opened without side effects (``FsStore`` reads nothing when constructed); a command reads
-only the nodes it is about, and only the writing commands (``put``, ``put-text``,
-``reindex``) create directories. Every hash that comes from the user is checked against the
-alphabet and the length before it can become part of a path; ``has`` is the exception, it
-answers ``false`` for anything that is not a stored node.
+Every function takes the backend and returns plain data for the CLI to print. Opening a
+backend has no side effects; a command reads only the nodes it is about, and only the writing
+commands (``put``, ``put-text``, ``reindex``) create anything. Every hash that comes from the
+user is checked against the alphabet and the length before it can become part of a path;
+``has`` is the exception, it answers ``false`` for anything that is not a stored node.
 """
 
 from __future__ import annotations
@@ -15,12 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from uwf.backend.base import Backend
 from uwf.cas import ops
 from uwf.cas import refs as cas_refs
-from uwf.cas.fs import FsStore
 from uwf.cas.schema import check_schema, meta_hash
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util.base32 import check_hash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
@@ -28,14 +26,10 @@ META_TITLE = "(meta-schema)"
 UNNAMED = "(unnamed)"
 
 
-def _store(root: Path) -> FsStore:
-    return open_store(root)
-
-
-def get(root: Path, h: str, timestamp: bool = False) -> dict[str, Any]:
+def get(backend: Backend, h: str, timestamp: bool = False) -> dict[str, Any]:
     """The node at ``h`` as ``{"type","payload"}`` (plus ``"timestamp"`` when asked)."""
     check_hash(h)
-    node = _store(root).get(h)
+    node = backend.nodes.get(h)
     if node is None:
         raise NotFound(f"Node not found: {h}")
     return node.as_dict(timestamp=timestamp)
@@ -73,7 +67,7 @@ def parse_data(data: str) -> Any:
         raise InvalidInput(f"Cannot parse JSON from {shown}: {exc}") from None
 
 
-def put(root: Path, type_hash: str, data: str) -> dict[str, str]:
+def put(backend: Backend, type_hash: str, data: str) -> dict[str, str]:
     """Validate ``data`` against the schema at ``type_hash`` and store it; ``{"hash"}``.
 
     Unlike the reference (which stored anything under any type), the type must be a stored
@@ -83,54 +77,51 @@ def put(root: Path, type_hash: str, data: str) -> dict[str, str]:
     """
     check_hash(type_hash, "type hash")
     payload = parse_data(data)
-    store = _store(root)
+    store = backend.nodes
     if type_hash == meta_hash():
         check_schema(payload)
         store.ensure_meta()
     return {"hash": store.put(type_hash, payload)}
 
 
-def put_text(root: Path, text: str) -> dict[str, str]:
+def put_text(backend: Backend, text: str) -> dict[str, str]:
     """Store a string under the Text schema (registering the uwf schemas first)."""
-    store = _store(root)
+    store = backend.nodes
     text_type = schemas.ensure(store).text
     return {"hash": store.put(text_type, text)}
 
 
-def has(root: Path, h: str) -> bool:
+def has(backend: Backend, h: str) -> bool:
     """Whether a node is stored at ``h``; anything that is not a hash is simply absent."""
     if not is_hash(h):
         return False
-    return _store(root).has(h)
+    return backend.nodes.has(h)
 
 
-def refs(root: Path, h: str) -> dict[str, list[str]]:
+def refs(backend: Backend, h: str) -> dict[str, list[str]]:
     """The direct refs of the node at ``h``, as its schema marks them (``format: cas_ref``)."""
     check_hash(h)
-    store = _store(root)
+    store = backend.nodes
     if not store.has(h):
         raise NotFound(f"Node not found: {h}")
     return {"refs": cas_refs.refs(store, h)}
 
 
-def walk(root: Path, h: str) -> dict[str, list[str]]:
+def walk(backend: Backend, h: str) -> dict[str, list[str]]:
     """Breadth-first traversal from ``h`` over refs, root first; a missing root gives ``[]``."""
     check_hash(h)
-    return {"hashes": cas_refs.walk(_store(root), h)}
+    return {"hashes": cas_refs.walk(backend.nodes, h)}
 
 
-def reindex(root: Path) -> dict[str, Any]:
+def reindex(backend: Backend) -> dict[str, Any]:
     """Rebuild the type index from the node files (the only fix for a lost or stale index)."""
-    store = _store(root)
-    if not store.dir.is_dir():  # nothing stored: do not create a store just to index it
-        return {"status": "reindexed", "nodes": 0, "types": 0}
-    counts = ops.reindex(store)
+    counts = ops.reindex(backend.nodes)
     return {"status": "reindexed", "nodes": counts["nodes"], "types": counts["types"]}
 
 
-def verify(root: Path) -> dict[str, Any]:
+def verify(backend: Backend) -> dict[str, Any]:
     """Re-hash every node and check its type and refs: ``{"scanned","ok","damaged"}``."""
-    return ops.verify(_store(root))
+    return ops.verify(backend.nodes)
 
 
 def _title(payload: Any) -> str:
@@ -142,12 +133,12 @@ def _title(payload: Any) -> str:
     return UNNAMED
 
 
-def schema_list(root: Path) -> list[dict[str, str]]:
+def schema_list(backend: Backend) -> list[dict[str, str]]:
     """The meta-schema, then every schema in its type index (oldest first) with a title.
 
     The meta-schema's hash is computed, not read, so listing never writes anything.
     """
-    store = _store(root)
+    store = backend.nodes
     meta = meta_hash()
     out = [{"hash": meta, "title": META_TITLE}]
     for h in store.index(meta):
@@ -160,10 +151,10 @@ def schema_list(root: Path) -> list[dict[str, str]]:
     return out
 
 
-def schema_get(root: Path, h: str) -> Any:
+def schema_get(backend: Backend, h: str) -> Any:
     """The JSON Schema stored at ``h`` (its payload); a node that is not a schema is refused."""
     check_hash(h)
-    node = _store(root).get(h)
+    node = backend.nodes.get(h)
     if node is None:
         raise NotFound(f"Schema not found: {h}")
     if node.type != meta_hash():

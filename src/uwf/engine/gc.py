@@ -20,22 +20,20 @@ report. Collected hashes leave the type index.
 
 **Running beside other commands.**
 
-* Two gcs never run at once (``<root>/locks/gc.lock``, the second fails at once).
+* Two gcs never run at once (``Locks.gc``; the second fails at once).
 * A step in flight: its agent writes nodes that become reachable only when the head moves.
-  gc finds every thread whose step lock (``<root>/locks/<thread>.lock``) is held and moves
-  the cutoff back to the time that thread's current head was written, so every node the
-  agent puts is protected even with ``--grace 0``. Locks are read from ``/proc/locks``
-  (Linux) without touching them; elsewhere gc probes each lock with a shared non-blocking
-  ``flock``, which a step starting in that same microsecond sees as "busy".
+  gc asks the backend which threads' step locks are held (``Locks.running``, passive: it
+  never takes a lock) and moves the cutoff back to the time that thread's current head was
+  written, so every node the agent puts is protected even with ``--grace 0``.
 * The order of reads closes the remaining gaps: step locks, then ``threads.yaml``, then
   ``history.jsonl`` (archiving writes history before it drops the active entry), then the
   registry. A step that finished before the lock check has moved its head before
   ``threads.yaml`` is read; a step that starts after the lock check writes only nodes
   younger than the cutoff.
 * A put of a node that is already stored (content addressing makes it a no-op) refreshes
-  its mtime and its type's, and every write holds a shared lock that the sweep holds
-  exclusively (``uwf.cas.fs``): a node is never deleted between a writer finding it and the
-  writer linking to it.
+  its last-put time and its type's, and every write holds a shared lock that the sweep holds
+  exclusively (``Store.sweeping``): a node is never deleted between a writer finding it and
+  the writer linking to it.
 * Only the grace period protects the nodes that ``thread start`` and ``workflow put`` write
   in the milliseconds before they record them, and a ``thread fork`` of a node that is
   itself garbage. Keep a grace of a few seconds or more when those may run.
@@ -43,29 +41,23 @@ report. Collected hashes leave the type index.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 from collections import deque
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
+from uwf.backend.base import Backend
 from uwf.cas.refs import collect
 from uwf.cas.store import Store
-from uwf.engine.state import State
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
-from uwf.util import fsio
 from uwf.util.base32 import is_hash
 from uwf.util.errors import CorruptNode, InvalidInput, UwfError
-from uwf.util.ulid import is_thread_id, now_ms
+from uwf.util.ulid import now_ms
 
 DEFAULT_GRACE = "1h"
 BATCH = 256  # nodes deleted per hold of the sweep lock, so writers are never held up long
 _DURATION = re.compile(r"^(\d{1,12})([smhd]?)$")
 _UNIT_MS = {"": 1000, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-PROC_LOCKS = Path("/proc/locks")
 
 
 def parse_grace(text: str) -> int:
@@ -77,7 +69,7 @@ def parse_grace(text: str) -> int:
     return int(m.group(1)) * _UNIT_MS[m.group(2)]
 
 
-def gc(root: Path, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
+def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
     """Collect unreachable nodes; ``{"scanned","reachable","collected","bytes"}``.
 
     With ``dry_run`` nothing is deleted; the counts say what would be (and ``"dryRun"``).
@@ -86,26 +78,24 @@ def gc(root: Path, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict
     result: dict[str, Any] = {"scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
     if dry_run:
         result["dryRun"] = True
-    store = open_store(root)
-    if not store.objects.is_dir():  # nothing stored: create nothing, not even a lock
+    if next(iter(backend.nodes.iter_hashes()), None) is None:  # nothing stored: create nothing
         return result
-    lock = root / "locks" / "gc"
-    with fsio.locked(lock, wait=False, busy_message="cas gc is already running"):
-        result.update(_gc(root, store, grace_ms, dry_run, lock.with_name("gc.lock")))
+    with backend.locks.gc():
+        result.update(_gc(backend, grace_ms, dry_run))
     return result
 
 
-def _gc(root: Path, store: Store, grace_ms: int, dry_run: bool, own_lock: Path) -> dict[str, int]:
+def _gc(backend: Backend, grace_ms: int, dry_run: bool) -> dict[str, int]:
+    store = backend.nodes
     cutoff = now_ms() - grace_ms
-    in_flight = threads_in_flight(root, own_lock)  # before threads.yaml: see the module doc
-    state = State(root)
-    active = state.active()
+    in_flight = backend.locks.running()  # before the heads: see the module doc
+    active = {record.thread: record.head for record in backend.threads.active()}
     for thread in in_flight:
         head = active.get(thread)
         if head is not None:
             cutoff = min(cutoff, _first_put(store, head))
-    archived = [entry["head"] for entry in state.history()]
-    registry = state.registry.read()
+    archived = [entry.head for entry in backend.threads.history()]
+    registry = backend.registry.read()
 
     h = schemas.hashes()
     roots = [h.meta, h.workflow, h.start, h.step, h.text]
@@ -220,77 +210,3 @@ def _first_put(store: Store, h: str) -> int:
     except CorruptNode:
         return 0
     return node.timestamp if node is not None else 0
-
-
-# -- steps in flight -------------------------------------------------------------------
-
-
-def threads_in_flight(root: Path, own_lock: Path) -> set[str]:
-    """The threads whose step lock some process holds right now.
-
-    ``own_lock`` is a lock this process holds: if ``/proc/locks`` does not show it, that file
-    cannot be trusted (another kernel, a namespace quirk) and each lock is probed instead.
-    """
-    lock_dir = root / "locks"
-    try:
-        names = os.listdir(lock_dir)
-    except (FileNotFoundError, NotADirectoryError):
-        return set()
-    inodes: dict[str, int] = {}
-    for name in names:
-        thread = name[: -len(".lock")]
-        if name.endswith(".lock") and is_thread_id(thread):
-            try:
-                inodes[thread] = os.stat(lock_dir / name).st_ino
-            except FileNotFoundError:
-                continue
-    if not inodes:
-        return set()
-    held = held_flock_inodes()
-    try:
-        trusted = held is not None and os.stat(own_lock).st_ino in held
-    except FileNotFoundError:
-        trusted = False
-    if trusted:
-        assert held is not None
-        return {thread for thread, inode in inodes.items() if inode in held}
-    return {thread for thread in inodes if _probe(lock_dir / f"{thread}.lock")}
-
-
-def held_flock_inodes() -> set[int] | None:
-    """Inode numbers of every file with a granted ``flock`` (Linux ``/proc/locks``), or None.
-
-    Matching by inode alone may take another file system's lock for one of ours: that only
-    protects more nodes, never fewer.
-    """
-    try:
-        text = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    inodes: set[int] = set()
-    for line in text.splitlines():
-        fields = line.split()
-        if "FLOCK" not in fields or "->" in fields:  # "->" marks a waiter, not a holder
-            continue
-        for field in fields:
-            parts = field.split(":")
-            if len(parts) == 3 and parts[2].isdigit():
-                inodes.add(int(parts[2]))
-    return inodes
-
-
-def _probe(path: Path) -> bool:
-    """True if some process holds ``path`` locked (a shared, non-blocking try)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return True  # cannot tell: assume a step runs (protects more)
-    finally:
-        os.close(fd)
-    return False

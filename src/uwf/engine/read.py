@@ -7,15 +7,15 @@ come from the steps' ``depth``, so a 10,000-step thread costs what a 10-step one
 from __future__ import annotations
 
 import datetime as _dt
-from pathlib import Path
 from typing import Any
 
+from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
-from uwf.engine import chain
-from uwf.engine.threads import locate
+from uwf.model import chain
+from uwf.model.threads import locate
+from uwf.model.turns import last_assistant_content, turns
 from uwf.protocol import schemas
-from uwf.protocol.store import open_store
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound
 
@@ -35,49 +35,21 @@ def parse_quota(value: str | int) -> int:
     return quota
 
 
-def _turns(store: Store, detail_hash: Any) -> list[dict[str, Any]]:
-    """The turn payloads of a detail node (missing turn nodes skipped)."""
-    if not isinstance(detail_hash, str) or not detail_hash:
-        return []
-    node = store.get(detail_hash)
-    if node is None or not isinstance(node.payload, dict):
-        return []
-    turn_refs = node.payload.get("turns")
-    if not isinstance(turn_refs, list):
-        return []
-    out = []
-    for ref in turn_refs:
-        if isinstance(ref, str):
-            turn = store.get(ref)
-            if turn is not None and isinstance(turn.payload, dict):
-                out.append(turn.payload)
-    return out
-
-
-def last_assistant_content(store: Store, detail_hash: Any) -> str | None:
-    """The newest non-blank assistant turn text of a step's detail, or None."""
-    for turn in reversed(_turns(store, detail_hash)):
-        content = turn.get("content")
-        if turn.get("role") == "assistant" and isinstance(content, str) and content.strip():
-            return content
-    return None
-
-
 def _time(ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def read_thread(
-    root: Path,
+    backend: Backend,
     thread: str,
     quota: int = DEFAULT_QUOTA,
     before: str | None = None,
     show_start: bool = False,
 ) -> str:
-    ref = locate(root, thread)
+    ref = locate(backend, thread)
     if before is not None:
         check_hash(before)
-    store = open_store(root)
+    store = backend.nodes
     head = chain.load_head(store, ref.head)
     start = chain.start_of(store, head)
     workflow = chain.load_workflow(store, start.workflow)
@@ -148,18 +120,18 @@ def read_thread(
 
 
 def _require_step(store: Store, h: str) -> chain.Step:
-    check_hash(h)
-    node = store.get(h)
+    step_hash = check_hash(h)
+    node = store.get(step_hash)
     if node is None:
         raise NotFound(f"CAS node not found: {h}")
     if node.type != schemas.hashes().step:
         raise InvalidInput(f"node {h} is not a StepNode")
-    return chain.Step(h, node.payload, node.timestamp)
+    return chain.Step(step_hash, node.payload, node.timestamp)
 
 
-def step_details(root: Path, step_hash: str) -> Any:
+def step_details(backend: Backend, step_hash: str) -> Any:
     """The step's detail node with every cas_ref expanded into the payload it names."""
-    store = open_store(root)
+    store = backend.nodes
     step = _require_step(store, step_hash)
     detail = step.payload.get("detail")
     if not isinstance(detail, str) or not detail:
@@ -173,8 +145,8 @@ def step_details(root: Path, step_hash: str) -> Any:
     return refs.expand(store, schema.payload, node.payload, frozenset({detail}))
 
 
-def read_step(root: Path, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
-    store = open_store(root)
+def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
+    store = backend.nodes
     step = _require_step(store, step_hash)
     head = (
         f"# Step {step_hash}\n\n**Role:** {step.role}\n**Agent:** {step.payload.get('agent', '')}"
@@ -182,18 +154,18 @@ def read_step(root: Path, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
     detail = step.payload.get("detail")
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")
-    turns = []
+    shown: list[tuple[int, str]] = []
     for position, turn in enumerate(
-        t for t in _turns(store, detail) if isinstance(t.get("content"), str)
+        t for t in turns(store, detail) if isinstance(t.get("content"), str)
     ):
         index = turn.get("index")
-        turns.append((index if isinstance(index, int) else position, turn["content"]))
-    if not turns:
+        shown.append((index if isinstance(index, int) else position, turn["content"]))
+    if not shown:
         return head
     available = quota - len(head) - 200
     chosen: list[tuple[int, str]] = []
     used = 0
-    for index, content in reversed(turns):
+    for index, content in reversed(shown):
         cost = len(f"## Turn {index + 1}\n\n{content}") + (2 if chosen else 0)
         if chosen and used + cost > available:
             break
@@ -201,7 +173,7 @@ def read_step(root: Path, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
         chosen.append((index, content))
     chosen.reverse()
     lines = [head]
-    if len(chosen) < len(turns):
+    if len(chosen) < len(shown):
         lines += ["", "_[Earlier turns omitted due to quota. Use --quota to increase.]_"]
     for index, content in chosen:
         lines += ["", f"## Turn {index + 1}", "", content]

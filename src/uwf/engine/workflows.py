@@ -51,15 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from uwf.backend.base import Backend
 from uwf.cas.schema import check_schema
 from uwf.cas.store import Store
-from uwf.engine.state import State
 from uwf.moderator.evaluate import END, START, UNIT, check_template
 from uwf.protocol import schemas
 from uwf.protocol.schemas import is_name
-from uwf.protocol.store import open_store
 from uwf.util import yamlio
-from uwf.util.base32 import check_hash, describe, is_hash
+from uwf.util.base32 import NodeHash, check_hash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound, oneline
 from uwf.util.jsonfmt import canonical
 from uwf.util.log import ProcessLog
@@ -645,20 +644,18 @@ class PutResult:
         return {"name": self.name, "hash": self.hash}
 
 
-def put_workflow(root: Path, path: Path) -> PutResult:
+def put_workflow(backend: Backend, path: Path) -> PutResult:
     """Validate a workflow file, store it and point the registry entry of its name at it.
 
     Nothing is written unless the whole file is valid. Putting the same file twice gives the
     same hash and leaves the registry file untouched.
     """
     definition = load_file(path)
-    h = store_definition(open_store(root), definition)
+    h = check_hash(store_definition(backend.nodes, definition))
     name = definition["name"]
-    with State(root).registry.edit() as registry:
-        previous = registry.get(name)
-        registry[name] = h
+    previous = backend.registry.set(name, h)
     if previous != h:
-        ProcessLog(root, workflow=h).write(
+        ProcessLog(backend.root, workflow=h).write(
             "H5R9C2X7", f"workflow registered name={name} hash={h} previous={previous}"
         )
     return PutResult(name, h, list(definition["warnings"]))
@@ -677,7 +674,7 @@ def _require_workflow(store: Store, h: str) -> Any:
     return node
 
 
-def show_workflow(root: Path, ident: str) -> dict[str, Any]:
+def show_workflow(backend: Backend, ident: str) -> dict[str, Any]:
     """``{hash, name, type, payload, timestamp}`` of a registered name or a Workflow hash.
 
     ``name`` is the registry name pointing at that hash (null when no entry does, e.g. an
@@ -686,16 +683,16 @@ def show_workflow(root: Path, ident: str) -> dict[str, Any]:
     ident = ident.strip()
     if not ident:
         raise InvalidInput("workflow ID cannot be empty")
-    registry = State(root).registry.read()
+    registry = backend.registry.read()
     name: str | None
     if ident in registry:
         h, name = registry[ident], ident
     elif is_hash(ident):
-        h = ident
+        h = NodeHash(ident)
         name = next((k for k, v in registry.items() if v == h), None)
     else:
         raise NotFound(f"workflow not found: {_shown(ident)}")
-    node = _require_workflow(open_store(root), h)
+    node = _require_workflow(backend.nodes, h)
     return {
         "hash": h,
         "name": name,
@@ -718,7 +715,7 @@ def _local_names(cwd: Path) -> list[str]:
     return names
 
 
-def list_workflows(root: Path, cwd: Path) -> list[dict[str, str]]:
+def list_workflows(backend: Backend, cwd: Path) -> list[dict[str, str]]:
     """Project workflows of ``<cwd>/.workflows/`` first, then registry entries they do not shadow.
 
     Local files are listed by name (sorted, not read); only plain-identifier stems are shown,
@@ -726,18 +723,18 @@ def list_workflows(root: Path, cwd: Path) -> list[dict[str, str]]:
     """
     local = _local_names(cwd)
     out = [{"name": n, "hash": "(local)", "origin": "local"} for n in local]
-    for name, h in State(root).registry.read().items():
+    for name, h in backend.registry.read().items():
         if name not in local:
             out.append({"name": name, "hash": h, "origin": "global"})
     return out
 
 
-def history(root: Path, name: str) -> list[dict[str, Any]]:
+def history(backend: Backend, name: str) -> list[dict[str, Any]]:
     """Every stored version of a workflow, oldest first, marking the registry's current one."""
     if not name.strip():
         raise InvalidInput("workflow ID cannot be empty")
-    store = open_store(root)
-    current = State(root).registry.get(name)
+    store = backend.nodes
+    current = backend.registry.get(name)
     out: list[dict[str, Any]] = []
     for h in store.index(schemas.hashes().workflow):
         node = store.get(h)
@@ -753,22 +750,20 @@ def history(root: Path, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def rollback(root: Path, name: str, h: str) -> dict[str, Any]:
+def rollback(backend: Backend, name: str, h: str) -> dict[str, Any]:
     """Point the registry entry of ``name`` at an earlier (or any) stored version ``h``."""
     if not is_name(name):
         raise InvalidInput(f"invalid workflow name: {describe(name)} ({_NAME_RULE})")
-    check_hash(h)
-    node = _require_workflow(open_store(root), h)
+    version = check_hash(h)
+    node = _require_workflow(backend.nodes, version)
     stored_name = node.payload.get("name") if isinstance(node.payload, dict) else None
     if stored_name != name:
         raise InvalidInput(
             f'workflow {h} is named {json.dumps(stored_name, ensure_ascii=False)}, not "{name}"'
         )
-    with State(root).registry.edit() as registry:
-        previous = registry.get(name)
-        registry[name] = h
+    previous = backend.registry.set(name, version)
     if previous != h:
-        ProcessLog(root, workflow=h).write(
+        ProcessLog(backend.root, workflow=h).write(
             "T3G8B5N2", f"workflow rolled back name={name} hash={h} previous={previous}"
         )
     return {"name": name, "hash": h, "previous": previous}
@@ -793,12 +788,12 @@ def _discover(name: str, cwd: Path) -> Path | None:
     return None
 
 
-def _store_local(root: Path, path: Path) -> str:
+def _store_local(backend: Backend, path: Path) -> NodeHash:
     definition = _check_file(path, str(path), local=True)
-    return store_definition(open_store(root), definition)
+    return check_hash(store_definition(backend.nodes, definition))
 
 
-def resolve_for_start(root: Path, ident: str, cwd: Path) -> str:
+def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     """The Workflow hash ``thread start <ident>`` runs (REFERENCE §1.4).
 
     In order: a well-formed hash (must be a stored Workflow); an explicit file path (contains
@@ -809,20 +804,20 @@ def resolve_for_start(root: Path, ident: str, cwd: Path) -> str:
     ident = ident.strip()
     if not ident:
         raise InvalidInput("workflow ID cannot be empty")
-    store = open_store(root)
+    store = backend.nodes
     if is_hash(ident):
         _require_workflow(store, ident)
-        return ident
+        return NodeHash(ident)
     if _looks_like_path(ident):
         path = Path(ident)
         if not path.is_absolute():
             path = Path(os.path.abspath(cwd / path))
-        return _store_local(root, path)
+        return _store_local(backend, path)
     if is_name(ident):
         found = _discover(ident, cwd)
         if found is not None:
-            return _store_local(root, found)
-        h = State(root).registry.get(ident)
+            return _store_local(backend, found)
+        h = backend.registry.get(ident)
         if h is not None:
             _require_workflow(store, h)
             return h

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
+from typing import NewType
 
 from uwf.util.errors import InvalidInput
 
@@ -17,6 +18,9 @@ _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 HASH_LEN = 13
 HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
 _MAX64 = (1 << 64) - 1
+
+NodeHash = NewType("NodeHash", str)
+"""The hash of a CAS node: 13 Crockford characters, checked (see ``check_hash``)."""
 
 
 _FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
@@ -48,13 +52,13 @@ def is_hash(text: object) -> bool:
     return isinstance(text, str) and HASH_RE.match(text) is not None and text[0] <= "F"
 
 
-def check_hash(text: str, what: str = "hash") -> str:
+def check_hash(text: str, what: str = "hash") -> NodeHash:
     """Return ``text`` if it is a well-formed hash, else raise InvalidInput with a clear line."""
     if not is_hash(text):
         raise InvalidInput(
             f"invalid {what}: {describe(text)} (expected 13 upper-case Crockford Base32 characters)"
         )
-    return text
+    return NodeHash(text)
 
 
 def describe(text: str, limit: int = 60) -> str:

@@ -1,12 +1,20 @@
 """The one exception family uwf raises for anything a user can cause.
 
-`uwf.cli.main.main()` prints ``error: <message>`` once and exits with ``exit_code``.
-Anything that is not a ``UwfError`` is a bug and gets a traceback only under ``UWF_DEBUG=1``.
+`uwf.cli.main.main()` and every agent print ``error: <message>`` once (``report``) and exit
+with the error's code. Anything that is not a ``UwfError`` is a bug and gets a traceback only
+under ``UWF_DEBUG=1``.
+
+Exit codes (docs/errors.md, "Exit codes"): 1 an error, 2 a usage error. The commands that
+step threads (``thread step`` and the commands built on it) speak the loop contract, where
+some errors have codes of their own (``loop_code``): 3 the thread is not active, 4 busy,
+5 the agent failed, 6 waiting for a person. A signal that stops uwf exits 128 + its number.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import sys
 
 
 def oneline(text: str) -> str:
@@ -19,6 +27,7 @@ class UwfError(Exception):
     """A failure with a message meant for the user."""
 
     exit_code = 1
+    loop_code: int | None = None  # the code under the loop contract, when it differs
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -50,13 +59,58 @@ class SchemaViolation(UwfError):
     """A payload that does not satisfy its JSON Schema."""
 
 
+class NotActive(InvalidInput):
+    """A thread that is not active (completed, killed, max rounds): nothing left to do."""
+
+    loop_code = 3
+
+
 class Busy(UwfError):
     """A lock held by another process."""
 
+    loop_code = 4
+
 
 class Conflict(UwfError):
-    """A compare-and-swap that lost the race."""
+    """A compare-and-swap that lost the race (another writer moved the head)."""
+
+    loop_code = 4
 
 
 class AgentFailed(UwfError):
     """An agent process that failed, timed out or answered wrongly."""
+
+    loop_code = 5
+
+
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM, SIGHUP) stopped the command; exit 128 + its number.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so that no ``except Exception`` on the
+    way up can swallow it: cleanups run (``finally``) and the agent's process group is
+    killed, then ``report`` prints ``error: interrupted (SIGTERM)``.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.message = f"interrupted ({signal.Signals(signum).name})"
+        self.exit_code = 128 + signum
+        super().__init__(self.message)
+
+
+def exit_code(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
+    """The code a command exits with for ``exc`` (``loop``: under the loop contract)."""
+    if loop and isinstance(exc, UwfError) and exc.loop_code is not None:
+        return exc.loop_code
+    return exc.exit_code
+
+
+def report(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
+    """Print ``error: <message>`` on stderr once and return the exit code.
+
+    The one place that turns an error into what the user sees, shared by ``uwf`` and the
+    agents.
+    """
+    sys.stderr.write(f"error: {exc.message}\n")
+    sys.stderr.flush()
+    return exit_code(exc, loop=loop)

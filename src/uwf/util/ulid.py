@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import NewType
 
 from uwf.util.base32 import ALPHABET, describe
 from uwf.util.errors import InvalidInput
@@ -11,25 +12,28 @@ from uwf.util.errors import InvalidInput
 ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 
+ThreadId = NewType("ThreadId", str)
+"""A thread id: a checked ULID (see ``check_thread_id``)."""
 
-def new_thread_id(now_ms: int | None = None) -> str:
+
+def new_thread_id(now_ms: int | None = None) -> ThreadId:
     """A fresh ULID. Imported lazily: only `thread start` and `fork` pay for python-ulid."""
     from ulid import ULID
 
     if now_ms is None:
-        return str(ULID())
+        return ThreadId(str(ULID()))
     # An int is taken as milliseconds; a float of seconds would lose the last ms to rounding.
-    return str(ULID.from_timestamp(int(now_ms)))
+    return ThreadId(str(ULID.from_timestamp(int(now_ms))))
 
 
 def is_thread_id(text: object) -> bool:
     return isinstance(text, str) and ULID_RE.match(text) is not None
 
 
-def check_thread_id(text: str) -> str:
+def check_thread_id(text: str) -> ThreadId:
     if not is_thread_id(text):
         raise InvalidInput(f"invalid thread id: {describe(text)} (expected a 26-character ULID)")
-    return text
+    return ThreadId(text)
 
 
 def timestamp_ms(thread_id: str) -> int | None:

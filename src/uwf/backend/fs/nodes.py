@@ -147,6 +147,8 @@ class FsStore(Store):
         return size
 
     def write_index(self, index: dict[str, list[str]]) -> None:
+        if not index and not self.index_dir.is_dir():  # nothing stored: create nothing
+            return
         self.index_dir.mkdir(parents=True, exist_ok=True)
         for type_hash, hashes in index.items():
             fsio.atomic_write(
@@ -163,9 +165,3 @@ class FsStore(Store):
         else:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-
-    def file_size(self, h: str) -> int:
-        try:
-            return self.path(h).stat().st_size
-        except FileNotFoundError:
-            return 0

@@ -13,12 +13,13 @@ from typing import Any
 
 from uwf.cas.store import Store
 from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
 
 
 @dataclass(frozen=True)
 class Step:
-    hash: str
+    hash: NodeHash
     payload: dict[str, Any]
     timestamp: int
 
@@ -27,12 +28,13 @@ class Step:
         return str(self.payload["role"])
 
     @property
-    def prev(self) -> str | None:
-        return self.payload.get("prev")
+    def prev(self) -> NodeHash | None:
+        prev = self.payload.get("prev")
+        return NodeHash(prev) if isinstance(prev, str) else None
 
     @property
-    def start(self) -> str:
-        return str(self.payload["start"])
+    def start(self) -> NodeHash:
+        return NodeHash(str(self.payload["start"]))
 
     @property
     def depth(self) -> int | None:
@@ -42,13 +44,13 @@ class Step:
 
 @dataclass(frozen=True)
 class Start:
-    hash: str
+    hash: NodeHash
     payload: dict[str, Any]
     timestamp: int
 
     @property
-    def workflow(self) -> str:
-        return str(self.payload["workflow"])
+    def workflow(self) -> NodeHash:
+        return NodeHash(str(self.payload["workflow"]))
 
     @property
     def prompt(self) -> str:
@@ -60,7 +62,7 @@ class Start:
         return value if isinstance(value, int) else None
 
 
-def load_head(store: Store, head: str) -> Start | Step:
+def load_head(store: Store, head: NodeHash) -> Start | Step:
     """The node a thread head points at: a StartNode or a StepNode."""
     h = schemas.hashes()
     node = store.get(head)
@@ -73,7 +75,7 @@ def load_head(store: Store, head: str) -> Start | Step:
     raise InvalidInput(f"node {head} is not a StartNode or StepNode")
 
 
-def load_start(store: Store, h: str) -> Start:
+def load_start(store: Store, h: NodeHash) -> Start:
     node = store.get(h)
     if node is None or node.type != schemas.hashes().start:
         raise NotFound(f"StartNode not found: {h}")
@@ -109,7 +111,7 @@ def steps_oldest_first(store: Store, head: Start | Step) -> list[Step]:
     return steps
 
 
-def load_workflow(store: Store, h: str) -> dict[str, Any]:
+def load_workflow(store: Store, h: NodeHash) -> dict[str, Any]:
     node = store.get(h)
     if node is None:
         raise NotFound(f"workflow CAS node not found: {h}")

@@ -1,0 +1,210 @@
+"""Child processes: spawn without a shell, supervise, and never leave one behind.
+
+Every process uwf or an agent starts (an agent, a wrapped command, a tool's command) goes
+through ``run``:
+
+* its own process group (session), so that it and all its children are killed as one;
+* on Linux, a parent-death signal: if the process that spawned it dies, even of SIGKILL,
+  the child gets SIGKILL too (its own children die with it only if they do the same, which
+  every uwf agent does, since they spawn through this module);
+* stdin closed or fed from a string; stdout captured up to a bound (the tail is kept);
+  stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
+* a timeout, a ``should_stop`` callback polled twice a second, a signal or any exception
+  in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period.
+
+``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
+:class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
+Ctrl-C unwinds through ``run`` and takes the agent's group down with it (docs/errors.md,
+"Signals").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from uwf.util.errors import UwfError
+
+STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
+STDERR_TAIL = 2000  # characters of stderr kept for error messages
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
+POLL = 0.5  # seconds between two calls of ``should_stop``
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a child process ended, and what it printed."""
+
+    code: int  # its exit status; -N when a signal N killed it
+    stdout: str  # the tail of stdout (bounded)
+    stderr_tail: str
+    timed_out: bool = False
+    stopped: bool = False  # ``should_stop`` answered True and the group was killed
+    duration_ms: int = 0
+
+
+def _parent_death_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGKILL the child when its parent dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:  # runs in the child between fork and exec: nothing but the call
+        prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return hook
+
+
+def kill_group(proc: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
+    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their leader
+
+
+def _pump_stdout(stream: IO[bytes], sink: bytearray) -> None:
+    while chunk := stream.read(65536):
+        sink.extend(chunk)
+        if len(sink) > 2 * STDOUT_LIMIT:
+            del sink[: len(sink) - STDOUT_LIMIT]
+    stream.close()
+
+
+def _pump_stderr(stream: IO[bytes], tail: deque[str], prefix: str | None) -> None:
+    out = sys.stderr
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        tail.append(line)
+        if prefix is not None:
+            try:
+                out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
+                out.flush()
+            except (OSError, ValueError):
+                prefix = None
+    stream.close()
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.write(data)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.close()
+
+
+def _start(
+    argv: Sequence[str], env: dict[str, str] | None, feed: bool, what: str
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_parent_death_hook(),
+        )
+    except FileNotFoundError:
+        raise UwfError(f"{what} not found: {argv[0]} (is it installed and on PATH?)") from None
+    except PermissionError:
+        raise UwfError(f"{what} is not executable: {argv[0]}") from None
+    except OSError as exc:
+        raise UwfError(f"{what} could not start: {argv[0]}: {exc.strerror}") from None
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], timeout: float | None, should_stop: Callable[[], bool] | None
+) -> tuple[bool, bool]:
+    """Wait for ``proc``; (timed out, stopped). The group is killed in either case."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = POLL if should_stop is not None else None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            step = left if step is None else min(step, left)
+        try:
+            proc.wait(timeout=None if step is None else max(step, 0))
+            return False, False
+        except subprocess.TimeoutExpired:
+            pass
+        if deadline is not None and time.monotonic() >= deadline:
+            kill_group(proc)
+            return True, False
+        if should_stop is not None and should_stop():
+            kill_group(proc)
+            return False, True
+
+
+def run(
+    argv: Sequence[str],
+    env: dict[str, str] | None = None,
+    *,
+    timeout: float | None = None,
+    stdin: str | None = None,
+    stderr_prefix: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    what: str = "command",
+) -> Finished:
+    """Run ``argv`` to its end (or timeout, stop, signal) and return how it ended.
+
+    ``stderr_prefix`` None keeps stderr to the tail only; a string copies each line to our
+    stderr as it arrives, prefixed (``"uwf-mock: "``), so that it is never mistaken for
+    uwf's own ``error:`` line. A command that cannot start (not found, not executable) is a
+    configuration error: ``UwfError`` naming ``what`` ("agent command not found: …").
+    """
+    began = time.monotonic()
+    proc = _start(argv, env, stdin is not None, what)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = bytearray()
+    tail: deque[str] = deque(maxlen=200)
+    workers = [
+        threading.Thread(target=_pump_stdout, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
+    ]
+    if stdin is not None:
+        assert proc.stdin is not None
+        workers.append(
+            threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True)
+        )
+    for worker in workers:
+        worker.start()
+    try:
+        timed_out, stopped = _wait(proc, timeout, should_stop)
+    except BaseException:
+        kill_group(proc)
+        raise
+    for worker in workers:
+        worker.join(timeout=5)
+    stderr_text = "".join(tail)
+    return Finished(
+        code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
+        stdout=bytes(out[-STDOUT_LIMIT:]).decode("utf-8", "replace"),
+        stderr_tail=stderr_text[-STDERR_TAIL:],
+        timed_out=timed_out,
+        stopped=stopped,
+        duration_ms=int((time.monotonic() - began) * 1000),
+    )

@@ -1,0 +1,233 @@
+"""The backend interface: everything uwf persists, in four parts.
+
+* ``nodes`` — the content-addressed store (:class:`uwf.cas.store.Store`): immutable nodes,
+  the type index, and the whole-store listing that ``reindex``, ``verify`` and ``gc`` use.
+* ``threads`` — the mutable heads of active threads (moved only by compare-and-swap) and the
+  archive of finished ones (history).
+* ``registry`` — workflow name -> current Workflow hash.
+* ``locks`` — the per-thread step lock (try, wait, and "is it held" answered *without*
+  taking it, so that a reader never makes a step fail), and the gc lock.
+
+The engine, the agent kit, gc and verify talk only to this interface; ``uwf.backend.open``
+chooses the implementation in one place. Every implementation passes the conformance class
+in ``tests/backend_contract.py``. docs/format.md describes what each implementation stores
+and docs/architecture.md how the step uses it.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uwf.cas.store import Store
+from uwf.util.base32 import NodeHash
+from uwf.util.ulid import ThreadId
+
+HISTORY_STATUSES = ("completed", "killed", "max_rounds")
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """What a thread's active record holds besides its head.
+
+    Written when the thread is created (``thread start``, ``thread fork``), so that listing
+    threads reads no node. Threads created by older versions have none of it (all None):
+    readers then fall back to the nodes.
+    """
+
+    workflow: NodeHash | None = None  # the Workflow the thread runs
+    task: str | None = None  # the first line of its task, shortened (for listings)
+
+    def as_json(self) -> dict[str, str]:
+        return {k: v for k, v in (("workflow", self.workflow), ("task", self.task)) if v}
+
+
+@dataclass(frozen=True)
+class ActiveThread:
+    """An active thread: its head and what was recorded when it was created."""
+
+    thread: ThreadId
+    head: NodeHash
+    info: ThreadInfo = field(default_factory=ThreadInfo)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One archived thread: ``{"thread","workflow","head","completedAt","status"}``."""
+
+    thread: ThreadId
+    workflow: NodeHash
+    head: NodeHash
+    completed_at: int  # unix ms
+    status: str  # one of HISTORY_STATUSES
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "thread": self.thread,
+            "workflow": self.workflow,
+            "head": self.head,
+            "completedAt": self.completed_at,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a thread's step lock, as far as the holder recorded it."""
+
+    thread: ThreadId
+    pid: int | None = None
+    host: str | None = None
+    since: int | None = None  # unix ms the lock was taken
+    role: str | None = None  # set once the step knows which role runs
+    agent: str | None = None  # the agent command (argv[0]) that runs
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"thread": self.thread}
+        for key in ("pid", "host", "since", "role", "agent"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class ThreadTable(abc.ABC):
+    """Active threads (heads moved by compare-and-swap) and the archive of finished ones."""
+
+    @abc.abstractmethod
+    def head(self, thread: ThreadId) -> NodeHash | None:
+        """The head of an active thread, None if it is not active."""
+
+    @abc.abstractmethod
+    def get(self, thread: ThreadId) -> ActiveThread | None:
+        """The active record of a thread, None if it is not active."""
+
+    @abc.abstractmethod
+    def active(self) -> list[ActiveThread]:
+        """Every active thread (in no particular order)."""
+
+    @abc.abstractmethod
+    def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
+        """Record a new active thread (a fresh id: never one that exists or existed)."""
+
+    @abc.abstractmethod
+    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+        """Compare-and-swap the head: ``expected`` -> ``new``.
+
+        Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active and
+        :class:`~uwf.util.errors.Conflict` when its head is not ``expected``; nothing changes
+        then.
+        """
+
+    @abc.abstractmethod
+    def archive(
+        self,
+        thread: ThreadId,
+        workflow: NodeHash,
+        status: str,
+        at_ms: int,
+        expected: NodeHash | None = None,
+    ) -> NodeHash:
+        """Move an active thread to the archive with ``status``; return its head.
+
+        With ``expected``, only if the head is still that (else Conflict). NotActive when the
+        thread is not active. A crash in the middle may leave the thread both active and
+        archived, never neither; readers then treat it as archived.
+        """
+
+    @abc.abstractmethod
+    def history(self) -> list[HistoryEntry]:
+        """Every archived thread, oldest first (a thread archived twice: both entries)."""
+
+    @abc.abstractmethod
+    def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
+        """The latest archive entry of ``thread``, None if it was never archived."""
+
+
+class Registry(abc.ABC):
+    """Workflow name -> current Workflow hash. Old versions stay in the CAS."""
+
+    @abc.abstractmethod
+    def read(self) -> dict[str, NodeHash]:
+        """Every entry."""
+
+    def get(self, name: str) -> NodeHash | None:
+        return self.read().get(name)
+
+    @abc.abstractmethod
+    def set(self, name: str, h: NodeHash) -> NodeHash | None:
+        """Point ``name`` at ``h``; return the previous hash (None for a new name)."""
+
+
+class StepLock(abc.ABC):
+    """A held step lock. ``note`` records what the step runs, for readers (``holder``)."""
+
+    @abc.abstractmethod
+    def note(self, *, role: str, agent: str) -> None:
+        """Record the role and agent of the step in the holder record."""
+
+
+class Locks(abc.ABC):
+    """The per-thread step lock and the gc lock.
+
+    A step lock dies with its holder (process exit, closed connection), so a crash never
+    leaves a thread locked. Asking whether a lock is held never takes it.
+    """
+
+    @abc.abstractmethod
+    def step(self, thread: ThreadId, *, wait: bool) -> contextlib.AbstractContextManager[StepLock]:
+        """Hold the step lock of ``thread`` for the block.
+
+        ``wait=False`` raises :class:`~uwf.util.errors.Busy` (``thread <id> is busy``) at once
+        when another holder has it.
+        """
+
+    @abc.abstractmethod
+    def running(self) -> set[ThreadId]:
+        """The threads whose step lock is held right now (passive: takes no lock)."""
+
+    def is_running(self, thread: ThreadId) -> bool:
+        return thread in self.running()
+
+    @abc.abstractmethod
+    def holder(self, thread: ThreadId) -> Holder | None:
+        """Who holds the step lock of ``thread``, None when nobody does."""
+
+    @abc.abstractmethod
+    def gc(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the gc lock: a second ``cas gc`` fails at once (Busy)."""
+
+
+class Backend(abc.ABC):
+    """A storage backend: the four parts, plus the local root of this machine.
+
+    ``root`` is where this machine keeps what is not shared: ``config.yaml``, ``.env``, the
+    debug log and agent caches. For the filesystem backend the shared state lives there too.
+    """
+
+    root: Path
+    nodes: Store
+    threads: ThreadTable
+    registry: Registry
+    locks: Locks
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """How to show this backend to a user (never with a password)."""
+
+    def env(self) -> dict[str, str]:
+        """What an agent's environment needs to open this same backend."""
+        return {"WORKFLOW_STORAGE_ROOT": str(self.root)}
+
+    def close(self) -> None:  # noqa: B027 - optional hook: connections, pools
+        """Release what the backend holds open."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,34 @@
+"""The filesystem backend: one storage root on one machine (the embedded default).
+
+docs/format.md, "The filesystem backend", describes every file it writes::
+
+    <root>/cas/objects/<2 chars>/<HASH>   nodes (``nodes.FsStore``)
+    <root>/cas/index/<TYPE>               the type index
+    <root>/threads.yaml, history.jsonl    active heads and the archive (``state.FsThreads``)
+    <root>/registry.yaml                  workflow name -> hash (``state.FsRegistry``)
+    <root>/locks/<thread>.lock            step locks and their holder records (``locks.FsLocks``)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from uwf.backend.base import Backend
+from uwf.backend.fs.locks import FsLocks
+from uwf.backend.fs.nodes import FsStore
+from uwf.backend.fs.state import FsRegistry, FsThreads
+
+
+class FsBackend(Backend):
+    """Everything under one directory. Opening it reads and creates nothing."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.nodes: FsStore = FsStore(root / "cas", root / "locks")
+        self.threads: FsThreads = FsThreads(root)
+        self.registry = FsRegistry(root)
+        self.locks = FsLocks(root / "locks")
+
+    @property
+    def name(self) -> str:
+        return str(self.root)

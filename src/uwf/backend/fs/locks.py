@@ -1,0 +1,210 @@
+"""Step locks and the gc lock of the filesystem backend: ``flock`` on ``<root>/locks/*.lock``.
+
+A step holds an exclusive ``flock`` on ``locks/<thread>.lock`` and writes a holder record into
+that file (``{"pid","host","since","role","agent"}``, JSON; emptied on release). ``flock``
+locks die with their process, so a SIGKILL never leaves a thread locked.
+
+"Is a step running" never takes a lock (docs/architecture.md, "Readers never block writers"):
+on Linux the held locks are read from ``/proc/locks`` and matched to lock files by inode; where
+``/proc/locks`` is missing or does not show this process's own locks (another kernel, a
+sandbox), the holder record's pid is checked instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import json
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from uwf.backend.base import Holder, Locks, StepLock
+from uwf.util.errors import Busy, UwfError
+from uwf.util.ulid import ThreadId, is_thread_id, now_ms
+
+PROC_LOCKS = Path("/proc/locks")
+
+
+def held_flock_inodes() -> set[int] | None:
+    """Inode numbers of every file with a granted ``flock`` (Linux ``/proc/locks``), or None.
+
+    Matching by inode alone may take another file system's lock for one of ours: that only
+    reports a step that is not running (and makes gc keep more), never the reverse.
+    """
+    try:
+        text = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    inodes: set[int] = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if "FLOCK" not in fields or "->" in fields:  # "->" marks a waiter, not a holder
+            continue
+        for part in fields:
+            bits = part.split(":")
+            if len(bits) == 3 and bits[2].isdigit():
+                inodes.add(int(bits[2]))
+    return inodes
+
+
+@functools.cache
+def proc_locks_work() -> bool:
+    """Whether ``/proc/locks`` shows this process's own ``flock`` (checked once per process)."""
+    try:
+        with tempfile.TemporaryFile() as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = held_flock_inodes()
+            return held is not None and os.fstat(fh.fileno()).st_ino in held
+    except OSError:
+        return False
+
+
+def _pid_alive(value: object) -> bool:
+    pid = _int(value)
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _open_lock(path: Path) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
+
+
+class _FsStepLock(StepLock):
+    def __init__(self, fd: int, thread: ThreadId) -> None:
+        self.fd = fd
+        self.record: dict[str, object] = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": now_ms(),
+        }
+        self._write()
+
+    def _write(self) -> None:
+        data = json.dumps(self.record, separators=(",", ":")).encode()
+        with contextlib.suppress(OSError):  # the record is informational: never fail a step
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, data, 0)
+
+    def note(self, *, role: str, agent: str) -> None:
+        self.record.update(role=role, agent=agent)
+        self._write()
+
+    def clear(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+
+
+class FsLocks(Locks):
+    def __init__(self, lock_dir: Path) -> None:
+        self.dir = lock_dir
+
+    def path(self, thread: ThreadId) -> Path:
+        return self.dir / f"{thread}.lock"
+
+    @contextlib.contextmanager
+    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+        fd = _open_lock(self.path(thread))
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise Busy(f"thread {thread} is busy") from None
+            lock = _FsStepLock(fd, thread)
+            try:
+                yield lock
+            finally:
+                lock.clear()
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def _lock_files(self) -> dict[int, ThreadId]:
+        """Inode -> thread of every step lock file (one directory scan, no stat)."""
+        try:
+            entries = list(os.scandir(self.dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        out: dict[int, ThreadId] = {}
+        for entry in entries:
+            thread = entry.name[: -len(".lock")]
+            if entry.name.endswith(".lock") and is_thread_id(thread):
+                out[entry.inode()] = ThreadId(thread)
+        return out
+
+    def running(self) -> set[ThreadId]:
+        files = self._lock_files()
+        if not files:
+            return set()
+        held = held_flock_inodes() if proc_locks_work() else None
+        if held is not None:
+            return {thread for inode, thread in files.items() if inode in held}
+        return {thread for thread in files.values() if self._record_alive(thread)}
+
+    def is_running(self, thread: ThreadId) -> bool:
+        try:
+            inode = os.stat(self.path(thread)).st_ino
+        except FileNotFoundError:
+            return False
+        held = held_flock_inodes() if proc_locks_work() else None
+        if held is not None:
+            return inode in held
+        return self._record_alive(thread)
+
+    def _record(self, thread: ThreadId) -> dict[str, object]:
+        try:
+            with open(self.path(thread), "rb") as fh:
+                data = json.loads(fh.read() or b"{}")
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _record_alive(self, thread: ThreadId) -> bool:
+        record = self._record(thread)
+        return record.get("host") == socket.gethostname() and _pid_alive(record.get("pid"))
+
+    def holder(self, thread: ThreadId) -> Holder | None:
+        if not self.is_running(thread):
+            return None
+        record = self._record(thread)
+        return Holder(
+            thread,
+            pid=_int(record.get("pid")),
+            host=_str(record.get("host")),
+            since=_int(record.get("since")),
+            role=_str(record.get("role")),
+            agent=_str(record.get("agent")),
+        )
+
+    @contextlib.contextmanager
+    def gc(self) -> Iterator[None]:
+        fd = _open_lock(self.dir / "gc.lock")
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise Busy("cas gc is already running") from None
+            yield
+        finally:
+            os.close(fd)

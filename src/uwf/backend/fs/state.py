@@ -1,0 +1,300 @@
+"""The filesystem backend's mutable state: ``threads.yaml``, ``registry.yaml``, ``history.jsonl``.
+
+Every write happens under an exclusive ``flock`` (``<file>.lock``) as read-modify-write,
+through a temp file, fsync and ``os.replace`` (append + fsync for the ``.jsonl``), so a reader
+never sees a half-written file and two writers never lose each other's update.
+
+uwf writes the YAML files as one line per entry with every string quoted
+(docs/format.md, "State files"): ``"<name>": "<hash>"`` in the registry, and in
+``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
+"task": …}`` (a JSON object, which is also YAML). Reading takes a fast path over exactly that
+shape and falls back to the safe YAML loader for hand-edited files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from uwf.backend.base import (
+    HISTORY_STATUSES,
+    ActiveThread,
+    HistoryEntry,
+    Registry,
+    ThreadInfo,
+    ThreadTable,
+)
+from uwf.util import fsio, jsonfmt, yamlio
+from uwf.util.base32 import NodeHash, is_hash
+from uwf.util.errors import Conflict, InvalidInput, NotActive
+from uwf.util.ulid import ThreadId, is_thread_id
+
+_LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): (["{].*)$')
+
+THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workflow, task}"
+REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
+
+
+def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
+    """The top-level mapping of a state file: the fast path, else the safe YAML loader."""
+    out: dict[str, Any] = {}
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            break
+        try:
+            out[json.loads(m.group(1))] = json.loads(m.group(2))
+        except ValueError:
+            break
+    else:
+        return out
+    try:
+        loaded = yamlio.load(data, source=name, max_bytes=64 << 20)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{name} is damaged: {exc}") from None
+    if not isinstance(loaded, dict):
+        return {}
+    return {str(k): v for k, v in loaded.items()}
+
+
+def _render_mapping(mapping: dict[str, Any], header: str) -> bytes:
+    lines = [header] + [f"{jsonfmt.dumps(k)}: {jsonfmt.dumps(v)}" for k, v in mapping.items()]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class MappingFile:
+    """A YAML mapping with locked read-modify-write; ``decode`` keeps the values it accepts."""
+
+    def __init__(
+        self, path: Path, header: str, key_ok: Callable[[str], bool], decode: Callable[[Any], Any]
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.key_ok = key_ok
+        self.decode = decode
+
+    def read(self) -> dict[str, Any]:
+        data = fsio.read_bytes(self.path)
+        if data is None:
+            return {}
+        out = {}
+        for key, raw in _parse_mapping(data, self.path.name).items():
+            value = self.decode(raw)
+            if value is not None and self.key_ok(key):
+                out[key] = value
+        return out
+
+    def write(self, mapping: dict[str, Any], encode: Callable[[Any], Any]) -> None:
+        """Replace the file (the caller holds the lock)."""
+        rendered = {k: encode(v) for k, v in mapping.items()}
+        fsio.atomic_write(self.path, _render_mapping(rendered, self.header))
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        with fsio.locked(self.path):
+            yield
+
+
+def _decode_hash(raw: Any) -> NodeHash | None:
+    return NodeHash(raw) if is_hash(raw) else None
+
+
+def _decode_thread(raw: Any) -> tuple[NodeHash, ThreadInfo] | None:
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?}``."""
+    if is_hash(raw):
+        return NodeHash(raw), ThreadInfo()
+    if not isinstance(raw, dict) or not is_hash(raw.get("head")):
+        return None
+    workflow = raw.get("workflow")
+    task = raw.get("task")
+    return NodeHash(raw["head"]), ThreadInfo(
+        workflow=NodeHash(workflow) if isinstance(workflow, str) and is_hash(workflow) else None,
+        task=task if isinstance(task, str) else None,
+    )
+
+
+def encode_thread(value: tuple[NodeHash, ThreadInfo]) -> Any:
+    head, info = value
+    extra = info.as_json()
+    return {"head": head, **extra} if extra else head
+
+
+def _decode_history(line: bytes | str) -> HistoryEntry | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None  # a torn line from a crash, or a cut-off first line
+    if (
+        not isinstance(entry, dict)
+        or not is_thread_id(entry.get("thread"))
+        or not is_hash(entry.get("head"))
+        or not isinstance(entry.get("workflow"), str)
+    ):
+        return None
+    completed = entry.get("completedAt")
+    return HistoryEntry(
+        thread=ThreadId(entry["thread"]),
+        workflow=NodeHash(entry["workflow"]),
+        head=NodeHash(entry["head"]),
+        completed_at=completed if isinstance(completed, int) else 0,
+        status=str(entry.get("status", "completed")),
+    )
+
+
+class FsThreads(ThreadTable):
+    """``threads.yaml`` (active heads) and ``history.jsonl`` (the archive).
+
+    Archiving appends the history line, then rewrites threads.yaml, both under the
+    threads.yaml lock. A crash in between leaves the thread in both files. History lines are
+    only ever appended under that lock and a thread id never becomes active again once
+    archived, so only the LAST history line can be such a leftover: readers treat a thread
+    named there as archived, and the next writer removes it from threads.yaml (O(1) either
+    way: only the tail of history.jsonl is read).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.file = MappingFile(root / "threads.yaml", THREADS_HEADER, is_thread_id, _decode_thread)
+        self.history_path = root / "history.jsonl"
+
+    # -- reading ----------------------------------------------------------------------
+    def _last_archived(self) -> str | None:
+        """The thread of the last history line (read from the file's tail only)."""
+        try:
+            with open(self.history_path, "rb") as fh:
+                size = fh.seek(0, 2)
+                fh.seek(max(0, size - 4096))
+                tail = fh.read()
+        except FileNotFoundError:
+            return None
+        for line in reversed(tail.splitlines()):
+            entry = _decode_history(line)
+            if entry is not None:
+                return entry.thread
+        return None
+
+    def _read(self) -> dict[str, tuple[NodeHash, ThreadInfo]]:
+        records = self.file.read()
+        records.pop(self._last_archived() or "", None)
+        return records
+
+    def head(self, thread: ThreadId) -> NodeHash | None:
+        record = self.get(thread)
+        return record.head if record is not None else None
+
+    def get(self, thread: ThreadId) -> ActiveThread | None:
+        record = self.file.read().get(thread)
+        if record is None or self._last_archived() == thread:
+            return None
+        return ActiveThread(thread, *record)
+
+    def active(self) -> list[ActiveThread]:
+        return [ActiveThread(ThreadId(t), *record) for t, record in self._read().items()]
+
+    def history(self) -> list[HistoryEntry]:
+        data = fsio.read_bytes(self.history_path)
+        if not data:
+            return []
+        entries = (_decode_history(line) for line in data.splitlines())
+        return [entry for entry in entries if entry is not None]
+
+    def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
+        found = None
+        for entry in self.history():
+            if entry.thread == thread:
+                found = entry
+        return found
+
+    # -- writing ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _edit(self) -> Iterator[dict[str, tuple[NodeHash, ThreadInfo]]]:
+        """The active threads under the lock, written back if changed.
+
+        A leftover of a crashed archive is removed and written back at once, before the
+        caller can append a history line: otherwise an archive that failed after its append
+        would make a new line the last one, and the leftover would read as active again.
+        """
+        with self.file.locked():
+            records = self.file.read()
+            leftover = self._last_archived()
+            if leftover is not None and leftover in records:
+                del records[leftover]
+                self.file.write(records, encode_thread)
+            before = dict(records)
+            yield records
+            if records != before:
+                self.file.write(records, encode_thread)
+
+    def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
+        self.create_many([ActiveThread(thread, head, info)])
+
+    def create_many(self, threads: list[ActiveThread]) -> None:
+        """Record many new active threads in one write (benchmarks, imports)."""
+        with self._edit() as records:
+            for record in threads:
+                if record.thread in records:
+                    raise Conflict(f"thread {record.thread} already exists")
+                records[record.thread] = (record.head, record.info)
+
+    def _require(
+        self, records: dict[str, tuple[NodeHash, ThreadInfo]], thread: ThreadId
+    ) -> tuple[NodeHash, ThreadInfo]:
+        record = records.get(thread)
+        if record is None:
+            entry = self.history_entry(thread)
+            status = f" (status: {entry.status})" if entry is not None else ""
+            raise NotActive(f"thread not active: {thread}{status}")
+        return record
+
+    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+        with self._edit() as records:
+            head, info = self._require(records, thread)
+            if head != expected:
+                raise Conflict(
+                    f"thread {thread} changed while the step ran (head is {head}, expected "
+                    f"{expected}); the step was not recorded"
+                )
+            records[thread] = (new, info)
+
+    def archive(
+        self,
+        thread: ThreadId,
+        workflow: NodeHash,
+        status: str,
+        at_ms: int,
+        expected: NodeHash | None = None,
+    ) -> NodeHash:
+        if status not in HISTORY_STATUSES:
+            raise ValueError(f"unknown history status: {status}")
+        with self._edit() as records:
+            head, _ = self._require(records, thread)
+            if expected is not None and head != expected:
+                raise Conflict(f"thread {thread} moved to {head} while archiving")
+            entry = HistoryEntry(thread, workflow, head, at_ms, status)
+            fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
+            del records[thread]
+        return head
+
+
+class FsRegistry(Registry):
+    """``registry.yaml``: one ``"<name>": "<hash>"`` line per workflow."""
+
+    def __init__(self, root: Path) -> None:
+        self.file = MappingFile(root / "registry.yaml", REGISTRY_HEADER, bool, _decode_hash)
+
+    def read(self) -> dict[str, NodeHash]:
+        return self.file.read()
+
+    def set(self, name: str, h: NodeHash) -> NodeHash | None:
+        with self.file.locked():
+            mapping = self.file.read()
+            previous = mapping.get(name)
+            if previous != h:
+                mapping[name] = h
+                self.file.write(mapping, str)
+        return previous

@@ -1,0 +1,236 @@
+"""The memory backend: the whole interface in one process's memory (unit tests, dry runs).
+
+It passes the same conformance class as every backend; its locks are ``threading`` locks, so
+in-process concurrency behaves like separate processes on the filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from uwf.backend.base import (
+    HISTORY_STATUSES,
+    ActiveThread,
+    Backend,
+    HistoryEntry,
+    Holder,
+    Locks,
+    Registry,
+    StepLock,
+    ThreadInfo,
+    ThreadTable,
+)
+from uwf.cas.store import Node, NodeInfo, Store, decode_node
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import Busy, Conflict, NotActive
+from uwf.util.jsonfmt import dumps
+from uwf.util.ulid import ThreadId, now_ms
+
+
+class MemoryStore(Store):
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self._index: dict[str, dict[str, None]] = {}
+        self._last_put: dict[str, int] = {}  # later puts of existing nodes (gc's grace)
+
+    def _exists(self, h: str) -> bool:
+        return h in self.nodes
+
+    def _load(self, h: str) -> Node | None:
+        node = self.nodes.get(h)
+        if node is None:
+            return None
+        return decode_node(h, node.as_dict())
+
+    def _create(self, h: str, node: Node) -> bool:
+        if h in self.nodes:
+            return False
+        self.nodes[h] = node
+        return True
+
+    def _refresh(self, h: str) -> bool:
+        if h not in self.nodes:
+            return False
+        self._last_put[h] = time.time_ns() // 1_000_000
+        return True
+
+    def _index_add(self, type_hash: str, h: str) -> None:
+        self._index.setdefault(type_hash, {})[h] = None
+
+    def index(self, type_hash: str) -> list[str]:
+        return list(self._index.get(type_hash, {}))
+
+    def iter_hashes(self) -> Iterator[str]:
+        yield from sorted(self.nodes)
+
+    def delete(self, h: str) -> int:
+        node = self.nodes.pop(h, None)
+        self._last_put.pop(h, None)
+        return 0 if node is None else len(dumps(node.as_dict()))
+
+    def write_index(self, index: dict[str, list[str]]) -> None:
+        self._index = {t: dict.fromkeys(hs) for t, hs in index.items()}
+
+    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+        if hashes:
+            self._index[type_hash] = dict.fromkeys(hashes)
+        else:
+            self._index.pop(type_hash, None)
+
+    def info(self, h: str) -> NodeInfo | None:
+        node = self._load(h)
+        if node is None:
+            return None
+        last_put = max(node.timestamp, self._last_put.get(h, 0))
+        return NodeInfo(node.type, last_put, len(dumps(node.as_dict())))
+
+
+class MemoryThreads(ThreadTable):
+    def __init__(self) -> None:
+        self._active: dict[ThreadId, ActiveThread] = {}
+        self._history: list[HistoryEntry] = []
+        self._mutex = threading.Lock()
+
+    def head(self, thread: ThreadId) -> NodeHash | None:
+        record = self._active.get(thread)
+        return record.head if record is not None else None
+
+    def get(self, thread: ThreadId) -> ActiveThread | None:
+        return self._active.get(thread)
+
+    def active(self) -> list[ActiveThread]:
+        return list(self._active.values())
+
+    def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
+        with self._mutex:
+            if thread in self._active:
+                raise Conflict(f"thread {thread} already exists")
+            self._active[thread] = ActiveThread(thread, head, info)
+
+    def _require(self, thread: ThreadId) -> ActiveThread:
+        record = self._active.get(thread)
+        if record is None:
+            entry = self.history_entry(thread)
+            status = f" (status: {entry.status})" if entry is not None else ""
+            raise NotActive(f"thread not active: {thread}{status}")
+        return record
+
+    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+        with self._mutex:
+            record = self._require(thread)
+            if record.head != expected:
+                raise Conflict(
+                    f"thread {thread} changed while the step ran (head is {record.head}, "
+                    f"expected {expected}); the step was not recorded"
+                )
+            self._active[thread] = ActiveThread(thread, new, record.info)
+
+    def archive(
+        self,
+        thread: ThreadId,
+        workflow: NodeHash,
+        status: str,
+        at_ms: int,
+        expected: NodeHash | None = None,
+    ) -> NodeHash:
+        if status not in HISTORY_STATUSES:
+            raise ValueError(f"unknown history status: {status}")
+        with self._mutex:
+            head = self._require(thread).head
+            if expected is not None and head != expected:
+                raise Conflict(f"thread {thread} moved to {head} while archiving")
+            self._history.append(HistoryEntry(thread, workflow, head, at_ms, status))
+            del self._active[thread]
+        return head
+
+    def history(self) -> list[HistoryEntry]:
+        return list(self._history)
+
+    def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
+        found = None
+        for entry in self._history:
+            if entry.thread == thread:
+                found = entry
+        return found
+
+
+class MemoryRegistry(Registry):
+    def __init__(self) -> None:
+        self._names: dict[str, NodeHash] = {}
+        self._mutex = threading.Lock()
+
+    def read(self) -> dict[str, NodeHash]:
+        return dict(self._names)
+
+    def set(self, name: str, h: NodeHash) -> NodeHash | None:
+        with self._mutex:
+            previous = self._names.get(name)
+            self._names[name] = h
+        return previous
+
+
+class _MemoryStepLock(StepLock):
+    def __init__(self, holder: Holder, notes: dict[ThreadId, Holder]) -> None:
+        self.holder = holder
+        self.notes = notes
+        notes[holder.thread] = holder
+
+    def note(self, *, role: str, agent: str) -> None:
+        h = self.holder
+        self.holder = Holder(h.thread, h.pid, h.host, h.since, role, agent)
+        self.notes[h.thread] = self.holder
+
+
+class MemoryLocks(Locks):
+    def __init__(self) -> None:
+        self._locks: dict[ThreadId, threading.Lock] = {}
+        self._holders: dict[ThreadId, Holder] = {}
+        self._mutex = threading.Lock()
+        self._gc = threading.Lock()
+
+    @contextlib.contextmanager
+    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+        with self._mutex:
+            lock = self._locks.setdefault(thread, threading.Lock())
+        if not lock.acquire(blocking=wait):
+            raise Busy(f"thread {thread} is busy")
+        try:
+            yield _MemoryStepLock(Holder(thread, os.getpid(), None, now_ms()), self._holders)
+        finally:
+            self._holders.pop(thread, None)
+            lock.release()
+
+    def running(self) -> set[ThreadId]:
+        return set(self._holders)
+
+    def holder(self, thread: ThreadId) -> Holder | None:
+        return self._holders.get(thread)
+
+    @contextlib.contextmanager
+    def gc(self) -> Iterator[None]:
+        if not self._gc.acquire(blocking=False):
+            raise Busy("cas gc is already running")
+        try:
+            yield
+        finally:
+            self._gc.release()
+
+
+class MemoryBackend(Backend):
+    """Nothing on disk but what lives in ``root`` on every backend: config, .env, logs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.nodes: MemoryStore = MemoryStore()
+        self.threads = MemoryThreads()
+        self.registry = MemoryRegistry()
+        self.locks = MemoryLocks()
+
+    @property
+    def name(self) -> str:
+        return "memory"

@@ -1,0 +1,118 @@
+"""One step of a thread: lock, plan, run, commit (docs/architecture.md, "Where a step happens").
+
+``step`` takes the thread's step lock (a second step on the same thread is refused before
+anything runs), re-reads the head under it, plans (``plan.plan_step``), runs the agent
+(``run.process_runner`` or the runner given) while watching that the thread is still active,
+and commits (``commit.commit_step``). Any failure before the commit's compare-and-swap leaves
+the head where it was; nodes an agent wrote for a failed step are garbage for ``cas gc``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.engine.step.commit import StepResult, archive, commit_step
+from uwf.engine.step.plan import StepPlan, plan_step
+from uwf.engine.step.run import Runner, agent_env, answered_hash, process_runner
+from uwf.model.threads import not_active, require_active
+from uwf.util.errors import Conflict, InvalidInput, NotActive, UwfError
+from uwf.util.log import ProcessLog
+from uwf.util.ulid import ThreadId
+
+__all__ = ["Runner", "StepPlan", "StepResult", "dry_run", "step", "step_many"]
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):  # refuses nan too
+        raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
+
+
+def dry_run(
+    backend: Backend, thread: str, *, agent: str | None = None, timeout: float | None = None
+) -> dict[str, Any]:
+    """The plan of the next step, as ``thread step --dry-run`` prints it. Runs nothing."""
+    _check_timeout(timeout)
+    tid, head = require_active(backend, thread)
+    return plan_step(backend, tid, head, agent=agent, timeout=timeout).dry_run()
+
+
+def step(
+    backend: Backend,
+    thread: str,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    wait: bool = False,
+    runner: Runner = process_runner,
+) -> StepResult:
+    """Run exactly one step of ``thread``."""
+    _check_timeout(timeout)
+    tid, _ = require_active(backend, thread)  # refused before waiting for the lock
+    with backend.locks.step(tid, wait=wait) as lock:
+        head = backend.threads.head(tid)
+        if head is None:  # archived while we waited
+            raise not_active(backend, tid)
+        log = ProcessLog(backend.root, thread=tid)
+        try:
+            plan = plan_step(backend, tid, head, agent=agent, timeout=timeout)
+            log.bind(workflow=plan.workflow)
+            if plan.archive is not None:
+                status = archive(backend, plan, plan.archive, head, log)
+                return StepResult(plan.workflow, tid, head, None, True, status)
+            assert plan.role is not None
+            log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
+            lock.note(role=plan.role, agent=plan.argv[0])
+            log.write(
+                "R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:])
+            )
+            finished = runner(plan, agent_env(backend, plan), _stop_when_gone(backend, plan))
+            if finished.stopped:
+                raise _stopped(backend, tid)
+            h = answered_hash(plan, finished)
+            log.write("C6P9E3H7", f"agent returned hash={h}")
+            return commit_step(backend, plan, h, log)
+        except UwfError as exc:
+            log.write("B8T5N1V6", f"step failed: {exc.message}")
+            raise
+
+
+def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:
+    """True once the thread's head is no longer the plan's (``thread kill`` archived it)."""
+    return lambda: backend.threads.head(plan.thread) != plan.head
+
+
+def _stopped(backend: Backend, thread: ThreadId) -> UwfError:
+    """Why a running agent was stopped: its thread was archived, or its head moved."""
+    head = backend.threads.head(thread)
+    if head is not None:
+        return Conflict(
+            f"thread {thread} moved to {head} while its step ran; the agent was stopped"
+        )
+    entry = backend.threads.history_entry(thread)
+    status = entry.status if entry is not None else "gone"
+    return NotActive(f"thread {thread} ended ({status}) while its step ran; the agent was stopped")
+
+
+def step_many(
+    backend: Backend,
+    thread: str,
+    count: int,
+    *,
+    on_result: Callable[[StepResult], None],
+    **kwargs: Any,
+) -> list[StepResult]:
+    """Up to ``count`` steps, stopping when the thread is done; ``on_result`` after each.
+
+    A failing step raises after the steps before it were handed to ``on_result``.
+    """
+    results = []
+    for _ in range(count):
+        result = step(backend, thread, **kwargs)
+        results.append(result)
+        on_result(result)
+        if result.done:
+            break
+    return results

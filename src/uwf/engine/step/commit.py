@@ -1,0 +1,109 @@
+"""Committing a step: check the agent's StepNode, route it, move the head, archive at the end.
+
+The order is what makes "nothing lost" hold (docs/architecture.md, "Where a step happens"):
+the StepNode is checked and routed by the moderator BEFORE the head moves, so a step whose
+output has no route fails and leaves the head where it was; the head then moves by the
+backend's compare-and-swap from the head the plan was made from; only then is the thread
+archived if the new head routes to ``$END`` or reaches its round limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.cas.store import Store
+from uwf.engine.step.plan import StepPlan, decide
+from uwf.model import chain
+from uwf.moderator.evaluate import ModeratorError
+from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import AgentFailed, NotActive
+from uwf.util.log import ProcessLog
+from uwf.util.ulid import ThreadId, now_ms
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one ``thread step`` did: one JSON line (docs/errors.md, "The step's output").
+
+    ``status`` is the thread's status after the step: ``active``, or how it ended
+    (``completed``, ``max_rounds``, ``killed``). ``role`` is the role that ran, None when the
+    thread ended without running one.
+    """
+
+    workflow: NodeHash
+    thread: ThreadId
+    head: NodeHash
+    role: str | None
+    done: bool
+    status: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "workflow": self.workflow,
+            "thread": self.thread,
+            "head": self.head,
+            "role": self.role,
+            "done": self.done,
+            "status": self.status,
+        }
+
+
+def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
+    """The StepNode at ``h`` if it is the step the plan asked for, else AgentFailed."""
+    node = store.get(h)
+    if node is None:
+        raise AgentFailed(f"agent returned a hash that is not in the store: {h}")
+    if node.type != schemas.hashes().step:
+        raise AgentFailed(f"agent returned hash that is not a StepNode: {h}")
+    step = chain.Step(h, node.payload, node.timestamp)
+    expected_prev = None if plan.head == plan.start else plan.head
+    problems = []
+    if step.start != plan.start:
+        problems.append(f"start is {step.start}, expected {plan.start}")
+    if step.prev != expected_prev:
+        problems.append(f"prev is {step.prev or 'null'}, expected {expected_prev or 'null'}")
+    if step.role != plan.role:
+        problems.append(f'role is "{step.role}", expected "{plan.role}"')
+    if step.depth is not None and step.depth != plan.depth + 1:
+        problems.append(f"depth is {step.depth}, expected {plan.depth + 1}")
+    if problems:
+        raise AgentFailed(f"agent returned StepNode {h} for another step: {'; '.join(problems)}")
+    return step
+
+
+def archive(backend: Backend, plan: StepPlan, status: str, head: NodeHash, log: ProcessLog) -> str:
+    """Archive the thread at ``head`` (compare-and-swap) and log it; the status it ended with.
+
+    ``thread kill`` does not take the step lock: if it archived the thread between our head
+    move and here, the step is recorded all the same and the thread stays ``killed``.
+    """
+    try:
+        backend.threads.archive(plan.thread, plan.workflow, status, now_ms(), expected=head)
+    except NotActive:
+        entry = backend.threads.history_entry(plan.thread)
+        if backend.threads.head(plan.thread) is not None or entry is None:
+            raise
+        return entry.status
+    log.write("F4D8Q2K5", f"thread archived status={status} head={head}")
+    return status
+
+
+def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) -> StepResult:
+    """Check, route, move the head from ``plan.head`` to ``h``, archive at the end."""
+    store = backend.nodes
+    step = check_step_node(store, h, plan)
+    workflow = chain.load_workflow(store, plan.workflow)
+    try:
+        after = decide(store, workflow, step)
+    except ModeratorError as exc:
+        raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
+    backend.threads.move(plan.thread, plan.head, h)
+    status = "active"
+    if after.done:
+        status = archive(backend, plan, "completed", h, log)
+    elif plan.limit is not None and plan.depth + 1 >= plan.limit:
+        status = archive(backend, plan, "max_rounds", h, log)
+    return StepResult(plan.workflow, plan.thread, h, plan.role, status != "active", status)

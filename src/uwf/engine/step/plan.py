@@ -1,0 +1,114 @@
+"""Deciding a step: what the thread's head calls for, with nothing run and nothing written.
+
+``plan_step`` reads the head, its StartNode and workflow, runs the moderator and looks up the
+agent. The result is a frozen :class:`StepPlan`: either the thread ends here (``archive``:
+its head already routes to ``$END``, or it has reached its round limit), or a role runs
+(``role``, the rendered ``prompt`` and the agent's ``argv``). A dry run prints the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.config.config import Config, agent_command, load_config
+from uwf.model import chain
+from uwf.moderator import evaluate
+from uwf.moderator.evaluate import START, Decision, ModeratorError
+from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash, describe
+from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.ulid import ThreadId
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step, decided. ``archive`` set: the thread ends; else ``role`` runs via ``argv``."""
+
+    thread: ThreadId
+    workflow: NodeHash
+    workflow_name: str
+    start: NodeHash
+    head: NodeHash  # the head the plan was made from; the step commits only onto it
+    depth: int  # steps in the chain so far; the new step is depth + 1
+    limit: int | None  # maxRounds
+    archive: str | None = None  # "completed" or "max_rounds": end the thread, run nothing
+    role: str | None = None
+    prompt: str = ""
+    argv: tuple[str, ...] = ()
+    timeout: float | None = None
+
+    def dry_run(self) -> dict[str, Any]:
+        """What ``thread step --dry-run`` prints."""
+        out: dict[str, Any] = {
+            "workflow": self.workflow,
+            "thread": self.thread,
+            "head": self.head,
+            "role": self.role,
+            "done": self.archive is not None,
+            "status": self.archive or "active",
+        }
+        if self.archive is None:
+            out["prompt"] = self.prompt
+            out["agent"] = list(self.argv)
+        out["dryRun"] = True
+        return out
+
+
+def decide(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> Decision:
+    """The moderator's decision for a head (``$START`` for a thread with no steps yet)."""
+    if isinstance(head, chain.Start):
+        return evaluate(workflow["graph"], START, {})
+    return evaluate(workflow["graph"], head.role, chain.output_of(store, head))
+
+
+def round_limit(start: chain.Start, config: Config) -> int | None:
+    """maxRounds: the thread's own (``--max-rounds`` at start), else config's, else none."""
+    return start.max_rounds if start.max_rounds is not None else config.max_rounds
+
+
+def plan_step(
+    backend: Backend,
+    thread: ThreadId,
+    head: NodeHash,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+) -> StepPlan:
+    """Decide the step of ``thread`` at ``head``. Reads a handful of nodes, writes nothing."""
+    store = backend.nodes
+    node = chain.load_head(store, head)
+    start = chain.start_of(store, node)
+    workflow = chain.load_workflow(store, start.workflow)
+    try:
+        decision = decide(store, workflow, node)
+    except ModeratorError as exc:
+        raise UwfError(f"moderator evaluate failed: {exc}") from None
+    config = load_config(backend.root)
+    base = StepPlan(
+        thread=thread,
+        workflow=start.workflow,
+        workflow_name=str(workflow.get("name", "")),
+        start=start.hash,
+        head=head,
+        depth=chain.depth_of(store, node),
+        limit=round_limit(start, config),
+    )
+    if decision.done:  # e.g. a fork of a step that already routes to $END
+        return replace(base, archive="completed")
+    if not schemas.is_name(decision.role):  # e.g. a Workflow node put around the validator
+        raise InvalidInput(
+            f"workflow routes to an invalid role name: {describe(decision.role)} "
+            "(role names are plain identifiers)"
+        )
+    if base.limit is not None and base.depth >= base.limit:
+        return replace(base, archive="max_rounds")
+    argv = agent_command(config, base.workflow_name, decision.role, agent)
+    return replace(
+        base,
+        role=decision.role,
+        prompt=decision.prompt,
+        argv=(*argv, thread, decision.role),
+        timeout=timeout if timeout is not None else config.agent_timeout,
+    )

@@ -1,0 +1,85 @@
+"""Running a planned step's agent, and reading what it answered.
+
+The default runner spawns the agent through ``uwf.adapters.process`` (no shell, own process
+group, parent-death signal, live stderr, bounded stdout, timeout). Tests pass a runner of
+their own (any callable with the same signature) to drive the step in-process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol
+
+from uwf.adapters import process
+from uwf.adapters.process import Finished
+from uwf.backend.base import Backend
+from uwf.config.config import load_dotenv
+from uwf.engine.step.plan import StepPlan
+from uwf.util.base32 import NodeHash, is_hash
+from uwf.util.errors import AgentFailed
+
+
+class Runner(Protocol):
+    """Runs a plan's agent to its end; ``should_stop`` is polled while it runs."""
+
+    def __call__(
+        self, plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
+    ) -> Finished: ...
+
+
+def process_runner(
+    plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
+) -> Finished:
+    """The agent as a real process (docs/format.md, "The agent protocol")."""
+    return process.run(
+        plan.argv,
+        env,
+        timeout=plan.timeout,
+        stderr_prefix=f"{os.path.basename(plan.argv[0])}: ",
+        should_stop=should_stop,
+        what="agent command",
+    )
+
+
+def agent_env(backend: Backend, plan: StepPlan) -> dict[str, str]:
+    """uwf's environment, plus ``<root>/.env`` where unset, plus the step's own variables."""
+    env = dict(os.environ)
+    for key, value in load_dotenv(backend.root).items():
+        env.setdefault(key, value)
+    env.update(backend.env())
+    env["UWF_EDGE_PROMPT"] = plan.prompt
+    return env
+
+
+def stderr_summary(text: str, limit: int = 500) -> str:
+    """What to quote of an agent's stderr: its last ``error:`` line (head kept, so the part
+    that says what failed survives a long quote), else the tail of everything."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("error: "):
+            flat = " ".join(line.split())
+            return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = " ".join(" ".join(lines).split())
+    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :]
+
+
+def answered_hash(plan: StepPlan, run: Finished) -> NodeHash:
+    """The StepNode hash the agent printed, or AgentFailed saying why there is none."""
+    command = plan.argv[0]
+    if run.timed_out:
+        raise AgentFailed(
+            f"agent timed out after {plan.timeout:g}s ({command}); its process group was killed"
+        )
+    if run.code != 0:
+        tail = stderr_summary(run.stderr_tail)
+        raise AgentFailed(
+            f"agent command failed ({command}) with exit code {run.code}"
+            + (f": {tail}" if tail else "")
+        )
+    lines = run.stdout.strip().splitlines()
+    last = lines[-1].strip() if lines else ""
+    if not is_hash(last):
+        shown = last[:80] if last else "(empty)"
+        raise AgentFailed(f"agent stdout is not a valid CAS hash: {shown}")
+    return NodeHash(last)

@@ -1,0 +1,61 @@
+"""Where a thread is: active (its head in the thread table) or archived (in the history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from uwf.backend.base import Backend
+from uwf.model import chain
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import NotActive, NotFound, UwfError
+from uwf.util.ulid import ThreadId, check_thread_id
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    """A thread's head, whether it is active, and its status (``active`` or the history's)."""
+
+    thread: ThreadId
+    head: NodeHash
+    active: bool
+    status: str
+    workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
+
+
+def locate(backend: Backend, thread: str) -> ThreadRef:
+    """The head of an active or archived thread (active wins when in both)."""
+    tid = check_thread_id(thread)
+    record = backend.threads.get(tid)
+    if record is not None:
+        return ThreadRef(tid, record.head, True, "active", record.info.workflow)
+    entry = backend.threads.history_entry(tid)
+    if entry is not None:
+        return ThreadRef(tid, entry.head, False, entry.status, entry.workflow)
+    raise NotFound(f"thread not found: {thread}")
+
+
+def not_active(backend: Backend, thread: ThreadId) -> UwfError:
+    """The error for a thread with no active head: unknown, or archived (with its status)."""
+    entry = backend.threads.history_entry(thread)
+    if entry is None:
+        return NotFound(f"thread not found: {thread}")
+    return NotActive(f"thread not active: {thread} (status: {entry.status})")
+
+
+def require_active(backend: Backend, thread: str) -> tuple[ThreadId, NodeHash]:
+    """A checked thread id and its head; ``not_active`` when it has none."""
+    tid = check_thread_id(thread)
+    head = backend.threads.head(tid)
+    if head is None:
+        raise not_active(backend, tid)
+    return tid, head
+
+
+def workflow_of(backend: Backend, ref: ThreadRef) -> NodeHash:
+    """The Workflow hash a thread runs (recorded, else read from its StartNode)."""
+    if ref.workflow:
+        return ref.workflow
+    try:
+        return chain.start_of(backend.nodes, chain.load_head(backend.nodes, ref.head)).workflow
+    except UwfError:
+        raise UwfError(f"failed to resolve workflow from head: {ref.head}") from None

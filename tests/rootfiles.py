@@ -1,0 +1,92 @@
+"""The filesystem backend's state files, for tests that set them up or inspect them directly.
+
+Most tests go through the CLI. These helpers serve the ones that must build a state no command
+builds (a crash leftover, a hand edit, a thread on a missing node) or hold a step lock the way
+a running step does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from uwf.backend.base import StepLock, ThreadInfo
+from uwf.backend.fs import FsBackend
+from uwf.backend.fs.nodes import FsStore
+from uwf.backend.fs.state import encode_thread
+from uwf.util import fsio
+from uwf.util.base32 import NodeHash
+from uwf.util.ulid import ThreadId
+
+
+class _Registry:
+    def __init__(self, backend: FsBackend) -> None:
+        self.backend = backend
+
+    def read(self) -> dict[str, str]:
+        return dict(self.backend.registry.read())
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[dict[str, Any]]:
+        """The raw mapping under the lock, written back as is (values need not be hashes)."""
+        file = self.backend.registry.file
+        with file.locked():
+            mapping: dict[str, Any] = dict(file.read())
+            yield mapping
+            file.write(mapping, lambda v: v)
+
+
+class RootFiles:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.backend = FsBackend(root)
+        self.registry = _Registry(self.backend)
+
+    def active(self) -> dict[str, str]:
+        return {r.thread: r.head for r in self.backend.threads.active()}
+
+    def head(self, thread: str) -> str | None:
+        return self.backend.threads.head(ThreadId(thread))
+
+    @contextlib.contextmanager
+    def edit_threads(self) -> Iterator[dict[str, str]]:
+        """Thread -> head under the threads.yaml lock; changes are written back (heads may be
+        anything, as a hand edit could make them)."""
+        file = self.backend.threads.file
+        with file.locked():
+            records = file.read()
+            heads = {t: head for t, (head, _) in records.items()}
+            before = dict(heads)
+            yield heads
+            if heads != before:
+                out: dict[str, Any] = {}
+                for thread, head in heads.items():
+                    old = records.get(thread)
+                    info = old[1] if old is not None and old[0] == head else ThreadInfo()
+                    out[thread] = (NodeHash(head), info)
+                file.write(out, encode_thread)
+
+    def append_history(
+        self, thread: str, workflow: str, head: str, status: str, at_ms: int
+    ) -> None:
+        """Append a raw history line (as an archive that crashed before its rewrite would)."""
+        line = {
+            "thread": thread,
+            "workflow": workflow,
+            "head": head,
+            "completedAt": at_ms,
+            "status": status,
+        }
+        fsio.append_line(self.root / "history.jsonl", json.dumps(line, separators=(",", ":")))
+
+    def hold_step(self, thread: str) -> contextlib.AbstractContextManager[StepLock]:
+        """Hold the thread's step lock, as a running step does."""
+        return self.backend.locks.step(ThreadId(thread), wait=True)
+
+
+def open_store(root: Path) -> FsStore:
+    """The node store of a storage root."""
+    return FsBackend(root).nodes

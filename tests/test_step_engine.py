@@ -1,0 +1,251 @@
+"""The step as plan -> run -> commit, driven in-process on the memory backend.
+
+The agent is a fake runner that writes what a real agent writes (an output, a detail and a
+StepNode) straight into the backend, so the engine's decisions are tested without processes;
+the real processes are covered by tests/test_thread_e2e.py and friends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EXAMPLES
+from uwf.adapters.process import Finished
+from uwf.backend.memory import MemoryBackend, MemoryThreads
+from uwf.engine import step, threads, workflows
+from uwf.engine.step import StepPlan
+from uwf.model import chain
+from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import AgentFailed, Busy, Conflict, NotActive
+from uwf.util.ulid import ThreadId
+
+PLAN = {"status": "_", "plan": "do it", "steps": ["one"]}
+DEV = {"status": "_", "filesChanged": ["a.py"], "summary": "did it"}
+REJECT = {"status": "rejected", "comments": "add tests"}
+APPROVE = {"status": "approved", "comments": "ok"}
+
+
+class FakeAgent:
+    """A runner that answers each role with the next scripted output, as an agent would."""
+
+    def __init__(self, backend: MemoryBackend, outputs: dict[str, list[Any]]) -> None:
+        self.backend = backend
+        self.outputs = {role: list(items) for role, items in outputs.items()}
+        self.plans: list[StepPlan] = []
+        self.envs: list[dict[str, str]] = []
+
+    def write_step(self, plan: StepPlan, output: Any, **overrides: Any) -> NodeHash:
+        store = self.backend.nodes
+        h = schemas.ensure(store)
+        workflow = chain.load_workflow(store, plan.workflow)
+        assert plan.role is not None
+        output_hash = store.put(workflow["roles"][plan.role]["meta"], output)
+        payload = {
+            "start": plan.start,
+            "prev": None if plan.head == plan.start else plan.head,
+            "role": plan.role,
+            "output": output_hash,
+            "detail": store.put(h.text, f"detail of {plan.role}"),
+            "agent": "fake",
+            "edgePrompt": plan.prompt,
+            "depth": plan.depth + 1,
+            **overrides,
+        }
+        return NodeHash(store.put(h.step, payload))
+
+    def __call__(
+        self, plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
+    ) -> Finished:
+        self.plans.append(plan)
+        self.envs.append(env)
+        assert plan.role is not None
+        entries = self.outputs[plan.role]
+        output = entries.pop(0) if len(entries) > 1 else entries[0]
+        return Finished(0, self.write_step(plan, output) + "\n", "")
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> MemoryBackend:
+    return MemoryBackend(tmp_path)
+
+
+@pytest.fixture
+def thread(backend: MemoryBackend) -> ThreadId:
+    workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
+    return ThreadId(threads.start(backend, "solve-issue", "Fix the login bug")["thread"])
+
+
+def agent(backend: MemoryBackend) -> FakeAgent:
+    return FakeAgent(
+        backend, {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
+    )
+
+
+def test_a_thread_runs_to_end_with_one_rejection(backend: MemoryBackend, thread: ThreadId) -> None:
+    fake = agent(backend)
+    results = step.step_many(backend, thread, 20, on_result=lambda r: None, agent="x", runner=fake)
+    roles = [r.role for r in results]
+    assert roles == ["planner", "developer", "reviewer", "developer", "reviewer"]
+    assert [r.status for r in results] == ["active"] * 4 + ["completed"]
+    assert results[-1].done and backend.threads.head(thread) is None
+    entry = backend.threads.history_entry(thread)
+    assert entry is not None and (entry.head, entry.status) == (results[-1].head, "completed")
+    assert fake.plans[3].prompt.endswith("Address every comment:\nadd tests\n")
+
+
+def test_plan_is_frozen_and_names_the_agent_and_prompt(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    out = step.dry_run(backend, thread, agent="my-agent --flag")
+    assert out["role"] == "planner" and out["agent"] == ["my-agent", "--flag", thread, "planner"]
+    assert (out["done"], out["status"], out["dryRun"]) == (False, "active", True)
+    assert backend.locks.running() == set()
+
+
+def test_the_agent_gets_the_edge_prompt_and_the_backend_in_its_environment(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    fake = agent(backend)
+    step.step(backend, thread, agent="x", runner=fake)
+    env = fake.envs[0]
+    assert env["UWF_EDGE_PROMPT"] == fake.plans[0].prompt != ""
+    assert env["WORKFLOW_STORAGE_ROOT"] == str(backend.root)
+
+
+def test_a_failed_agent_leaves_the_head_and_says_why(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    head = backend.threads.head(thread)
+
+    def failing(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
+        return Finished(3, "", "warming up\nerror: the model is down\n")
+
+    with pytest.raises(AgentFailed) as err:
+        step.step(backend, thread, agent="x", runner=failing)
+    assert err.value.message == (
+        "agent command failed (x) with exit code 3: error: the model is down"
+    )
+    assert err.value.loop_code == 5
+    assert backend.threads.head(thread) == head
+
+
+def test_a_step_node_for_another_step_is_refused(backend: MemoryBackend, thread: ThreadId) -> None:
+    fake = agent(backend)
+    head = backend.threads.head(thread)
+
+    def wrong_role(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
+        return Finished(0, fake.write_step(plan, PLAN, role="reviewer", depth=5), "")
+
+    with pytest.raises(AgentFailed) as err:
+        step.step(backend, thread, agent="x", runner=wrong_role)
+    assert 'role is "reviewer", expected "planner"; depth is 5, expected 1' in err.value.message
+    assert backend.threads.head(thread) == head
+
+
+def test_busy_thread_is_refused_before_the_agent_runs(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    fake = agent(backend)
+    with backend.locks.step(thread, wait=False), pytest.raises(Busy) as err:
+        step.step(backend, thread, agent="x", runner=fake)
+    assert err.value.message == f"thread {thread} is busy" and err.value.loop_code == 4
+    assert fake.plans == []
+
+
+def test_not_active_thread_has_loop_code_3(backend: MemoryBackend, thread: ThreadId) -> None:
+    threads.kill(backend, thread)
+    with pytest.raises(NotActive) as err:
+        step.step(backend, thread, agent="x", runner=agent(backend))
+    assert err.value.message == f"thread not active: {thread} (status: killed)"
+    assert err.value.loop_code == 3
+
+
+def test_kill_during_the_step_stops_the_agent(backend: MemoryBackend, thread: ThreadId) -> None:
+    """The runner is asked to stop once the thread is archived; the step fails with 3."""
+
+    def killed_meanwhile(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
+        assert not stop()
+        backend.threads.archive(thread, plan.workflow, "killed", 1)
+        assert stop()
+        return Finished(-15, "", "", stopped=True)
+
+    with pytest.raises(NotActive) as err:
+        step.step(backend, thread, agent="x", runner=killed_meanwhile)
+    assert err.value.message == (
+        f"thread {thread} ended (killed) while its step ran; the agent was stopped"
+    )
+
+
+def test_a_head_moved_by_another_writer_is_a_conflict(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    fake = agent(backend)
+    start = backend.threads.head(thread)
+    assert start is not None
+
+    def racing(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
+        other = fake.write_step(plan, PLAN, agent="other")
+        backend.threads.move(thread, start, other)  # a writer that ignored the lock
+        return Finished(0, fake.write_step(plan, PLAN), "")
+
+    with pytest.raises(Conflict) as err:
+        step.step(backend, thread, agent="x", runner=racing)
+    assert err.value.loop_code == 4 and "changed while the step ran" in err.value.message
+
+
+def test_kill_racing_the_archive_of_a_finishing_step_keeps_the_step(
+    backend: MemoryBackend, tmp_path: Path
+) -> None:
+    """``thread kill`` does not take the step lock, so it can archive a thread between a
+    step's head move and that step's own archive (its last step reached maxRounds). The step
+    was recorded and must say so, with the thread's status ``killed``."""
+
+    class KillAfterMove(MemoryThreads):
+        def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+            super().move(thread, expected, new)
+            threads.kill(backend, thread)  # the racing `thread kill`
+
+    workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
+    tid = ThreadId(threads.start(backend, "solve-issue", "x", max_rounds=1)["thread"])
+    racing = KillAfterMove()
+    racing._active = backend.threads._active
+    backend.threads = racing
+    result = step.step(backend, tid, agent="x", runner=agent(backend))
+    assert (result.role, result.done, result.status) == ("planner", True, "killed")
+    entry = backend.threads.history_entry(tid)
+    assert entry is not None and (entry.head, entry.status) == (result.head, "killed")
+
+
+def test_max_rounds_archives_after_the_last_allowed_step(backend: MemoryBackend) -> None:
+    workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
+    tid = ThreadId(threads.start(backend, "solve-issue", "x", max_rounds=2)["thread"])
+    results = step.step_many(
+        backend, tid, 10, on_result=lambda r: None, agent="x", runner=agent(backend)
+    )
+    assert [(r.role, r.status) for r in results] == [
+        ("planner", "active"),
+        ("developer", "max_rounds"),
+    ]
+
+
+def test_step_many_hands_over_each_step_before_a_failure(
+    backend: MemoryBackend, thread: ThreadId
+) -> None:
+    fake = agent(backend)
+    seen: list[str | None] = []
+
+    def flaky(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
+        if plan.role == "developer":
+            return Finished(1, "", "error: out of tokens\n")
+        return fake(plan, env, stop)
+
+    with pytest.raises(AgentFailed):
+        step.step_many(
+            backend, thread, 5, on_result=lambda r: seen.append(r.role), agent="x", runner=flaky
+        )
+    assert seen == ["planner"]
