@@ -93,8 +93,11 @@ def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
     return [ctx.store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
 
 
-def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """A detail-node schema: the agent's own fields plus ``turns`` (refs to AgentTurn nodes)."""
+def detail_schema(
+    title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
+    ``turns`` (refs to AgentTurn nodes)."""
     return {
         "title": title,
         "type": "object",
@@ -102,6 +105,7 @@ def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
         "required": [*properties, "turns"],
         "properties": {
             **properties,
+            **(optional or {}),
             "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
         },
     }
