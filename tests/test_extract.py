@@ -228,6 +228,15 @@ def test_missing_api_key(cli: Any, root: Path, thread: str, raw_agent: str, llm:
     assert llm.requests == []
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0.5", "LLM request timed out after 0.5s: {url}/chat/completions "
+                "($UWF_LLM_TIMEOUT sets the limit)"),
+        ("soon", "$UWF_LLM_TIMEOUT must be a positive number of seconds, got: soon"),
+    ],
+    ids=["times-out", "not-a-number"],
+)  # fmt: skip
 def test_extract_timeout_from_the_environment(
     cli: Any,
     root: Path,
@@ -235,42 +244,18 @@ def test_extract_timeout_from_the_environment(
     raw_agent: str,
     llm: LLMServer,
     monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    message: str,
 ) -> None:
     """``$UWF_LLM_TIMEOUT`` bounds each LLM call of the agent (60 s for the extract without it);
     the message names the variable, never the key."""
     write_config(root, llm.base_url)
-    monkeypatch.setenv("UWF_LLM_TIMEOUT", "0.5")
+    monkeypatch.setenv("UWF_LLM_TIMEOUT", value)
     llm.reply({"delay": 10, "then": json.dumps(PLANNED)})
     began = time.monotonic()
-    step_fails(
-        cli,
-        root,
-        thread,
-        raw_agent,
-        f"LLM request timed out after 0.5s: {llm.base_url}/chat/completions "
-        "($UWF_LLM_TIMEOUT sets the limit)",
-    )
+    step_fails(cli, root, thread, raw_agent, message.format(url=llm.base_url))
     assert time.monotonic() - began < 8
-
-
-def test_bad_timeout_variable(
-    cli: Any,
-    root: Path,
-    thread: str,
-    raw_agent: str,
-    llm: LLMServer,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    write_config(root, llm.base_url)
-    monkeypatch.setenv("UWF_LLM_TIMEOUT", "soon")
-    step_fails(
-        cli,
-        root,
-        thread,
-        raw_agent,
-        "$UWF_LLM_TIMEOUT must be a positive number of seconds, got: soon",
-    )
-    assert llm.requests == []
+    assert len(llm.requests) == (1 if value == "0.5" else 0)
 
 
 def test_hung_model_is_bounded_by_the_step_timeout(

@@ -484,17 +484,19 @@ def in_terminal(args: list[str], answers: list[tuple[str, str]], timeout: float 
     return Terminal(os.waitstatus_to_exitcode(status), screen.decode(errors="replace"))
 
 
+def custom_provider(url: str) -> list[tuple[str, str]]:
+    """The answers for the custom provider ``local`` at ``url`` (a server on this machine, so
+    its key may be left empty), up to the model."""
+    return [
+        ("Choose [1-14]: ", "14"),
+        ("Provider name (e.g. my-proxy): ", "local"),
+        ("OpenAI-compatible API base URL: ", url),
+        ("API key (leave empty if the server needs none): ", KEY),
+    ]
+
+
 def test_interactive_in_a_real_process(root: Path, provider: FakeProvider) -> None:
-    term = in_terminal(
-        ["setup"],
-        [
-            ("Choose [1-14]: ", "14"),
-            ("Provider name (e.g. my-proxy): ", "local"),
-            ("OpenAI-compatible API base URL: ", provider.url),
-            ("API key (leave empty if the server needs none): ", KEY),
-            ("Default model [1-2]: ", "1"),
-        ],
-    )
+    term = in_terminal(["setup"], [*custom_provider(provider.url), ("Default model [1-2]: ", "1")])
     assert term.code == 0, term.screen
     assert "Setup complete! Get started:" in term.screen
     assert KEY not in term.screen  # typed with hidden input: never echoed
@@ -506,13 +508,7 @@ def test_interactive_empty_model_in_a_real_process(root: Path, provider: FakePro
     provider.models = []
     term = in_terminal(
         ["setup"],
-        [
-            ("Choose [1-14]: ", "14"),
-            ("Provider name (e.g. my-proxy): ", "local"),
-            ("OpenAI-compatible API base URL: ", provider.url),
-            ("API key (leave empty if the server needs none): ", KEY),
-            ("Default model (e.g. qwen-plus, gpt-4o): ", ""),
-        ],
+        [*custom_provider(provider.url), ("Default model (e.g. qwen-plus, gpt-4o): ", "")],
     )
     assert term.code == 1
     assert term.screen.rstrip().endswith("error: Model required")

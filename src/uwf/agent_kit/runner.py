@@ -111,6 +111,37 @@ def detail_schema(
     }
 
 
+#: The fields of a detail that records a model session (``uwf-builtin``, ``uwf-hermes``).
+SESSION_FIELDS: dict[str, Any] = {
+    "sessionId": {"type": "string"},
+    "model": {"type": "string"},
+    "duration": {"type": "integer", "minimum": 0},
+    "turnCount": {"type": "integer", "minimum": 0},
+}
+
+
+def store_session_detail(
+    ctx: AgentContext,
+    schema: dict[str, Any],
+    session_id: str,
+    model: str,
+    duration_ms: int,
+    turns: list[dict[str, Any]],
+) -> str:
+    """Store the turns, then a ``SESSION_FIELDS`` detail under ``schema``; its hash."""
+    refs = store_turns(ctx, turns)
+    return ctx.store.put(
+        ctx.store.put_schema(schema),
+        {
+            "sessionId": session_id,
+            "model": model,
+            "duration": max(0, duration_ms),
+            "turnCount": len(refs),
+            "turns": refs,
+        },
+    )
+
+
 def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:
     """The output hash, and the last run (whose detail covers the corrections too)."""
     from uwf.agent_kit import extract, frontmatter, prompts

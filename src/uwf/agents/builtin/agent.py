@@ -24,15 +24,7 @@ from uwf.util.errors import InvalidInput, UwfError
 
 LABEL = "uwf-builtin"
 
-DETAIL = runner.detail_schema(
-    "BuiltinDetail",
-    {
-        "sessionId": {"type": "string"},
-        "model": {"type": "string"},
-        "duration": {"type": "integer", "minimum": 0},
-        "turnCount": {"type": "integer", "minimum": 0},
-    },
-)
+DETAIL = runner.detail_schema("BuiltinDetail", runner.SESSION_FIELDS)
 
 
 @dataclass
@@ -103,18 +95,9 @@ class BuiltinAgent:
         return self.chat, self.tools
 
     def _detail(self, ctx: AgentContext, session_id: str, session: _Session) -> str:
-        turns = runner.store_turns(ctx, session.turns)
-        detail_type = ctx.store.put_schema(DETAIL)
-        duration = max(0, int((time.monotonic() - session.started) * 1000))
-        return ctx.store.put(
-            detail_type,
-            {
-                "sessionId": session_id,
-                "model": session.model,
-                "duration": duration,
-                "turnCount": len(session.turns),
-                "turns": turns,
-            },
+        duration = int((time.monotonic() - session.started) * 1000)
+        return runner.store_session_detail(
+            ctx, DETAIL, session_id, session.model, duration, session.turns
         )
 
     def run(self, ctx: AgentContext) -> runner.RunResult:

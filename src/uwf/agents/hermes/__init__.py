@@ -59,37 +59,19 @@ session to turns and the answer), ``agent`` (the runs of a step, the detail), ``
 (options, help, the console entry).
 """
 
-from uwf.agents.hermes.agent import AGENT, DETAIL, LABEL, HermesAgent
-from uwf.agents.hermes.cli import HELP, RESERVED, USAGE, main, split_argv
-from uwf.agents.hermes.process import (
-    PACKAGE,
-    HermesMissing,
-    chat_argv,
-    export_session,
-    failure_text,
-    hermes_executable,
-    parse_session_id,
-)
-from uwf.agents.hermes.session import Run, run_of, to_turn
+from uwf.agents.hermes.agent import HermesAgent
+from uwf.agents.hermes.cli import HELP, USAGE, main, split_argv
+from uwf.agents.hermes.process import chat_argv, failure_text, parse_session_id
+from uwf.agents.hermes.session import run_of
 
 __all__ = [
-    "AGENT",
-    "DETAIL",
     "HELP",
-    "LABEL",
-    "PACKAGE",
-    "RESERVED",
     "USAGE",
     "HermesAgent",
-    "HermesMissing",
-    "Run",
     "chat_argv",
-    "export_session",
     "failure_text",
-    "hermes_executable",
     "main",
     "parse_session_id",
     "run_of",
     "split_argv",
-    "to_turn",
 ]

@@ -30,15 +30,7 @@ LABEL = "uwf-hermes"
 # Hermes only ever writes assistant and tool turns (session.to_turn skips the rest), which
 # the shared shape holds as they are, so a schema of its own would only add a second type
 # for the same data.
-DETAIL = runner.detail_schema(
-    "HermesDetail",
-    {
-        "sessionId": {"type": "string"},
-        "model": {"type": "string"},
-        "duration": {"type": "integer", "minimum": 0},
-        "turnCount": {"type": "integer", "minimum": 0},
-    },
-)
+DETAIL = runner.detail_schema("HermesDetail", runner.SESSION_FIELDS)
 DETAIL["description"] = "A step run by the Hermes agent (see docs/agents.md, uwf-hermes)."
 
 
@@ -82,20 +74,10 @@ class HermesAgent:
         return run
 
     def _detail(self, ctx: AgentContext) -> str:
-        refs = runner.store_turns(ctx, [t for run in self.runs for t in run.turns])
         last = self.runs[-1]
-        duration = max(0, round((last.end - self.runs[0].start) * 1000))
-        detail_type = ctx.store.put_schema(DETAIL)
-        return ctx.store.put(
-            detail_type,
-            {
-                "sessionId": last.session,
-                "model": last.model,
-                "duration": duration,
-                "turnCount": len(refs),
-                "turns": refs,
-            },
-        )
+        duration = round((last.end - self.runs[0].start) * 1000)
+        turns = [t for run in self.runs for t in run.turns]
+        return runner.store_session_detail(ctx, DETAIL, last.session, last.model, duration, turns)
 
     def _prompt(self, ctx: AgentContext, first_visit: bool) -> str:
         from uwf.agent_kit.prompts import build_agent_prompt
@@ -141,4 +123,3 @@ class HermesAgent:
         run = self._chat(ctx, message, resume=session)
         self.runs.append(run)
         return runner.RunResult(run.output, self._detail(ctx), run.session)
-

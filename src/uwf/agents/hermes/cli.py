@@ -68,4 +68,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         return HermesAgent(options), kit
 
     runner.cli(make, argv, HELP)
-

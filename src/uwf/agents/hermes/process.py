@@ -166,4 +166,3 @@ def export_session(exe: str, session_id: str) -> dict[str, Any]:
         f"{what} printed no session (one JSON line with id {session_id} was expected)"
         + (f": {said}" if said else "")
     )
-

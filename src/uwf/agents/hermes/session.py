@@ -122,4 +122,3 @@ def run_of(session: dict[str, Any], launched: float, resumed: bool) -> Run:
         start=start,
         end=end,
     )
-
