@@ -33,41 +33,48 @@ NO_TERMINAL = (
 )
 
 
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        help="Provider name, e.g. openai (names the key's env var); a preset name "
+        "(openai, ollama, …) also gives the base URL.",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible API base URL, e.g. https://…/v1."),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="API key, stored in <root>/.env (mode 0600); '-' reads it from stdin. Not "
+        "needed for Ollama or a server on this machine.",
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model id; becomes the model alias 'default'.")
+]
+DefaultAgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--default-agent",
+        "--agent",
+        help="Default agent: an alias from config.yaml, builtin (uwf-builtin, the "
+        "default), hermes (uwf-hermes; must be installed and configured), or a command "
+        "added as an alias. Alone, it changes only the default agent.",
+    ),
+]
+
+
 def setup(
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            "--provider",
-            help="Provider name, e.g. openai (names the key's env var); a preset name "
-            "(openai, ollama, …) also gives the base URL.",
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", help="OpenAI-compatible API base URL, e.g. https://…/v1."),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key, stored in <root>/.env (mode 0600); '-' reads it from stdin. Not "
-            "needed for Ollama or a server on this machine.",
-            show_default=False,
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id; becomes the model alias 'default'.")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--default-agent",
-            "--agent",
-            help="Default agent: an alias from config.yaml, builtin (uwf-builtin, the "
-            "default), hermes (uwf-hermes; must be installed and configured), or a command "
-            "added as an alias. Alone, it changes only the default agent.",
-        ),
-    ] = None,
+    provider: ProviderOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    model: ModelOpt = None,
+    agent: DefaultAgentOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Configure a provider, a model and the default agent.
