@@ -1,4 +1,4 @@
-"""The agent flow every ``uwf-*`` agent shares (PORT §7, REFERENCE §5.2).
+"""The agent flow every ``uwf-*`` agent shares (docs/agents.md, "A Python agent on the agent kit").
 
 An agent supplies ``run`` (and optionally ``resume`` for correction prompts); the kit does
 the rest: arguments, context from the chain, the format instruction, the two-layer extract

@@ -60,7 +60,7 @@ def _reasoning(message: dict[str, Any]) -> str | None:
 
 
 def to_turn(message: dict[str, Any]) -> dict[str, Any] | None:
-    """A ``HermesTurn`` payload (without index) for an assistant or tool message, else None."""
+    """An ``AgentTurn`` payload (without index) for an assistant or tool message, else None."""
     role = message.get("role")
     if role == "assistant":
         return {
