@@ -17,6 +17,8 @@ A reply spec is one of:
   A tool call is either the OpenAI shape (``{"id", "type": "function", "function": {"name",
   "arguments"}}``) or the shortcut ``{"name": ..., "arguments": <dict or JSON string>}``;
   ``finish_reason`` defaults to ``tool_calls`` when there are tool calls, else ``stop``.
+  ``"model"`` and ``"usage"`` set what the completion reports (default: the requested model
+  and zero tokens).
 - ``{"status": 500, "body": "..."}`` — a raw HTTP answer (body text as given).
 - ``{"raw": "not json"}`` — HTTP 200 whose body is the given text (``application/json``).
 - ``{"delay": seconds, "then": <spec>}`` — wait, then answer ``then`` (default: a text reply).
@@ -50,6 +52,7 @@ EXTRACT_MODEL = "test-extract-model"
 DEFAULT_MODEL = "test-default-model"
 EMPTY_QUEUE = "llm_server: no scripted reply left"
 
+NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 STREAM_PIECE = 7  # characters per streamed content delta: small, so reassembly is exercised
 
 
@@ -220,7 +223,11 @@ class LLMServer:
             return _Answer(200, str(spec["raw"]).encode(), "application/json")
         message, finish = _message(spec)
         ident = f"chatcmpl-{number}"
-        model = str(request.body.get("model", ""))
+        reported = spec if isinstance(spec, dict) else {}
+        model = str(reported.get("model", request.body.get("model", "")))
+        usage = reported.get(
+            "usage", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        )
         if request.body.get("stream") is True:
             return _Answer(
                 200, b"", "text/event-stream", _sse_events(ident, model, message, finish)
@@ -233,7 +240,7 @@ class LLMServer:
                 "created": int(time.time()),
                 "model": model,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "usage": usage,
             },
         )
 

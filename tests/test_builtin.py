@@ -30,6 +30,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from uwf.adapters import llm as llm_adapter
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE, build_output_format_instruction
 from uwf.agents import builtin
 from uwf.agents.builtin import (
@@ -69,13 +70,14 @@ def call(name: str, arguments: Any, ident: str | None = None) -> dict[str, Any]:
 
 
 class ScriptedChat:
-    """A ``chat`` for :func:`run_loop`: answers from a list, records what it was sent."""
+    """A ``chat`` for :func:`run_loop`: answers from a list of assistant messages (read by the
+    LLM adapter, as a server's would be), records what it was sent."""
 
     def __init__(self, *replies: dict[str, Any]) -> None:
-        self.replies = list(replies)
+        self.replies = [llm_adapter.reply_of(r) for r in replies]
         self.sent: list[tuple[list[dict[str, Any]], bool]] = []
 
-    def __call__(self, messages: list[dict[str, Any]], tools_on: bool) -> dict[str, Any]:
+    def __call__(self, messages: list[dict[str, Any]], tools_on: bool) -> llm_adapter.Reply:
         self.sent.append(([dict(m) for m in messages], tools_on))
         return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
@@ -151,7 +153,8 @@ def test_tool_calls_each_append_a_tool_message() -> None:
     messages: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     tool = RecordingTool()
-    calls = [call("read_file", {"path": "a"}, "c1"), call("run_command", {"command": "ls"}, "c2")]
+    raw = [call("read_file", {"path": "a"}, "c1"), call("run_command", {"command": "ls"}, "c2")]
+    calls = llm_adapter.reply_of({"tool_calls": raw}).tool_calls
     assert process_tool_calls(calls, messages, turns, tool) == 2
     assert messages == [
         {"role": "tool", "tool_call_id": "c1", "content": "result of read_file #1"},
@@ -159,7 +162,7 @@ def test_tool_calls_each_append_a_tool_message() -> None:
     ]
     assert tool.calls == [("read_file", '{"path": "a"}'), ("run_command", '{"command": "ls"}')]
     assert [t["content"] for t in turns] == [m["content"] for m in messages]
-    assert process_tool_calls([], messages, turns, tool) == 0 and len(messages) == 2
+    assert process_tool_calls((), messages, turns, tool) == 0 and len(messages) == 2
 
 
 def test_text_only_reply_returns_at_once() -> None:
@@ -519,7 +522,7 @@ def test_help(cli_proc: Any) -> None:
     assert r.code == 0 and r.out.startswith(builtin.USAGE)
     for option in ("--model", "--allow-outside", "--command-timeout", "--http-timeout"):
         assert option in r.out
-    assert builtin.HTTP_TIMEOUT_ENV in r.out
+    assert "$UWF_LLM_TIMEOUT" in r.out
 
 
 # -- end to end through `uwf thread step` ----------------------------------------------------------
@@ -779,7 +782,7 @@ def test_solve_issue_to_end(
         ({"status": 500, "body": "upstream exploded"}, "LLM HTTP 500: upstream exploded"),
         (
             {"status": 429, "body": "slow down"},
-            "LLM HTTP 429 (rate limited; uwf-builtin does not retry): slow down",
+            "LLM HTTP 429 (rate limited; uwf does not retry): slow down",
         ),
         ({"raw": "<html>not json</html>"}, "LLM invalid JSON response: <html>not json</html>"),
         ({"raw": '{"choices": []}'}, "LLM response has no choices"),
@@ -803,14 +806,14 @@ def test_server_timeout_flag(cli: Any, root: Path, thread: str, served: LLMServe
         thread,
         "uwf-builtin --http-timeout 0.5",
         f"LLM request timed out after 0.5s: {url} "
-        "(--http-timeout or $UWF_BUILTIN_HTTP_TIMEOUT sets the limit)",
+        "(--http-timeout or $UWF_LLM_TIMEOUT sets the limit)",
     )
 
 
 def test_server_timeout_env(
     cli: Any, root: Path, thread: str, served: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("UWF_BUILTIN_HTTP_TIMEOUT", "0.5")
+    monkeypatch.setenv("UWF_LLM_TIMEOUT", "0.5")
     served.reply({"delay": 10, "then": PLAN_FM})
     r = step_fails(
         cli,
@@ -818,7 +821,7 @@ def test_server_timeout_env(
         thread,
         "uwf-builtin",
         f"LLM request timed out after 0.5s: {served.base_url}/chat/completions "
-        "(--http-timeout or $UWF_BUILTIN_HTTP_TIMEOUT sets the limit)",
+        "(--http-timeout or $UWF_LLM_TIMEOUT sets the limit)",
     )
     assert "uwf-builtin: error: LLM request timed out" in r.err  # the agent's own line
 
@@ -826,13 +829,13 @@ def test_server_timeout_env(
 def test_bad_timeout_env(
     cli: Any, root: Path, thread: str, served: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("UWF_BUILTIN_HTTP_TIMEOUT", "-1")
+    monkeypatch.setenv("UWF_LLM_TIMEOUT", "-1")
     step_fails(
         cli,
         root,
         thread,
         "uwf-builtin",
-        "$UWF_BUILTIN_HTTP_TIMEOUT must be a positive number of seconds, got: -1",
+        "$UWF_LLM_TIMEOUT must be a positive number of seconds, got: -1",
     )
     assert served.requests == []
 

@@ -404,3 +404,89 @@ def test_solve_issue_to_end_with_llm_extract(
     for path in root.rglob("*"):
         if path.is_file() and path.name != ".env":
             assert TEST_KEY.encode() not in path.read_bytes(), path
+
+
+# -- (g) the command line and live stderr ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("prog", ["uwf-cmd", "uwf-mock", "uwf-builtin", "uwf-hermes"])
+def test_every_agent_has_help(cli_proc: Any, prog: str) -> None:
+    for flag in ("--help", "-h"):
+        r = cli_proc(flag, prog=prog)
+        assert (r.code, r.err) == (0, ""), r.err
+        assert r.out.startswith(f"usage: {prog} ") and "<thread-id> <role>" in r.out
+        assert "--help" in r.out
+
+
+def test_help_describes_the_command(cli_proc: Any) -> None:
+    out = cli_proc("--help", prog="uwf-cmd").out
+    for word in ("{prompt}", "{thread}", "{role}", "$UWF_THREAD", "stdin", "stderr"):
+        assert word in out, word
+
+
+LIVE = """\
+import os, sys, time
+sys.stderr.write("first line\\n"); sys.stderr.flush()
+deadline = time.monotonic() + 30
+while not os.path.exists({release!r}) and time.monotonic() < deadline:
+    time.sleep(0.02)
+sys.stderr.write("released\\n" if os.path.exists({release!r}) else "never released\\n")
+print({plan!r})
+"""
+
+
+def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) -> None:
+    """The command's first stderr line reaches uwf's stderr while the command still runs:
+    the command waits for the test to see that line before it goes on."""
+    import queue
+    import subprocess
+    import threading
+
+    release = tmp_path / "release"
+    script = tmp_path / "live.py"
+    script.write_text(LIVE.format(release=str(release), plan=PLAN))
+    agent = shlex.join(["uwf-cmd", "--", sys.executable, str(script)])
+    proc = subprocess.Popen(
+        ["uwf", "thread", "step", thread, "--agent", agent],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert lines.get(timeout=30) == "uwf-cmd: first line\n"
+        release.touch()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    reader.join(timeout=5)
+    assert lines.get(timeout=5) == "uwf-cmd: released\n"
+    assert json.loads(out)["role"] == "planner"
+    head = cli("thread", "show", thread).json()["head"]
+    detail = cli("thread", "step-details", head, "--format", "json").json()
+    assert detail["stderr"] == "first line\nreleased\n"  # and the detail still keeps it
+
+
+def test_detail_keeps_the_end_of_a_long_stderr(cli: Any, thread: str, tmp_path: Path) -> None:
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import sys\nfor i in range(3000):\n    sys.stderr.write(f'line {i:05d}\\n')\n"
+        f"print({PLAN!r})\n"
+    )
+    r = cli("thread", "step", thread, "--agent",
+            shlex.join(["uwf-cmd", "--", sys.executable, str(script)]))  # fmt: skip
+    assert r.code == 0, r.err[-500:]
+    assert r.err.count("uwf-cmd: line ") == 3000  # every line passed through
+    head = cli("thread", "show", thread).json()["head"]
+    stderr = cli("thread", "step-details", head, "--format", "json").json()["stderr"]
+    assert len(stderr) == 20_000 and stderr.endswith("line 02999\n")

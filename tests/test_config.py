@@ -114,8 +114,12 @@ def test_invalid_yaml(root: Path) -> None:
         ({"providers": []}, "config.providers must be a mapping"),
         ({"providers": {"p": "x"}}, "config.providers.p must be a mapping"),
         (
-            {"providers": {"p": {"baseUrl": "u"}}},
-            "config.providers.p requires baseUrl and apiKeyEnv",
+            {"providers": {"p": {"apiKeyEnv": "K"}}},
+            "config.providers.p requires baseUrl",
+        ),
+        (
+            {"providers": {"p": {"baseUrl": "u", "apiKeyEnv": 3}}},
+            "config.providers.p.apiKeyEnv must name an environment variable (or be left out)",
         ),
         ({"models": 3}, "config.models must be a mapping"),
         ({"models": {"m": []}}, "config.models.m must be a mapping"),
@@ -276,6 +280,23 @@ def test_resolve_model_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_model(config, "lost")
     with raises_exactly("missing API key env var: OAI_KEY"):
         resolve_model(config, "default")
+
+
+def test_provider_without_a_key() -> None:
+    """A local server (Ollama, llama.cpp) needs no key: no ``apiKeyEnv``, an empty key."""
+    config = parse_config(
+        {
+            "providers": {"ollama": {"baseUrl": "http://localhost:11434/v1/"}},
+            "models": {"default": {"provider": "ollama", "name": "llama3.2"}},
+        }
+    )
+    assert config.providers["ollama"].api_key_env is None
+    spec = resolve_model(config, "default")
+    assert (spec.base_url, spec.api_key, spec.model) == (
+        "http://localhost:11434/v1",
+        "",
+        "llama3.2",
+    )
 
 
 def test_resolve_model_reads_dotenv(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -971,8 +971,17 @@ CASES: list[Case] = [
             "a b",
         ],
         1,
-        "error: invalid --agent: a b (expected an agent alias or a command name; put arguments "
-        "under agents in config.yaml)",
+        "error: invalid default agent: a b (expected an agent alias or a command name; put "
+        "arguments under agents in config.yaml)",
+    ),
+    case(
+        "setup-no-terminal",
+        "empty",
+        "setup",
+        1,
+        "error: uwf setup asks its questions on a terminal, and stdin is not one: pass "
+        "--provider, --base-url, --api-key and --model (or --default-agent NAME alone); see "
+        "uwf setup --help",
     ),
     case(
         "setup-invalid-config",

@@ -229,20 +229,34 @@ def test_missing_api_key(cli: Any, root: Path, thread: str, raw_agent: str, llm:
     assert llm.requests == []
 
 
-def test_chat_json_timeout(llm: LLMServer) -> None:
-    """The extract's HTTP timeout is the module default ``TIMEOUT_S`` (60 s) with no way to set
-    it from outside the agent process, so it is checked here in-process."""
-    from uwf.agent_kit.extract import ExtractError, chat_json
-
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0.5", "LLM request timed out after 0.5s: {url}/chat/completions "
+                "($UWF_LLM_TIMEOUT sets the limit)"),
+        ("soon", "$UWF_LLM_TIMEOUT must be a positive number of seconds, got: soon"),
+    ],
+    ids=["times-out", "not-a-number"],
+)  # fmt: skip
+def test_extract_timeout_from_the_environment(
+    cli: Any,
+    root: Path,
+    thread: str,
+    raw_agent: str,
+    llm: LLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    message: str,
+) -> None:
+    """``$UWF_LLM_TIMEOUT`` bounds each LLM call of the agent (60 s for the extract without it);
+    the message names the variable, never the key."""
+    write_config(root, llm.base_url)
+    monkeypatch.setenv("UWF_LLM_TIMEOUT", value)
     llm.reply({"delay": 10, "then": json.dumps(PLANNED)})
     began = time.monotonic()
-    with pytest.raises(ExtractError) as info:
-        chat_json(llm.base_url, TEST_KEY, "m", planner_meta(), RAW, timeout=0.5)
-    assert time.monotonic() - began < 5
-    assert info.value.message == (
-        f"LLM request timed out after 0.5s: {llm.base_url}/chat/completions"
-    )
-    assert TEST_KEY not in info.value.message
+    step_fails(cli, root, thread, raw_agent, message.format(url=llm.base_url))
+    assert time.monotonic() - began < 8
+    assert len(llm.requests) == (1 if value == "0.5" else 0)
 
 
 def test_hung_model_is_bounded_by_the_step_timeout(

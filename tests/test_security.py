@@ -89,7 +89,7 @@ def test_no_shell() -> None:
                 pytest.fail(f"{path}: shell= keyword")
             if isinstance(node, ast.Constant) and node.value in ("/bin/sh", "sh", "bash"):
                 sh.append(f"{path.relative_to(SRC)}")
-    assert sh == ["agents/builtin.py"]
+    assert sh == ["agents/builtin/tools.py"]
 
 
 # -- names from a workflow file ----------------------------------------------------------------

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import shutil
 import socket
 import stat
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -14,18 +20,26 @@ from typing import Any
 import pytest
 import yaml
 
+from hermes_home import hermes_missing_reason
 from uwf.cli.setup import (
+    NO_TERMINAL,
     PARTIAL,
-    check_model,
     choose_model,
     choose_provider,
-    fetch_models,
     interactive,
     model_menu,
     provider_menu,
 )
 from uwf.config.config import load_config, load_dotenv
-from uwf.engine.setup import PRESETS, chat_models, env_var_name, run_setup, write_env_var
+from uwf.engine.setup import (
+    PRESETS,
+    chat_models,
+    check_model,
+    env_var_name,
+    fetch_models,
+    run_setup,
+    write_env_var,
+)
 from uwf.util.errors import InvalidInput
 
 KEY = "sk-test-SECRET-4f9a"
@@ -135,16 +149,16 @@ def test_non_interactive_writes_config_and_env(
         "envPath": str(root / ".env"),
         "provider": "my-proxy",
         "model": "gpt-a",
-        "defaultAgent": "hermes",
+        "defaultAgent": "builtin",
         "validation": {"ok": True},
     }
     doc = yaml.safe_load((root / "config.yaml").read_text())
     assert doc == {
         "providers": {"my-proxy": {"baseUrl": provider.url, "apiKeyEnv": "MY_PROXY_API_KEY"}},
         "models": {"default": {"provider": "my-proxy", "name": "gpt-a"}},
-        "agents": {"hermes": {"command": "uwf-hermes", "args": []}},
-        "defaultAgent": "hermes",
         "defaultModel": "default",
+        "agents": {"builtin": {"command": "uwf-builtin", "args": []}},
+        "defaultAgent": "builtin",
     }
     assert KEY not in (root / "config.yaml").read_text()
     env = root / ".env"
@@ -183,7 +197,7 @@ def test_model_check_http_error(root: Path, cli: Any, provider: FakeProvider, st
     assert result.code == 0
     validation = result.json()["validation"]
     assert validation["ok"] is False
-    assert validation["error"].startswith(f"HTTP {status} ")
+    assert validation["error"].startswith(f"LLM HTTP {status}: ")
     # files are written even when the check fails
     assert (root / "config.yaml").is_file() and (root / ".env").is_file()
 
@@ -193,7 +207,7 @@ def test_model_check_unreachable(root: Path, cli: Any) -> None:
     assert result.code == 0
     validation = result.json()["validation"]
     assert validation["ok"] is False
-    assert validation["error"].startswith("Network error — could not reach endpoint (")
+    assert validation["error"].startswith("LLM network error: ConnectError: ")
     assert (root / ".env").is_file()
 
 
@@ -205,7 +219,7 @@ def test_model_check_timeout(provider: FakeProvider) -> None:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
         result = check_model(url, KEY, "m", timeout=0.3)
     assert result["ok"] is False
-    assert result["error"].startswith("Request timed out after 0.3s")
+    assert result["error"].startswith("LLM request timed out after 0.3s")
     assert KEY not in result["error"]
 
 
@@ -303,7 +317,8 @@ def test_agent_flag_must_be_alias_or_command(root: Path, cli: Any) -> None:
     result = cli(*setup_args("http://127.0.0.1:9/v1", "--agent", "uwf-cmd -- claude"))
     assert result.code == 1
     assert result.err_line == (
-        "error: invalid --agent: uwf-cmd -- claude (expected an agent alias or a command name; "
+        "error: invalid default agent: uwf-cmd -- claude (expected an agent alias or a command "
+        "name; "
         "put arguments under agents in config.yaml)"
     )
     assert not (root / ".env").exists()
@@ -401,7 +416,7 @@ def test_interactive_warns_when_model_check_fails(root: Path, provider: FakeProv
     interactive(None, ask=lambda t: next(answers), ask_secret=lambda t: KEY, say=said.append)
     text = "\n".join(said)
     assert "Could not fetch models. Enter model name manually." in text
-    assert "⚠ Warning: Could not reach model — HTTP 401 Unauthorized" in text
+    assert "⚠ Warning: Could not reach model — LLM HTTP 401: " in text
     assert load_config(root).models["default"].name == "my-model"
 
 
@@ -421,16 +436,219 @@ def test_interactive_errors(root: Path, answers: list[str], secret: str, message
     assert not (root / "config.yaml").exists()
 
 
-def test_interactive_in_a_real_process(root: Path, cli_proc: Any, provider: FakeProvider) -> None:
-    result = cli_proc("setup", input=f"14\nlocal\n{provider.url}\n{KEY}\n1\n")
-    assert result.code == 0, result.err
-    assert "Choose [1-14]: " in result.out
-    assert "Setup complete! Get started:" in result.out
-    assert KEY not in result.out and KEY not in result.err
+# -- a real terminal ---------------------------------------------------------------------------
+
+
+@dataclass
+class Terminal:
+    """``uwf <args>`` on a pseudo-terminal (stdin, stdout and stderr a tty, as for a person):
+    each answer is typed only once its whole prompt has appeared, as a person would (a hidden
+    prompt turns echo off, and drops what was typed before, just before its last space)."""
+
+    code: int
+    screen: str
+
+
+def in_terminal(args: list[str], answers: list[tuple[str, str]], timeout: float = 30) -> Terminal:
+    exe = shutil.which("uwf", path=os.environ["PATH"])
+    assert exe is not None
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once (nothing else may run in a forked test process)
+        os.execv(exe, [exe, *args])
+    deadline = time.monotonic() + timeout
+    screen = b""
+
+    def read_until(text: str | None) -> None:
+        nonlocal screen
+        while text is None or text.encode() not in screen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} on the terminal: {screen.decode(errors='replace')}"
+            if select.select([fd], [], [], left)[0]:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    chunk = b""
+                if not chunk:
+                    assert text is None, f"exited before {text!r}: {screen.decode()}"
+                    return
+                screen += chunk
+
+    try:
+        for prompt, answer in answers:
+            read_until(prompt)
+            os.write(fd, answer.encode() + b"\n")
+        read_until(None)
+    finally:
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    return Terminal(os.waitstatus_to_exitcode(status), screen.decode(errors="replace"))
+
+
+def custom_provider(url: str) -> list[tuple[str, str]]:
+    """The answers for the custom provider ``local`` at ``url`` (a server on this machine, so
+    its key may be left empty), up to the model."""
+    return [
+        ("Choose [1-14]: ", "14"),
+        ("Provider name (e.g. my-proxy): ", "local"),
+        ("OpenAI-compatible API base URL: ", url),
+        ("API key (leave empty if the server needs none): ", KEY),
+    ]
+
+
+def test_interactive_in_a_real_process(root: Path, provider: FakeProvider) -> None:
+    term = in_terminal(["setup"], [*custom_provider(provider.url), ("Default model [1-2]: ", "1")])
+    assert term.code == 0, term.screen
+    assert "Setup complete! Get started:" in term.screen
+    assert KEY not in term.screen  # typed with hidden input: never echoed
     assert load_dotenv(root) == {"LOCAL_API_KEY": KEY}
     assert load_config(root).models["default"].name == "gpt-a"
 
 
-def test_interactive_empty_model_in_a_real_process(cli_proc: Any, provider: FakeProvider) -> None:
-    result = cli_proc("setup", input=f"14\nlocal\n{provider.url}\n{KEY}\n\n")
-    assert (result.code, result.err_line) == (1, "error: Model required")
+def test_interactive_empty_model_in_a_real_process(root: Path, provider: FakeProvider) -> None:
+    provider.models = []
+    term = in_terminal(
+        ["setup"],
+        [*custom_provider(provider.url), ("Default model (e.g. qwen-plus, gpt-4o): ", "")],
+    )
+    assert term.code == 1
+    assert term.screen.rstrip().endswith("error: Model required")
+    assert not (root / "config.yaml").exists()
+
+
+def test_no_terminal_never_prompts(root: Path, cli_proc: Any) -> None:
+    """Without a terminal (cron, CI, a pipe) missing answers are an error, not a prompt that
+    would read the pipe as answers."""
+    result = cli_proc("setup", input="1\nsk-should-not-be-read\ngpt-4o\n")
+    assert (result.code, result.err) == (1, f"error: {NO_TERMINAL}\n")
+    assert result.out == ""
+    assert not root.exists()
+
+
+# -- the default agent -------------------------------------------------------------------------
+
+
+def test_default_agent_alone_changes_only_the_default_agent(
+    root: Path, cli_proc: Any, provider: FakeProvider
+) -> None:
+    assert cli_proc(*setup_args(provider.url)).code == 0
+    before = yaml.safe_load((root / "config.yaml").read_text())
+    env_before = (root / ".env").read_bytes()
+    result = cli_proc("setup", "--default-agent", "uwf-mock")
+    assert result.code == 0, result.err
+    assert result.json() == {"configPath": str(root / "config.yaml"), "defaultAgent": "uwf-mock"}
+    after = yaml.safe_load((root / "config.yaml").read_text())
+    assert after == {
+        **before,
+        "agents": {**before["agents"], "uwf-mock": {"command": "uwf-mock", "args": []}},
+        "defaultAgent": "uwf-mock",
+    }
+    assert (root / ".env").read_bytes() == env_before
+    assert len(provider.requests) == 1  # no model check: only the default agent changed
+    # back to the shipped builtin agent, whose alias is already there
+    assert cli_proc("setup", "--default-agent", "builtin").json()["defaultAgent"] == "builtin"
+    assert yaml.safe_load((root / "config.yaml").read_text())["agents"] == after["agents"]
+
+
+@pytest.fixture
+def bare_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty HOME (no ~/.hermes), with no $HERMES_HOME, for every process of the test."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    return home
+
+
+def test_hermes_must_be_installed(root: Path, cli_proc: Any, bare_home: Path) -> None:
+    from conftest import BIN
+
+    result = cli_proc(
+        "setup", "--default-agent", "hermes", prog=str(BIN / "uwf"), env={"PATH": "/usr/bin:/bin"}
+    )
+    assert result.code == 1
+    assert result.err == (
+        "error: cannot use hermes as the default agent: the hermes command is not installed "
+        "(pip install hermes-agent, or pip install 'uwf[hermes]'), then run `hermes setup`\n"
+    )
+    assert not (root / "config.yaml").exists()
+
+
+@pytest.mark.skipif(hermes_missing_reason() is not None, reason=str(hermes_missing_reason()))
+def test_hermes_must_be_configured(
+    root: Path, cli_proc: Any, provider: FakeProvider, bare_home: Path
+) -> None:
+    result = cli_proc(*setup_args(provider.url, "--default-agent", "hermes"))
+    assert result.code == 1
+    assert result.err == (
+        "error: cannot use hermes as the default agent: Hermes is not configured (no "
+        f"config.yaml or .env in {bare_home / '.hermes'}): run `hermes setup`\n"
+    )
+    assert not (root / "config.yaml").exists() and not (root / ".env").exists()
+    assert list(bare_home.iterdir()) == []  # Hermes was not run: it would create ~/.hermes
+    (bare_home / ".hermes").mkdir()
+    (bare_home / ".hermes" / "config.yaml").write_text("model: {default: m}\n")
+    result = cli_proc("setup", "--default-agent", "hermes")
+    assert result.code == 0, result.err
+    doc = yaml.safe_load((root / "config.yaml").read_text())
+    assert doc == {
+        "agents": {"hermes": {"command": "uwf-hermes", "args": []}},
+        "defaultAgent": "hermes",
+    }
+
+
+# -- servers that need no key --------------------------------------------------------------------
+
+
+def test_ollama_preset_needs_no_key(root: Path, cli_proc: Any, provider: FakeProvider) -> None:
+    result = cli_proc(
+        "setup", "--provider", "ollama", "--base-url", provider.url, "--model", "llama3.2"
+    )
+    assert result.code == 0, result.err
+    out = result.json()
+    assert (out["envPath"], out["validation"]) == (None, {"ok": True})
+    doc = yaml.safe_load((root / "config.yaml").read_text())
+    assert doc["providers"] == {"ollama": {"baseUrl": provider.url}}
+    assert not (root / ".env").exists()
+    [check] = provider.requests
+    assert "Authorization" not in check["headers"]
+    # the preset also gives the base URL
+    cli_proc("setup", "--provider", "ollama", "--model", "llama3.2")
+    doc = yaml.safe_load((root / "config.yaml").read_text())
+    assert doc["providers"]["ollama"] == {"baseUrl": "http://localhost:11434/v1"}
+
+
+def test_key_is_optional_only_for_a_local_server(root: Path, cli_proc: Any) -> None:
+    remote = cli_proc("setup", "--provider", "p", "--base-url", "https://api.example/v1",
+                      "--model", "m")  # fmt: skip
+    assert (remote.code, remote.err) == (1, f"error: {PARTIAL}\n")
+    assert not root.exists()
+    local = cli_proc("setup", "--provider", "p", "--base-url", closed_port_url(), "--model", "m")
+    assert local.code == 0, local.err
+    assert local.json()["validation"]["error"].startswith("LLM network error: ConnectError: ")
+    assert "apiKeyEnv" not in yaml.safe_load((root / "config.yaml").read_text())["providers"]["p"]
+
+
+def test_nothing_is_written_outside_the_storage_root(
+    root: Path, cli_proc: Any, bare_home: Path, tmp_path: Path
+) -> None:
+    """Setup, a refused Hermes and a whole builtin step against a keyless local server: HOME
+    stays empty, and only the storage root and the project directory change."""
+    from conftest import EXAMPLES, PLAN
+    from llm_server import DEFAULT_MODEL, LLMServer
+
+    with LLMServer() as llm:
+        llm.reply("ok", PLAN)  # the model check, then the planner's answer
+        setup = cli_proc("setup", "--provider", "local", "--base-url", llm.base_url,
+                         "--model", DEFAULT_MODEL)  # fmt: skip
+        assert setup.code == 0, setup.err
+        assert setup.json()["defaultAgent"] == "builtin"
+        assert cli_proc("setup", "--default-agent", "hermes").code == 1
+        assert cli_proc("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
+        thread = cli_proc("thread", "start", "solve-issue", "-p", "x").json()["thread"]
+        step = cli_proc("thread", "step", thread)
+        assert step.code == 0, step.err
+        assert step.json()["role"] == "planner"
+        assert [r.headers.get("authorization") for r in llm.requests] == [None, None]
+    assert list(bare_home.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "home", "root"]
+    assert list((tmp_path / "cwd").iterdir()) == []

@@ -163,3 +163,71 @@ def test_agent_kit_accepts_the_named_argument_form(
 def test_mock_without_scenario(cli_proc: Any) -> None:
     r = cli_proc("01ARZ3NDEKTSV4RRFFQ69G5FAV", "planner", prog="uwf-mock")
     assert (r.code, r.err) == (2, "error: uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO\n")
+
+
+def test_mock_attempts_fail_then_succeed(
+    cli: Any, cli_proc: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """An ``attempts`` entry scripts the runs of one visit: a failed run leaves the thread
+    where it was, and the next run of the same visit takes the next attempt."""
+    limited = {"exit": 1, "stderr": "error: rate limited"}
+    agent = scenario(
+        {
+            "planner": [{"attempts": [limited, PLAN]}],
+            "developer": [DEV],
+            "reviewer": [{"attempts": [limited, REJECT]}, APPROVE],
+        }
+    )
+    thread = new_thread()
+
+    def step(*more: str) -> Any:
+        return cli_proc("thread", "step", thread, "--agent", agent, *more)
+
+    failed = step()
+    assert failed.code == 5  # the agent failed: a loop retries
+    assert failed.err.splitlines()[-1] == (
+        "error: agent command failed (uwf-mock) with exit code 1: error: rate limited"
+    )
+    assert [step().json()["role"] for _ in range(2)] == ["planner", "developer"]
+    assert step().code == 5  # the reviewer's first visit, first attempt
+    rest = step("-c", "10")
+    assert rest.code == 0, rest.err
+    assert [r["role"] for r in rest.jsonl()] == ["reviewer", "developer", "reviewer"]
+    assert rest.jsonl()[-1]["done"] is True
+    steps = cli("thread", "steps", thread).json()["steps"][1:]
+    assert [(s["role"], s["output"]["status"]) for s in steps] == [
+        ("planner", "_"),
+        ("developer", "_"),
+        ("reviewer", "rejected"),  # its second attempt
+        ("developer", "_"),
+        ("reviewer", "approved"),  # a second visit: the next entry
+    ]
+    details = [cli("thread", "step-details", s["hash"], "--format", "json").json() for s in steps]
+    assert [(d["visit"], d.get("attempt")) for d in details] == [
+        (1, 2),
+        (1, None),
+        (1, 2),
+        (2, None),
+        (2, None),
+    ]
+    counts = json.loads((root / "cache" / "mock-attempts.json").read_text())
+    assert counts == {f"{thread}:planner:1": 2, f"{thread}:reviewer:1": 2}
+
+
+def test_mock_attempts_must_be_a_list(cli: Any, new_thread: Any, scenario: Any) -> None:
+    agent = scenario({"planner": [{"attempts": [], "output": PLAN}]})
+    r = cli("thread", "step", new_thread(), "--agent", agent)
+    assert r.code == 5
+    path = agent.split()[-1]
+    assert r.err.splitlines()[-1] == (
+        "error: agent command failed (uwf-mock) with exit code 1: error: scenario "
+        f"{path}: role planner: 'attempts' must be a non-empty list of entries, alone in its "
+        "mapping"
+    )
+
+
+def test_mock_help(cli_proc: Any) -> None:
+    r = cli_proc("--help", prog="uwf-mock")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.startswith("usage: uwf-mock [--scenario FILE] <thread-id> <role>\n")
+    assert "attempts:" in r.out and "mock-attempts.json" in r.out

@@ -1,4 +1,4 @@
-"""The agent flow every ``uwf-*`` agent shares (PORT §7, REFERENCE §5.2).
+"""The agent flow every ``uwf-*`` agent shares (docs/agents.md, "A Python agent on the agent kit").
 
 An agent supplies ``run`` (and optionally ``resume`` for correction prompts); the kit does
 the rest: arguments, context from the chain, the format instruction, the two-layer extract
@@ -92,8 +92,11 @@ def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
     return [ctx.store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
 
 
-def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """A detail-node schema: the agent's own fields plus ``turns`` (refs to AgentTurn nodes)."""
+def detail_schema(
+    title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
+    ``turns`` (refs to AgentTurn nodes)."""
     return {
         "title": title,
         "type": "object",
@@ -101,9 +104,41 @@ def detail_schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
         "required": [*properties, "turns"],
         "properties": {
             **properties,
+            **(optional or {}),
             "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
         },
     }
+
+
+#: The fields of a detail that records a model session (``uwf-builtin``, ``uwf-hermes``).
+SESSION_FIELDS: dict[str, Any] = {
+    "sessionId": {"type": "string"},
+    "model": {"type": "string"},
+    "duration": {"type": "integer", "minimum": 0},
+    "turnCount": {"type": "integer", "minimum": 0},
+}
+
+
+def store_session_detail(
+    ctx: AgentContext,
+    schema: dict[str, Any],
+    session_id: str,
+    model: str,
+    duration_ms: int,
+    turns: list[dict[str, Any]],
+) -> str:
+    """Store the turns, then a ``SESSION_FIELDS`` detail under ``schema``; its hash."""
+    refs = store_turns(ctx, turns)
+    return ctx.store.put(
+        ctx.store.put_schema(schema),
+        {
+            "sessionId": session_id,
+            "model": model,
+            "duration": max(0, duration_ms),
+            "turnCount": len(refs),
+            "turns": refs,
+        },
+    )
 
 
 def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:

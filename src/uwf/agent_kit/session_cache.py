@@ -1,12 +1,18 @@
-"""Agent session ids per (thread, role): ``<root>/cache/<agent>-sessions.json`` (REFERENCE §5.9).
+"""Small per-agent state under ``<root>/cache/``: JSON objects read and changed under a lock.
 
-A fork gets a new thread id, so it never resumes the original thread's sessions.
+- session ids per (thread, role): ``<root>/cache/<agent>-sessions.json`` (``uwf-hermes``
+  resumes a role's session on re-entry);
+- counters: ``<root>/cache/<name>.json`` (``uwf-mock`` counts the runs of a visit).
+
+A fork gets a new thread id, so it never sees the original thread's entries. A damaged file
+reads as empty: it is a cache, never the thread's state.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from uwf.util import fsio
 
@@ -15,7 +21,7 @@ def _path(root: Path, agent: str) -> Path:
     return root / "cache" / f"{agent}-sessions.json"
 
 
-def _read(path: Path) -> dict[str, str]:
+def _read(path: Path) -> dict[str, Any]:
     data = fsio.read_bytes(path)
     if not data:
         return {}
@@ -23,13 +29,16 @@ def _read(path: Path) -> dict[str, str]:
         value = json.loads(data)
     except ValueError:
         return {}
-    if not isinstance(value, dict):
-        return {}
-    return {k: v for k, v in value.items() if isinstance(v, str) and v}
+    return value if isinstance(value, dict) else {}
+
+
+def _write(path: Path, value: dict[str, Any]) -> None:
+    fsio.atomic_write(path, (json.dumps(value, indent=2) + "\n").encode())
 
 
 def get(root: Path, agent: str, thread: str, role: str) -> str | None:
-    return _read(_path(root, agent)).get(f"{thread}:{role}")
+    found = _read(_path(root, agent)).get(f"{thread}:{role}")
+    return found if isinstance(found, str) and found else None
 
 
 def put(root: Path, agent: str, thread: str, role: str, session_id: str) -> None:
@@ -37,4 +46,16 @@ def put(root: Path, agent: str, thread: str, role: str, session_id: str) -> None
     with fsio.locked(path):
         cache = _read(path)
         cache[f"{thread}:{role}"] = session_id
-        fsio.atomic_write(path, (json.dumps(cache, indent=2) + "\n").encode())
+        _write(path, cache)
+
+
+def bump(root: Path, name: str, key: str) -> int:
+    """Add one to the counter ``key`` of ``<root>/cache/<name>.json``; return the new count."""
+    path = root / "cache" / f"{name}.json"
+    with fsio.locked(path):
+        counts = _read(path)
+        old = counts.get(key)
+        count = (old if isinstance(old, int) and not isinstance(old, bool) else 0) + 1
+        counts[key] = count
+        _write(path, counts)
+    return count

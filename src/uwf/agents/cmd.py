@@ -1,26 +1,54 @@
-"""``uwf-cmd -- <command…>``: make any command-line agent a uwf agent, with no code (PORT §7).
+"""``uwf-cmd -- <command…>``: make any command-line agent a uwf agent, with no code.
 
 The composed prompt goes to the command's stdin, or replaces a ``{prompt}`` argument;
 ``{thread}`` and ``{role}`` in its arguments are replaced too, and it runs with
 ``UWF_THREAD``, ``UWF_ROLE`` and ``UWF_EDGE_PROMPT`` set. Its stdout is the raw output for
-the extract (a correction prompt re-runs it with the correction appended); its exit code,
-stderr, duration and stdout are the step's detail. A non-zero exit fails the step.
+the extract (a correction prompt re-runs it with the correction appended); its stderr is
+passed through live, line by line as it arrives; its exit code, stderr (the last 20,000
+characters), duration and stdout are the step's detail. A non-zero exit fails the step.
 
-Configured like any agent::
+Configured like any agent (docs/agents.md)::
 
     agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}}
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import sys
+import threading
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import IO, Any
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
 from uwf.util.errors import AgentFailed, UsageError
+
+USAGE = "usage: uwf-cmd -- <command> [args…] <thread-id> <role>"
+
+HELP = f"""{USAGE}
+
+Makes any command-line agent (claude -p, codex exec, a script) a uwf agent. For each
+step it composes the full prompt (deliverable format, role, task, what happened since
+the role's last turn, the moderator's instruction) and runs <command> [args…] without
+a shell:
+
+  - an argument containing {{prompt}} gets the prompt (stdin is then empty); otherwise
+    the prompt goes to the command's stdin;
+  - {{thread}} and {{role}} in arguments are replaced; the command gets $UWF_THREAD,
+    $UWF_ROLE and $UWF_EDGE_PROMPT;
+  - its stdout is the answer (YAML frontmatter, else up to two correction runs, else
+    the LLM extract); its stderr is passed through live; a non-zero exit fails the step.
+
+uwf spawns it as `uwf-cmd -- <command> [args…] <thread-id> <role>`, e.g. in config.yaml:
+  agents: {{claude: {{command: uwf-cmd, args: ["--", "claude", "-p", "{{prompt}}"]}}}}
+
+options:
+  -h, --help             print this help and exit
+"""
 
 DETAIL = runner.detail_schema(
     "CmdDetail",
@@ -58,31 +86,18 @@ class CmdAgent:
             os.environ, UWF_THREAD=ctx.thread, UWF_ROLE=ctx.role, UWF_EDGE_PROMPT=ctx.edge_prompt
         )
         began = time.monotonic()
-        try:
-            proc = subprocess.run(
-                argv,
-                input=prompt if via_stdin else "",
-                capture_output=True,
-                text=True,
-                env=env,
-                errors="replace",
-            )
-        except FileNotFoundError:
-            raise AgentFailed(f"command not found: {argv[0]}") from None
-        except OSError as exc:
-            raise AgentFailed(f"command could not start: {argv[0]}: {exc.strerror}") from None
+        code, stdout, stderr = run_live(argv, prompt if via_stdin else "", env)
         duration = int((time.monotonic() - began) * 1000)
-        if proc.returncode != 0:
-            tail = " ".join(proc.stderr.split())[-500:]
+        if code != 0:
+            tail = " ".join(stderr.split())[-500:]
             raise AgentFailed(
-                f"command failed ({argv[0]}) with exit code {proc.returncode}"
-                + (f": {tail}" if tail else "")
+                f"command failed ({argv[0]}) with exit code {code}" + (f": {tail}" if tail else "")
             )
         return {
             "argv": argv,
-            "stdout": proc.stdout,
-            "stderr": proc.stderr[-STDERR_KEEP:],
-            "code": proc.returncode,
+            "stdout": stdout,
+            "stderr": stderr,
+            "code": code,
             "durationMs": duration,
         }
 
@@ -126,21 +141,98 @@ class CmdAgent:
         return runner.RunResult(ran["stdout"], self._detail(ctx, ran, correction=message))
 
 
+def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr).
+
+    Its stderr goes to ours line by line as it arrives; the last ``STDERR_KEEP`` characters
+    are kept for the detail. The prompt is written to its stdin from a thread, so a command
+    that writes before it reads cannot deadlock against us.
+    """
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except FileNotFoundError:
+        raise AgentFailed(f"command not found: {argv[0]}") from None
+    except OSError as exc:
+        raise AgentFailed(f"command could not start: {argv[0]}: {exc.strerror}") from None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out: list[bytes] = []
+    err = _StderrTail()
+    workers = [
+        threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True),
+        threading.Thread(target=_read_all, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=err.pump, args=(proc.stderr,), daemon=True),
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        code = proc.wait()
+    except BaseException:
+        proc.kill()
+        raise
+    for worker in workers:
+        worker.join()
+    return code, b"".join(out).decode("utf-8", "replace"), err.text()
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError):  # a command that does not read stdin: fine
+        pipe.write(data)
+    with contextlib.suppress(BrokenPipeError):
+        pipe.close()
+
+
+def _read_all(stream: IO[bytes], sink: list[bytes]) -> None:
+    sink.append(stream.read())
+    stream.close()
+
+
+class _StderrTail:
+    """Copies a stream to our stderr line by line and keeps its last ``STDERR_KEEP`` chars."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def pump(self, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            self.parts.append(line)
+            self.size += len(line)
+            if self.size > 2 * STDERR_KEEP:
+                kept = self.text()
+                self.parts, self.size = [kept], len(kept)
+        stream.close()
+
+    def text(self) -> str:
+        return "".join(self.parts)[-STDERR_KEEP:]
+
+
 def split_argv(args: list[str]) -> tuple[list[str], list[str]]:
     """(command, agent args): the engine appends ``<thread-id> <role>`` after the command."""
     if args[:1] == ["--"]:
         args = args[1:]
     if len(args) < 3:
-        raise UsageError("usage: uwf-cmd -- <command> [args…] <thread-id> <role>")
+        raise UsageError(USAGE)
     return args[:-2], args[-2:]
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
         command, rest = split_argv(args)
         return CmdAgent(command), rest
 
-    runner.cli(make)
+    runner.cli(make, argv, HELP)
 
 
 if __name__ == "__main__":

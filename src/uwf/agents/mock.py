@@ -1,11 +1,15 @@
-"""``uwf-mock``: scripted outputs for tests, benchmarks and the demo (PORT §7). No network.
+"""``uwf-mock``: scripted outputs for tests, benchmarks and the demo (docs/agents.md). No network.
 
     uwf-mock [--scenario FILE] <thread-id> <role>      (or $UWF_MOCK_SCENARIO)
 
 The scenario maps each role to a list of entries used in visit order (the n-th visit of the
 role in this thread's chain uses entry n; the last entry repeats). An entry is the raw agent
-output (a string), or ``{output, exit, stderr, sleep}``. The output goes through the same
-extract as any agent's.
+output (a string), or ``{output, exit, stderr, sleep}``, or ``{attempts: [...]}``: a list of
+such entries for the runs of one visit. A failed run does not move the thread, so the visit
+is the same when the step is run again; ``attempts`` lets that next run behave differently
+(fail with a rate limit, then succeed). Runs are counted per thread, role and visit in
+``<root>/cache/mock-attempts.json``; the last attempt repeats. The output goes through the
+same extract as any agent's.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +26,57 @@ from uwf.agent_kit.context import AgentContext
 from uwf.util import yamlio
 from uwf.util.errors import InvalidInput, UsageError, UwfError
 
+LABEL = "uwf-mock"
+ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
+
 DETAIL = runner.detail_schema(
-    "MockDetail", {"scenario": {"type": "string"}, "visit": {"type": "integer"}}
+    "MockDetail",
+    {"scenario": {"type": "string"}, "visit": {"type": "integer"}},
+    optional={"attempt": {"type": "integer", "minimum": 1}},  # the run of an `attempts` entry
 )
+
+USAGE = "usage: uwf-mock [--scenario FILE] <thread-id> <role>"
+
+HELP = f"""{USAGE}
+
+Scripted answers for tests, demos and benchmarks; no network. The scenario (--scenario
+FILE, else $UWF_MOCK_SCENARIO) maps each role to a list of entries, used in visit order
+(the n-th visit of the role in the thread uses entry n; the last one repeats):
+
+  roles:
+    planner: ["---\\nstatus: _\\nplan: do it\\n---\\nThe plan."]
+    reviewer:
+      - {{output: "---\\nstatus: rejected\\n---\\n", stderr: "looking…", sleep: 0.5}}
+      - attempts:                      # the runs of one visit: fail, then succeed
+          - {{exit: 1, stderr: "error: rate limited"}}
+          - "---\\nstatus: approved\\n---\\n"
+
+An entry is the raw answer (a string), {{output, exit, stderr, sleep}}, or {{attempts:
+[entries]}}, whose n-th entry is used by the n-th run of that visit (counted per thread,
+role and visit in <root>/cache/mock-attempts.json; the last one repeats).
+
+options:
+  --scenario FILE        the scenario (default: $UWF_MOCK_SCENARIO)
+  -h, --help             print this help and exit
+"""
+
+
+def _check_entry(entry: Any, where: str, nested: bool = False) -> None:
+    if isinstance(entry, str):
+        return
+    if isinstance(entry, dict) and "attempts" in entry and not nested:
+        attempts = entry["attempts"]
+        if set(entry) != {"attempts"} or not isinstance(attempts, list) or not attempts:
+            raise InvalidInput(
+                f"{where}: 'attempts' must be a non-empty list of entries, alone in its mapping"
+            )
+        for attempt in attempts:
+            _check_entry(attempt, where, nested=True)
+        return
+    if not isinstance(entry, dict) or not isinstance(entry.get("output", ""), str):
+        raise InvalidInput(
+            f"{where}: an entry must be a string or a mapping with a string 'output'"
+        )
 
 
 def load_scenario(path: str) -> dict[str, list[Any]]:
@@ -39,13 +92,7 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
     for role, entries in roles.items():
         entries = entries if isinstance(entries, list) else [entries]
         for entry in entries:
-            if not isinstance(entry, (str, dict)) or (
-                isinstance(entry, dict) and not isinstance(entry.get("output", ""), str)
-            ):
-                raise InvalidInput(
-                    f"scenario {path}: role {role}: an entry must be a string "
-                    "or a mapping with a string 'output'"
-                )
+            _check_entry(entry, f"scenario {path}: role {role}")
         if not entries:
             raise InvalidInput(f"scenario {path}: role {role} has no entries")
         out[str(role)] = entries
@@ -58,49 +105,57 @@ def _visit(ctx: AgentContext) -> int:
     last = ctx.last_visit
     if last is None:
         return 1
-    detail = ctx.store.get(last["detail"]) if last["agent"] == MockAgent.label else None
+    detail = ctx.store.get(last["detail"]) if last["agent"] == LABEL else None
     recorded = detail.payload.get("visit") if detail and isinstance(detail.payload, dict) else None
     if isinstance(recorded, int) and not isinstance(recorded, bool):
         return recorded + 1
     return ctx.visit
 
 
+def _play(entry: dict[str, Any]) -> str:
+    """Sleep, write stderr, exit as the entry says; the output when it does not exit."""
+    if entry.get("sleep"):
+        time.sleep(float(entry["sleep"]))
+    if entry.get("stderr"):
+        sys.stderr.write(str(entry["stderr"]).rstrip("\n") + "\n")
+        sys.stderr.flush()
+    code = int(entry.get("exit", 0) or 0)
+    if code != 0:
+        sys.exit(code)
+    return str(entry.get("output", ""))
+
+
 class MockAgent:
-    label = "uwf-mock"
+    label = LABEL
 
     def __init__(self, scenario_path: str) -> None:
         self.scenario_path = scenario_path
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
+        from uwf.agent_kit import session_cache
+
         scenario = load_scenario(self.scenario_path)
         entries = scenario.get(ctx.role)
         if entries is None:
             raise UwfError(f"scenario {self.scenario_path} has no entries for role {ctx.role}")
         visit = _visit(ctx)
         entry = entries[min(visit, len(entries)) - 1]
-        if isinstance(entry, str):
-            entry = {"output": entry}
-        if entry.get("sleep"):
-            time.sleep(float(entry["sleep"]))
-        if entry.get("stderr"):
-            sys.stderr.write(str(entry["stderr"]).rstrip("\n") + "\n")
-            sys.stderr.flush()
-        code = int(entry.get("exit", 0) or 0)
-        if code != 0:
-            sys.exit(code)
-        output = str(entry.get("output", ""))
+        record: dict[str, Any] = {"scenario": self.scenario_path, "visit": visit}
+        if isinstance(entry, dict) and "attempts" in entry:
+            key = f"{ctx.thread}:{ctx.role}:{visit}"
+            attempt = session_cache.bump(ctx.root, ATTEMPTS_CACHE, key)
+            record["attempt"] = attempt
+            entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
+        output = _play({"output": entry} if isinstance(entry, str) else entry)
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
-        detail_type = ctx.store.put_schema(DETAIL)
-        detail = ctx.store.put(
-            detail_type, {"scenario": self.scenario_path, "visit": visit, "turns": turns}
-        )
+        detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, "turns": turns})
         return runner.RunResult(output, detail)
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
         return None  # a script cannot take corrections
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
         scenario = os.environ.get("UWF_MOCK_SCENARIO", "")
         if args[:1] == ["--scenario"] and len(args) >= 2:
@@ -111,7 +166,7 @@ def main() -> None:
             raise UsageError("uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
         return MockAgent(scenario), args
 
-    runner.cli(make)
+    runner.cli(make, argv, HELP)
 
 
 if __name__ == "__main__":

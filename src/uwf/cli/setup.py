@@ -1,13 +1,16 @@
 """`uwf setup`: configure a model provider, a model and the default agent.
 
-With all four of ``--provider --base-url --api-key --model`` it runs non-interactively and
-prints one JSON object; with none of them it asks on the terminal (REFERENCE §7.4); any other
-combination is refused. The HTTP calls (model check, model listing) live here because the
-engine layer may not import httpx; the engine gets the check as a callable.
+Three ways to run it:
+
+- ``--provider … --model …`` (with ``--base-url`` unless the provider is a preset, and
+  ``--api-key`` unless it needs none) runs without prompts and prints one JSON object;
+- ``--default-agent NAME`` alone changes only the default agent;
+- nothing: it asks on the terminal. Without a terminal (stdin is not a tty) it never
+  prompts: the missing answers are an error.
 
 The API key is read with hidden input, written only to ``<root>/.env`` (mode 0600) and never
 printed. ``--api-key -`` reads it from the first line of stdin, which keeps it out of the
-shell history and the process list.
+shell history and the process list. The work is done in ``uwf.engine.setup``.
 """
 
 import shutil
@@ -23,117 +26,95 @@ if TYPE_CHECKING:
 from uwf.cli.options import FormatOpt, emit, root
 from uwf.util.errors import InvalidInput
 
-CHECK_TIMEOUT = 15.0
-LIST_TIMEOUT = 10.0
 PARTIAL = "Non-interactive setup requires all of: --provider, --base-url, --api-key, --model"
+NO_TERMINAL = (
+    "uwf setup asks its questions on a terminal, and stdin is not one: pass --provider, "
+    "--base-url, --api-key and --model (or --default-agent NAME alone); see uwf setup --help"
+)
+
+
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        help="Provider name, e.g. openai (names the key's env var); a preset name "
+        "(openai, ollama, …) also gives the base URL.",
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible API base URL, e.g. https://…/v1."),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="API key, stored in <root>/.env (mode 0600); '-' reads it from stdin. Not "
+        "needed for Ollama or a server on this machine.",
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model id; becomes the model alias 'default'.")
+]
+DefaultAgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--default-agent",
+        "--agent",
+        help="Default agent: an alias from config.yaml, builtin (uwf-builtin, the "
+        "default), hermes (uwf-hermes; must be installed and configured), or a command "
+        "added as an alias. Alone, it changes only the default agent.",
+    ),
+]
 
 
 def setup(
-    provider: Annotated[
-        str | None,
-        typer.Option("--provider", help="Provider name, e.g. openai (names the key's env var)."),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", help="OpenAI-compatible API base URL, e.g. https://…/v1."),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key, stored in <root>/.env (mode 0600); '-' reads it from stdin.",
-            show_default=False,
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model id; becomes the model alias 'default'.")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="Default agent: an alias from config.yaml, or a command added as an alias.",
-        ),
-    ] = None,
+    provider: ProviderOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    model: ModelOpt = None,
+    agent: DefaultAgentOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Configure a provider, a model and the default agent.
 
-    Pass all of --provider, --base-url, --api-key and --model to run without prompts (prints
-    JSON); pass none of them to be asked interactively. Settings are merged into
-    <root>/config.yaml, the key goes to <root>/.env, and the model is checked with a one-token
-    request (a failed check does not undo the written files).
+    Pass --provider and --model (plus --base-url unless the provider is a preset, and
+    --api-key unless it needs none) to run without prompts (prints JSON); pass
+    --default-agent alone to change only the default agent; pass nothing to be asked on the
+    terminal. Settings are merged into <root>/config.yaml, the key goes to <root>/.env, and
+    the model is checked with a one-token request (a failed check does not undo the written
+    files). Nothing is written outside the storage root.
     """
-    from uwf.engine.setup import run_setup
+    from uwf.engine import setup as engine
 
-    given = [v is not None for v in (provider, base_url, api_key, model)]
-    if not any(given):
-        interactive(agent)
+    if all(v is None for v in (provider, base_url, api_key, model)):
+        if agent is not None:
+            emit(engine.set_default_agent(root(), agent), fmt)
+        elif not sys.stdin.isatty():
+            raise InvalidInput(NO_TERMINAL)
+        else:
+            interactive(agent)
         return
-    if not all(given):
+    known = engine.preset(provider)
+    if base_url is None and known is not None:
+        base_url = known.base_url
+    if provider is None or base_url is None or model is None:
         raise InvalidInput(PARTIAL)
-    assert provider is not None and base_url is not None and model is not None
-    assert api_key is not None
+    if api_key is None and engine.needs_key(provider, base_url):
+        raise InvalidInput(PARTIAL)
     if api_key == "-":
         api_key = sys.stdin.readline().rstrip("\r\n")
-    result = run_setup(
+    result = engine.run_setup(
         root(),
         provider=provider,
         base_url=base_url,
-        api_key=api_key,
+        api_key=api_key or "",
         model=model,
         agent=agent,
-        check=check_model,
+        check=engine.check_model,
     )
     emit(result, fmt)
-
-
-# ------------------------------------------------------------------------------------ HTTP
-
-
-def check_model(
-    base_url: str, api_key: str, model: str, timeout: float = CHECK_TIMEOUT
-) -> dict[str, Any]:
-    """POST a one-token chat completion; ``{"ok": True}`` on 2xx, else ``ok: false`` + error."""
-    import httpx
-
-    url = base_url.rstrip("/") + "/chat/completions"
-    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
-    headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
-    try:
-        response = httpx.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.TimeoutException:
-        return {
-            "ok": False,
-            "error": f"Request timed out after {timeout:g}s — the endpoint is unreachable "
-            f"or not responding ({url})",
-        }
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        return {"ok": False, "error": f"Network error — could not reach endpoint ({exc})"}
-    if response.is_success:
-        return {"ok": True}
-    return {"ok": False, "error": f"HTTP {response.status_code} {response.reason_phrase}".strip()}
-
-
-def fetch_models(base_url: str, api_key: str, timeout: float = LIST_TIMEOUT) -> list[str]:
-    """The provider's chat model ids from ``GET <base>/models``; any failure -> ``[]``."""
-    import httpx
-
-    from uwf.engine.setup import chat_models
-
-    try:
-        response = httpx.get(
-            base_url.rstrip("/") + "/models",
-            headers={"Authorization": f"Bearer {api_key}"},
-            timeout=timeout,
-        )
-        response.raise_for_status()
-        data = response.json().get("data")
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError, AttributeError):
-        return []
-    if not isinstance(data, list):
-        return []
-    return chat_models([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")])
 
 
 # ----------------------------------------------------------------------------- interactive
@@ -192,40 +173,53 @@ def _ask(text: str) -> str:
 
 
 def _ask_secret(text: str) -> str:
-    # Hidden input on a terminal; piped stdin is read as is (nothing is echoed either way).
-    hide = sys.stdin.isatty()
-    return str(typer.prompt(text, default="", show_default=False, hide_input=hide))
+    return str(typer.prompt(text, default="", show_default=False, hide_input=True))
 
 
-def interactive(
-    agent: str | None,
-    ask: Callable[[str], str] = _ask,
-    ask_secret: Callable[[str], str] = _ask_secret,
-    say: Callable[[str], None] = typer.echo,
-) -> None:
-    """Ask for provider, key and model, then run the same setup as the flags do."""
-    from uwf.engine.setup import PRESETS, run_setup
+Ask = Callable[[str], str]
+Say = Callable[[str], None]
 
-    say("Welcome to uwf setup: configure an OpenAI-compatible model provider.")
-    say("")
+
+def _ask_provider(ask: Ask, say: Say) -> tuple[str, str]:
+    """(provider name, base URL): a preset from the menu, or a custom one."""
+    from uwf.engine.setup import PRESETS
+
     say("Select a provider:")
     for line in provider_menu():
         say(line)
     say("")
     preset = choose_provider(ask(f"Choose [1-{len(PRESETS) + 1}]"))
     if preset is not None:
-        provider, base_url = preset.name, preset.base_url
         say(f"  → {preset.label} ({preset.base_url})")
-    else:
-        provider = ask("Provider name (e.g. my-proxy)").strip()
-        if not provider:
-            raise InvalidInput("Provider name required")
-        base_url = ask("OpenAI-compatible API base URL").strip()
-        if not base_url:
-            raise InvalidInput("Base URL required")
+        return preset.name, preset.base_url
+    provider = ask("Provider name (e.g. my-proxy)").strip()
+    if not provider:
+        raise InvalidInput("Provider name required")
+    base_url = ask("OpenAI-compatible API base URL").strip()
+    if not base_url:
+        raise InvalidInput("Base URL required")
+    return provider, base_url
+
+
+def _ask_key(provider: str, base_url: str, ask_secret: Ask, say: Say) -> str:
+    """The API key; none is asked of a keyless preset, and one may be left empty for a server
+    on this machine."""
+    from uwf.engine.setup import needs_key, preset
+
+    known = preset(provider)
+    if known is not None and not known.needs_key:
+        say("  (no API key needed)")
+        return ""
+    if not needs_key(provider, base_url):
+        return ask_secret("API key (leave empty if the server needs none)").strip()
     api_key = ask_secret("API key").strip()
     if not api_key:
         raise InvalidInput("API key required")
+    return api_key
+
+
+def _ask_model(base_url: str, api_key: str, ask: Ask, say: Say) -> str:
+    from uwf.engine.setup import fetch_models
 
     say("Fetching available models...")
     models = fetch_models(base_url, api_key)
@@ -240,8 +234,24 @@ def interactive(
         model = choose_model(ask(f"Default model [1-{len(models)}]"), models)
     if not model:
         raise InvalidInput("Model required")
-    say(f"  → {provider}/{model}")
+    return model
 
+
+def interactive(
+    agent: str | None,
+    ask: Ask = _ask,
+    ask_secret: Ask = _ask_secret,
+    say: Say = typer.echo,
+) -> None:
+    """Ask for provider, key and model, then run the same setup as the flags do."""
+    from uwf.engine.setup import check_model, run_setup
+
+    say("Welcome to uwf setup: configure an OpenAI-compatible model provider.")
+    say("")
+    provider, base_url = _ask_provider(ask, say)
+    api_key = _ask_key(provider, base_url, ask_secret, say)
+    model = _ask_model(base_url, api_key, ask, say)
+    say(f"  → {provider}/{model}")
     result = run_setup(
         root(),
         provider=provider,
@@ -251,15 +261,20 @@ def interactive(
         agent=agent,
         check=check_model,
     )
+    _summary(result, say)
+
+
+def _summary(result: dict[str, Any], say: Say) -> None:
     say("")
     validation = result["validation"]
     if validation.get("ok"):
-        say(f"✓ Model {provider}/{model} responded.")
+        say(f"✓ Model {result['provider']}/{result['model']} responded.")
     else:
         say(f"⚠ Warning: Could not reach model — {validation.get('error')}")
         say("  The configuration was saved anyway; run `uwf setup` again to change it.")
     say(f"Config:  {result['configPath']}")
-    say(f"API key: {result['envPath']} (mode 0600)")
+    env = result["envPath"]
+    say(f"API key: {env} (mode 0600)" if env else "API key: none (the server needs none)")
     say(f"Default agent: {result['defaultAgent']}")
     say("")
     say("Setup complete! Get started:")

@@ -37,10 +37,11 @@ def _empty() -> Mapping[str, Any]:
 
 @dataclass(frozen=True)
 class Provider:
-    """An OpenAI-compatible endpoint; the key lives in the env var ``api_key_env``."""
+    """An OpenAI-compatible endpoint; the key lives in the env var ``api_key_env`` (None: the
+    server needs no key, as a local Ollama)."""
 
     base_url: str
-    api_key_env: str
+    api_key_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,12 +123,8 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         _fail("root must be a mapping")
     providers = {
         name: Provider(
-            base_url=_required_str(
-                entry, "baseUrl", f"config.providers.{name}", "baseUrl and apiKeyEnv"
-            ),
-            api_key_env=_required_str(
-                entry, "apiKeyEnv", f"config.providers.{name}", "baseUrl and apiKeyEnv"
-            ),
+            base_url=_required_str(entry, "baseUrl", f"config.providers.{name}", "baseUrl"),
+            api_key_env=_key_env(entry.get("apiKeyEnv"), f"config.providers.{name}"),
         )
         for name, entry in _section(raw, "providers").items()
     }
@@ -197,6 +194,15 @@ def _required_str(entry: dict[str, Any], key: str, where: str, needs: str) -> st
     value = entry.get(key)
     if not isinstance(value, str) or not value.strip():
         _fail(f"{where} requires {needs}")
+    return str(value)
+
+
+def _key_env(value: Any, where: str) -> str | None:
+    """``apiKeyEnv``: the variable holding the key; absent for a server that needs none."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        _fail(f"{where}.apiKeyEnv must name an environment variable (or be left out)")
     return str(value)
 
 
@@ -301,12 +307,15 @@ def resolve_model(config: Config, alias: str, env: Mapping[str, str] | None = No
     provider = config.providers.get(model.provider)
     if provider is None:
         raise InvalidInput(f'unknown provider "{model.provider}" for model "{alias}"')
+    base_url = provider.base_url.rstrip("/")
+    if provider.api_key_env is None:  # a server that needs no key (Ollama, llama.cpp…)
+        return ModelSpec(base_url=base_url, api_key="", model=model.name)
     key = (os.environ if env is None else env).get(provider.api_key_env)
     if not key and env is None and config.root is not None:
         key = load_dotenv(config.root).get(provider.api_key_env)
     if not key:
         raise InvalidInput(f"missing API key env var: {provider.api_key_env}")
-    return ModelSpec(base_url=provider.base_url.rstrip("/"), api_key=key, model=model.name)
+    return ModelSpec(base_url=base_url, api_key=key, model=model.name)
 
 
 # ------------------------------------------------------------------------------------ .env

@@ -1,33 +1,43 @@
 """`uwf setup`: merge a provider and a model into ``config.yaml`` and the key into ``.env``.
 
-REFERENCE §7.3 with deliberate fixes:
-
 * an unreadable or invalid existing ``config.yaml`` is refused instead of silently replaced;
 * the merged document is checked with the same parser every command uses, so setup never
   writes a config that a later command would reject;
-* ``--agent X`` always becomes ``defaultAgent``, and when ``X`` is not an alias yet but a
-  plain command name it is added as ``agents.X = {command: X, args: []}``;
+* the default agent is ``uwf-builtin`` (alias ``builtin``) unless the user chose one, or the
+  config already names one; a chosen ``X`` always becomes ``defaultAgent``: an alias as is,
+  ``builtin``/``hermes`` as the shipped agent, else a plain command name added as
+  ``agents.X = {command: X, args: []}``; choosing Hermes first checks that it is installed
+  and configured (:func:`hermes_problem`), without running it;
+* a provider that needs no key (the Ollama preset, a server on this machine) is written
+  without ``apiKeyEnv`` and nothing goes to ``.env``;
 * ``.env`` keeps its other lines (comments included) and is created with mode 0600 from the
   first byte (temp file created 0600, then renamed), so the key is never world-readable.
 
-The key is written to ``.env`` only: never to ``config.yaml``, stdout, stderr or a message.
-The model check needs HTTP, which this layer may not import: the caller passes ``check``.
+Nothing is written outside the storage root. The key is written to ``.env`` only: never to
+``config.yaml``, stdout, stderr or a message. The model check and the model list go through
+``uwf.adapters.llm``.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from uwf.config.config import config_path, env_path, parse_config
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import is_utf8
 
-DEFAULT_AGENT = {"hermes": {"command": "uwf-hermes", "args": []}}
+#: The agents uwf ships that setup can name by a short alias: alias -> command.
+SHIPPED_AGENTS = {"builtin": "uwf-builtin", "hermes": "uwf-hermes"}
+DEFAULT_AGENT = "builtin"
 MODEL_ALIAS = "default"
 
 # A model check: (base_url, api_key, model) -> {"ok": True} or {"ok": False, "error": "..."}.
@@ -45,6 +55,7 @@ class Preset:
     name: str
     label: str
     base_url: str
+    needs_key: bool = True  # False: a local server that takes no API key
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -60,7 +71,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("glm", "GLM (Zhipu AI)", "https://open.bigmodel.cn/api/paas/v4"),
     Preset("stepfun", "StepFun", "https://api.stepfun.com/v1"),
     Preset("minimax", "MiniMax", "https://api.minimax.io/v1"),
-    Preset("ollama", "Ollama (local)", "http://localhost:11434/v1"),
+    Preset("ollama", "Ollama (local)", "http://localhost:11434/v1", needs_key=False),
 )
 
 # Model ids that are not chat models (speech, embeddings, images, …), dropped from the menu.
@@ -81,7 +92,32 @@ def chat_models(ids: list[str]) -> list[str]:
     return sorted({i for i in ids if i and not NON_CHAT_MODEL.search(i)})
 
 
-def validate_inputs(provider: str, base_url: str, api_key: str, model: str) -> None:
+def preset(name: str | None) -> Preset | None:
+    """The preset called ``name`` (``openai``, ``ollama``…), if there is one."""
+    return next((p for p in PRESETS if p.name == (name or "").strip()), None)
+
+
+def needs_key(provider: str, base_url: str) -> bool:
+    """Whether the provider takes an API key: not a keyless preset (Ollama) at its own URL,
+    nor a server on this machine (``localhost``, ``127.x``, ``::1``)."""
+    known = preset(provider)
+    if known is not None and not known.needs_key:
+        return False
+    try:
+        host = urlsplit(base_url.strip()).hostname or ""
+    except ValueError:
+        return True
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def validate_inputs(
+    provider: str, base_url: str, api_key: str, model: str, key_needed: bool = True
+) -> None:
     """One clear line for the first bad value; never quotes the key."""
     for what, value in (
         ("provider name", provider),
@@ -95,7 +131,7 @@ def validate_inputs(provider: str, base_url: str, api_key: str, model: str) -> N
         raise InvalidInput("Provider name required")
     if not base_url.strip():
         raise InvalidInput("Base URL required")
-    if not api_key.strip():
+    if key_needed and not api_key.strip():
         raise InvalidInput("API key required")
     if not model.strip():
         raise InvalidInput("Model required")
@@ -103,6 +139,43 @@ def validate_inputs(provider: str, base_url: str, api_key: str, model: str) -> N
         raise InvalidInput(f"invalid base URL: {base_url} (expected http:// or https://…)")
     if any(c in api_key for c in "\r\n\0"):
         raise InvalidInput("API key must be a single line")
+
+
+# -- the model server (through the LLM adapter) ----------------------------------------------
+
+
+def check_model(
+    base_url: str, api_key: str, model: str, timeout: float | None = None
+) -> dict[str, Any]:
+    """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line."""
+    from uwf.adapters import llm
+
+    seconds = llm.resolve_timeout(llm.CHECK_TIMEOUT, timeout)
+    client = llm.Client(base_url, api_key, model, timeout=seconds)
+    try:
+        client.chat([{"role": "user", "content": "hi"}], max_tokens=1)
+    except llm.LLMError as exc:
+        return {"ok": False, "error": exc.message}
+    finally:
+        client.close()
+    return {"ok": True}
+
+
+def fetch_models(base_url: str, api_key: str, timeout: float | None = None) -> list[str]:
+    """The provider's chat model ids (``GET <base>/models``); any failure -> ``[]``."""
+    from uwf.adapters import llm
+
+    seconds = llm.resolve_timeout(llm.CHECK_TIMEOUT, timeout)
+    client = llm.Client(base_url, api_key, "", timeout=seconds)
+    try:
+        return chat_models(client.list_models())
+    except llm.LLMError:
+        return []
+    finally:
+        client.close()
+
+
+# -- writing the configuration ----------------------------------------------------------------
 
 
 def run_setup(
@@ -117,37 +190,56 @@ def run_setup(
 ) -> dict[str, Any]:
     """Merge the settings into ``config.yaml`` and ``.env``, then check the model.
 
-    A failed check does not undo the written files: the result says what went wrong.
+    ``api_key`` may be empty for a provider that needs none (:func:`needs_key`). A failed
+    check does not undo the written files: the result says what went wrong.
     """
     provider, base_url, model = provider.strip(), base_url.strip(), model.strip()
     api_key = api_key.strip()
-    validate_inputs(provider, base_url, api_key, model)
+    validate_inputs(provider, base_url, api_key, model, needs_key(provider, base_url))
     if agent is not None and not agent.strip():
         raise InvalidInput("agent must not be empty")
     root.mkdir(parents=True, exist_ok=True)
-    env_name = env_var_name(provider)
+    env_name = env_var_name(provider) if api_key else None
 
     cfg_file = config_path(root)
     with fsio.locked(cfg_file):
         doc = _read_config_doc(cfg_file)
         _check_existing(doc, cfg_file)
-        default_agent = _merge(doc, provider, base_url, env_name, model, agent)
+        _merge_model(doc, provider, base_url, env_name, model)
+        default_agent = choose_agent(doc, agent)
         parse_config(doc, root=root)  # never write what a later command would refuse
         fsio.atomic_write(cfg_file, _dump_yaml(doc).encode())
 
     env_file = env_path(root)
-    with fsio.locked(env_file):
-        write_env_var(env_file, env_name, api_key)
+    if env_name is not None:
+        with fsio.locked(env_file):
+            write_env_var(env_file, env_name, api_key)
 
     validation = check(base_url, api_key, model) if check is not None else {"ok": True}
     return {
         "configPath": str(cfg_file),
-        "envPath": str(env_file),
+        "envPath": str(env_file) if env_name is not None else None,
         "provider": provider,
         "model": model,
         "defaultAgent": default_agent,
         "validation": validation,
     }
+
+
+def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
+    """``uwf setup --default-agent NAME``: change ``defaultAgent`` (adding its alias if
+    needed) and nothing else."""
+    if not agent.strip():
+        raise InvalidInput("agent must not be empty")
+    root.mkdir(parents=True, exist_ok=True)
+    cfg_file = config_path(root)
+    with fsio.locked(cfg_file):
+        doc = _read_config_doc(cfg_file)
+        _check_existing(doc, cfg_file)
+        chosen = choose_agent(doc, agent)
+        parse_config(doc, root=root)
+        fsio.atomic_write(cfg_file, _dump_yaml(doc).encode())
+    return {"configPath": str(cfg_file), "defaultAgent": chosen}
 
 
 def _read_config_doc(path: Path) -> dict[str, Any]:
@@ -172,44 +264,70 @@ def _check_existing(doc: dict[str, Any], path: Path) -> None:
         raise InvalidInput(f"{exc.message} (fix or remove {path})") from None
 
 
-def _merge(
-    doc: dict[str, Any],
-    provider: str,
-    base_url: str,
-    env_name: str,
-    model: str,
-    agent: str | None,
-) -> str:
-    """Update ``doc`` in place (other keys kept) and return the resulting ``defaultAgent``."""
+def _merge_model(
+    doc: dict[str, Any], provider: str, base_url: str, env_name: str | None, model: str
+) -> None:
+    """Set the provider and the ``default`` model alias in ``doc`` (other keys kept)."""
     providers = doc.get("providers") or {}
-    providers[provider] = {"baseUrl": base_url, "apiKeyEnv": env_name}
+    providers[provider] = {"baseUrl": base_url}
+    if env_name is not None:
+        providers[provider]["apiKeyEnv"] = env_name
     doc["providers"] = providers
-
     models = doc.get("models") or {}
     models[MODEL_ALIAS] = {"provider": provider, "name": model}
     doc["models"] = models
-
-    agents = doc.get("agents") or {}
-    if not agents and agent is None:
-        agents = {k: dict(v) for k, v in DEFAULT_AGENT.items()}
-    if agent is not None:
-        agent = agent.strip()
-        if agent not in agents:
-            if not _COMMAND_NAME.match(agent):
-                raise InvalidInput(
-                    f"invalid --agent: {agent} (expected an agent alias or a command name; "
-                    "put arguments under agents in config.yaml)"
-                )
-            agents[agent] = {"command": agent, "args": []}
-    doc["agents"] = agents
-    if agent is not None:
-        doc["defaultAgent"] = agent
-
-    if not isinstance(doc.get("defaultAgent"), str) or not doc["defaultAgent"]:
-        doc["defaultAgent"] = "hermes" if "hermes" in agents else next(iter(agents))
     if not isinstance(doc.get("defaultModel"), str) or not doc["defaultModel"]:
         doc["defaultModel"] = MODEL_ALIAS
-    return str(doc["defaultAgent"])
+
+
+def choose_agent(doc: dict[str, Any], agent: str | None) -> str:
+    """Set ``defaultAgent`` in ``doc`` and return it: ``agent`` when given (its alias added
+    if missing; Hermes checked first), else the config's own, else ``builtin``."""
+    agents = doc.get("agents") or {}
+    if agent is None:
+        current = doc.get("defaultAgent")
+        if isinstance(current, str) and current:
+            return current
+    name = (agent or DEFAULT_AGENT).strip()
+    entry = agents.get(name) or _new_alias(name)
+    command = entry.get("command") if isinstance(entry, dict) else None
+    if agent is not None and isinstance(command, str) and Path(command).name == "uwf-hermes":
+        problem = hermes_problem()
+        if problem is not None:
+            raise InvalidInput(f"cannot use {name} as the default agent: {problem}")
+    agents[name] = entry
+    doc["agents"] = agents
+    doc["defaultAgent"] = name
+    return name
+
+
+def _new_alias(name: str) -> dict[str, Any]:
+    if name in SHIPPED_AGENTS:
+        return {"command": SHIPPED_AGENTS[name], "args": []}
+    if not _COMMAND_NAME.match(name):
+        raise InvalidInput(
+            f"invalid default agent: {name} (expected an agent alias or a command name; "
+            "put arguments under agents in config.yaml)"
+        )
+    return {"command": name, "args": []}
+
+
+def hermes_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``uwf-hermes`` cannot run here, or None: the ``hermes`` command must be on PATH and
+    its home (``$HERMES_HOME``, else ``~/.hermes``) must hold a ``config.yaml`` or ``.env``
+    (what ``hermes setup`` writes). Only looks: never runs Hermes, which would create its
+    home."""
+    env = os.environ if env is None else env
+    if shutil.which("hermes", path=env.get("PATH")) is None:
+        return (
+            "the hermes command is not installed (pip install hermes-agent, or "
+            "pip install 'uwf[hermes]'), then run `hermes setup`"
+        )
+    home_dir = env.get("HERMES_HOME") or str(Path(env.get("HOME") or "~").expanduser() / ".hermes")
+    home = Path(home_dir)
+    if not (home / "config.yaml").is_file() and not (home / ".env").is_file():
+        return f"Hermes is not configured (no config.yaml or .env in {home}): run `hermes setup`"
+    return None
 
 
 def _dump_yaml(doc: dict[str, Any]) -> str:

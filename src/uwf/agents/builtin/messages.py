@@ -1,0 +1,94 @@
+"""The messages ``uwf-builtin`` sends: the system message and one (user, assistant) pair per
+earlier visit of the role, then this visit's user message.
+
+The role's first user message starts with the thread's task (``## Task``) and carries the
+history before it with each step's content (within the first-visit quota), like the other
+agents' first-visit prompt. Because the chain is immutable, a re-entry rebuilds exactly the
+messages of the earlier visits, so their prefix is identical (cache-friendly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def workflow_section(cwd: Path | str, allow_outside: bool = False) -> str:
+    """The ``## Workflow`` part of the system message: where the agent works and how it ends."""
+    where = "Paths outside it are allowed." if allow_outside else "Paths outside it are refused."
+    return (
+        "## Workflow\n"
+        "\n"
+        f"Your working directory is `{cwd}`. Relative paths are resolved against it. {where}\n"
+        "You have three tools: `read_file`, `write_file` and `run_command`.\n"
+        "Your task and the moderator's instruction are in the user messages: do not use the "
+        "uwf CLI to discover them.\n"
+        "Work with the tools until your role's deliverable is done. Then reply without a tool "
+        "call, with the YAML frontmatter described in the deliverable format followed by your "
+        "markdown work. If you run out of turns, reply with the frontmatter anyway and say what "
+        "is missing (use a failure status if the schema has one).\n"
+        "Your final reply must start with `---` at position 0."
+    )
+
+
+def build_system_message(
+    format_instruction: str,
+    role_def: dict[str, Any],
+    cwd: Path | str,
+    allow_outside: bool = False,
+    cli_reference: str | None = None,
+) -> str:
+    from uwf.agent_kit.prompts import build_role_prompt
+
+    parts = [format_instruction] if format_instruction else []
+    parts += [build_role_prompt(role_def, cli_reference), workflow_section(cwd, allow_outside)]
+    return "\n\n".join(parts)
+
+
+def _visit_message(
+    steps: Sequence[Mapping[str, Any]], role: str, edge_prompt: str, task: str, first: bool
+) -> str:
+    """What the role is told at one visit: (task on the first), history since, instruction."""
+    from uwf.agent_kit.prompts import FIRST_VISIT_QUOTA, build_continuation_prompt
+
+    if not first:
+        return build_continuation_prompt(steps, role, edge_prompt)
+    history = build_continuation_prompt(
+        steps, role, edge_prompt, include_content=True, quota=FIRST_VISIT_QUOTA
+    )
+    return f"## Task\n{task}\n\n{history}"
+
+
+def build_messages(
+    *,
+    format_instruction: str,
+    role_def: dict[str, Any],
+    task: str,
+    steps: Sequence[Mapping[str, Any]],
+    role: str,
+    edge_prompt: str,
+    cwd: Path | str,
+    allow_outside: bool = False,
+    cli_reference: str | None = None,
+) -> list[dict[str, Any]]:
+    """The messages of a visit: system, one (user, assistant) pair per earlier visit, user.
+
+    ``steps`` are the whole chain, oldest first (``{role, output, agent, edgePrompt,
+    content}``, as ``AgentContext.steps``): replaying every earlier visit needs all of it, so
+    this agent reads the chain's StepNodes (outputs and contents only where a message shows
+    them). Step numbers in the summaries are absolute.
+    """
+    from uwf.util.jsonfmt import canonical, dumps
+
+    system = build_system_message(format_instruction, role_def, cwd, allow_outside, cli_reference)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    visits = [i for i, s in enumerate(steps) if s.get("role") == role]
+    for n, i in enumerate(visits):
+        past = steps[i]
+        said = _visit_message(steps[:i], role, str(past.get("edgePrompt") or ""), task, n == 0)
+        messages.append({"role": "user", "content": said})
+        messages.append({"role": "assistant", "content": dumps(canonical(past.get("output")))})
+    now = _visit_message(steps, role, edge_prompt, task, not visits)
+    messages.append({"role": "user", "content": now})
+    return messages

@@ -1,0 +1,168 @@
+"""Running the ``hermes`` command and reading what it said.
+
+Hermes runs without a shell, stdin closed, its output captured. Its stderr is passed through
+to ours, prefixed ``hermes: `` (its ``session_id:`` line excepted); when it fails, the error
+quotes what it said (the end of its stderr, else the start of its stdout).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from uwf.util.errors import AgentFailed
+
+PACKAGE = "hermes-agent"
+STDERR_KEEP = 20_000  # characters of Hermes' stderr passed through (the tail)
+QUOTE = 400  # characters of Hermes' own words quoted in an error message
+EXPORT_TIMEOUT = 120.0  # seconds; an export takes well under one
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_SESSION_LINE = re.compile(r"^\s*session_id:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+# Lines of Hermes' stdout that say nothing about a failure.
+_NOISE = (re.compile(r"^⚠ tirith security scanner"), re.compile(r"^↻ Resumed session"))
+
+
+class HermesMissing(AgentFailed):
+    """``hermes`` is not installed (or not on PATH): nothing a retry can fix."""
+
+
+def hermes_executable() -> str:
+    found = shutil.which("hermes")
+    if found is None:
+        raise HermesMissing(_missing_message())
+    return found
+
+
+def _missing_message() -> str:
+    return (
+        f"hermes not found on PATH: uwf-hermes drives the Hermes agent; install it with "
+        f"`pip install {PACKAGE}` (or `pip install 'uwf[hermes]'`), then configure a model "
+        "with `hermes setup`"
+    )
+
+
+def parse_session_id(*texts: str) -> str | None:
+    """The id of the first ``session_id: <id>`` line (any case) in the texts, in order."""
+    for text in texts:
+        found = _SESSION_LINE.search(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _quote_head(text: str) -> str:
+    flat = _flat(text)
+    return flat if len(flat) <= QUOTE else flat[: QUOTE - 1] + "…"
+
+
+def _quote_tail(text: str) -> str:
+    flat = _flat(text)
+    return flat if len(flat) <= QUOTE else "…" + flat[-(QUOTE - 1) :]
+
+
+def _meaningful(text: str) -> str:
+    """The lines of Hermes' output that can explain a failure (no session line, no noise)."""
+    keep = []
+    for line in _ANSI.sub("", text).splitlines():
+        stripped = line.strip()
+        if not stripped or _SESSION_LINE.match(stripped):
+            continue
+        if any(p.match(stripped) for p in _NOISE):
+            continue
+        keep.append(stripped)
+    return "\n".join(keep)
+
+
+def failure_text(stdout: str, stderr: str) -> str:
+    """What Hermes said about a failure: the end of its stderr (of a traceback, only the
+    exception), else the start of its stdout (in quiet mode the error replaces the answer)."""
+    err = _meaningful(stderr)
+    lines = err.splitlines()
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        return _quote_tail(lines[-1])  # the exception; the frames are in the passed-through stderr
+    if err:
+        return _quote_tail(err)
+    return _quote_head(_meaningful(stdout))
+
+
+def pass_stderr(stderr: str) -> None:
+    """Copy Hermes' stderr to ours (the tail, if huge), minus its ``session_id:`` line."""
+    kept = stderr[-STDERR_KEEP:]
+    lines = [
+        line for line in kept.splitlines() if line.strip() and not _SESSION_LINE.match(line.strip())
+    ]
+    if lines:
+        sys.stderr.write("".join(f"hermes: {line}\n" for line in lines))
+        sys.stderr.flush()
+
+
+def run_hermes(
+    argv: list[str], what: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except FileNotFoundError:
+        raise HermesMissing(_missing_message()) from None
+    except subprocess.TimeoutExpired:
+        raise AgentFailed(f"{what} did not finish within {timeout:g}s") from None
+    except OSError as exc:
+        if exc.errno == errno.E2BIG:
+            raise AgentFailed(
+                f"{what} could not start: the prompt is too long for a command-line argument "
+                f"({sum(len(a) for a in argv)} characters)"
+            ) from None
+        raise AgentFailed(f"{what} could not start: {exc.strerror or exc}") from None
+
+
+def chat_argv(exe: str, prompt: str, options: Sequence[str], resume: str | None) -> list[str]:
+    argv = [exe, "chat", "-Q", "-q", prompt, "--source", "tool"]
+    if resume is not None:
+        argv += ["--resume", resume, "--no-restore-cwd"]
+    return argv + list(options)
+
+
+def export_session(exe: str, session_id: str) -> dict[str, Any]:
+    """The session as ``hermes sessions export --session-id <id> -`` prints it."""
+    what = f"hermes sessions export --session-id {session_id}"
+    argv = [exe, "sessions", "export", "--session-id", session_id, "-"]
+    proc = run_hermes(argv, what, EXPORT_TIMEOUT)
+    pass_stderr(proc.stderr)
+    said = failure_text(proc.stdout, proc.stderr)
+    if proc.returncode != 0:
+        raise AgentFailed(
+            f"{what} failed with exit code {proc.returncode}" + (f": {said}" if said else "")
+        )
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            session = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(session, dict) and session.get("id") == session_id:
+            if not isinstance(session.get("messages"), list):
+                raise AgentFailed(f"{what} printed a session without messages")
+            return session
+    raise AgentFailed(
+        f"{what} printed no session (one JSON line with id {session_id} was expected)"
+        + (f": {said}" if said else "")
+    )
