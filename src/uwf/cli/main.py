@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from uwf import __version__
-from uwf.cli import cas, log, setup, skill, step, thread, workflow
+from uwf.cli import cas, log, setup, skill, step, thread, ui, workflow
 from uwf.cli.options import Format
 from uwf.util.errors import UwfError
 
@@ -41,6 +41,7 @@ app.add_typer(cas.app, name="cas")
 app.add_typer(log.app, name="log")
 app.add_typer(skill.app, name="skill")
 app.command("setup")(setup.setup)
+app.command("ui")(ui.ui)
 
 
 def _version(value: bool) -> None:

@@ -66,3 +66,25 @@ def emit(value: Any, fmt: Format | None = None, default: Format = Format.json) -
 def emit_markdown(text: str) -> None:
     """Print markdown as is, with exactly one final newline."""
     typer.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+class GraphFormat(StrEnum):
+    mermaid = "mermaid"
+    dot = "dot"
+
+
+GraphFormatOpt = Annotated[
+    GraphFormat,
+    typer.Option(
+        "--format",
+        help="mermaid (a flowchart GitHub renders in a ```mermaid block) or dot (Graphviz).",
+        case_sensitive=False,
+    ),
+]
+
+
+def emit_graph(graph: Any, fmt: GraphFormat) -> None:
+    """Print a routing graph (``uwf.engine.graph.Graph``) as Mermaid or DOT text."""
+    from uwf.engine.graph import render
+
+    typer.echo(render(graph, fmt.value), nl=False)

@@ -777,7 +777,7 @@ def rollback(root: Path, name: str, h: str) -> dict[str, Any]:
 # -- thread start ----------------------------------------------------------------------
 
 
-def _looks_like_path(ident: str) -> bool:
+def looks_like_path(ident: str) -> bool:
     return "/" in ident or "\\" in ident or ident.endswith(EXTENSIONS)
 
 
@@ -813,7 +813,7 @@ def resolve_for_start(root: Path, ident: str, cwd: Path) -> str:
     if is_hash(ident):
         _require_workflow(store, ident)
         return ident
-    if _looks_like_path(ident):
+    if looks_like_path(ident):
         path = Path(ident)
         if not path.is_absolute():
             path = Path(os.path.abspath(cwd / path))
