@@ -26,8 +26,10 @@ def first_line(step: dict[str, Any], limit: int = 100) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def describe(event: dict[str, Any], prefix: str = "") -> str:
-    """One plain line for an event of ``uwf.engine.follow``."""
+def describe(event: dict[str, Any], prefix: str = "", observed: float | None = None) -> str:
+    """One plain line for an event of ``uwf.engine.follow``; a step's duration is the
+    agent's own measure, else ``observed`` (seconds from its start to its landing as
+    polled), else the time since the node before it."""
     kind = event["event"]
     if kind == "thread.opened":
         name = event.get("workflowName") or event["workflow"]
@@ -42,6 +44,8 @@ def describe(event: dict[str, Any], prefix: str = "") -> str:
     if kind == "step.completed":
         step = event["step"]
         took = step.get("durationMs")
+        if took is None and observed is not None:
+            took = int(observed * 1000)
         took = step.get("elapsedMs") if took is None else took
         line = (
             f"{prefix}step {step['number']} {step['role']} -> {step['status']} "
@@ -74,17 +78,21 @@ def watch(
     try:
         while True:
             for event in poll():
-                prefix = f"{event['thread']} " if show_thread and event["event"] != "thread.opened" else ""
-                thread = event["thread"]
-                if event["event"] == "step.started":
+                kind, thread = event["event"], event["thread"]
+                prefix = f"{thread} " if show_thread and kind != "thread.opened" else ""
+                observed = None
+                if kind == "step.started":
                     what = f"step {event['number']} {event.get('role') or '?'}"
                     running[thread] = (what, time.monotonic())
-                elif event["event"] in ("step.completed", "thread.archived"):
-                    running.pop(thread, None)
+                elif kind in ("step.completed", "thread.archived"):
+                    began = running.pop(thread, None)
+                    if began is not None and kind == "step.completed":
+                        observed = time.monotonic() - began[1]
+                line = describe(event, prefix, observed)
                 if status is not None:
-                    console.print(describe(event, prefix), markup=False)
+                    console.print(line, markup=False)
                 else:
-                    typer.echo(describe(event, prefix))
+                    typer.echo(line)
             if status is not None:
                 now = time.monotonic()
                 parts = [f"{what} running {now - since:.0f}s" for what, since in running.values()]

@@ -17,6 +17,7 @@ A step that starts and lands between two polls gives only its ``step.completed``
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +25,24 @@ from uwf.engine import logs, threads, view
 from uwf.util.errors import NotFound, UwfError
 
 SPAWN_TAG = "R5J2W8N4"  # the step's "spawning agent" log line (uwf.util.log.TAGS)
+AGENT_WAIT = 1.0  # seconds a started step waits for its spawn line before it is reported
 
 
-def running_agent(root: Path, thread: str) -> str | None:
-    """The command of the agent the thread's running step spawned (its newest spawn line)."""
+def running_agent(root: Path, thread: str, after_ms: int) -> str | None:
+    """The command of the agent the thread's running step spawned: the newest spawn line of
+    the thread logged after ``after_ms`` (when its head was written), or None (not yet)."""
+    after = _dt.datetime.fromtimestamp(after_ms / 1000, _dt.UTC)
+    since = after.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     today = _dt.datetime.now(_dt.UTC).date()
-    for day in (today, today - _dt.timedelta(days=1)):
+    for day in sorted({after.date(), today}, reverse=True):
         try:
             entries = logs.show_logs(root, thread=thread, date=day.isoformat())
         except UwfError:
             return None
         for entry in reversed(entries):
             msg = str(entry.get("msg", ""))
+            if str(entry.get("ts", "")) < since:
+                return None
             if entry.get("tag") == SPAWN_TAG and "command=" in msg:
                 return Path(msg.split("command=", 1)[1].strip()).name or None
     return None
@@ -56,6 +63,8 @@ class Follower:
         self.count = 0
         self.running = False
         self.next_role: str | None = None
+        self.head_ms = 0
+        self.busy_since: float | None = None  # when the lock was first seen for this head
         self.done = False
 
     def poll(self) -> list[dict[str, Any]]:
@@ -76,17 +85,12 @@ class Follower:
                     events.append({"event": "step.completed", "thread": self.thread, "step": record})
             self.head, self.count, self.known = ref.head, line["count"], True
             self.next_role = (line["next"] or {}).get("role")
+            self.head_ms = line["steps"][-1]["timestamp"] if line["steps"] else line["started"]
+            self.running, self.busy_since = False, None
         if busy and settled and not self.running:
-            events.append(
-                {
-                    "event": "step.started",
-                    "thread": self.thread,
-                    "number": self.count + 1,
-                    "role": self.next_role,
-                    "agent": running_agent(self.root, self.thread),
-                }
-            )
-        self.running = busy and settled
+            events += self._started()
+        if not busy:
+            self.running, self.busy_since = False, None
         if not ref.active:
             self.done = True
             events.append(
@@ -98,6 +102,25 @@ class Follower:
                 }
             )
         return events
+
+    def _started(self) -> list[dict[str, Any]]:
+        """The ``step.started`` event once the step's spawn line is logged (or after a second)."""
+        now = time.monotonic()
+        if self.busy_since is None:
+            self.busy_since = now
+        agent = running_agent(self.root, self.thread, self.head_ms)
+        if agent is None and now - self.busy_since < AGENT_WAIT:
+            return []
+        self.running = True
+        return [
+            {
+                "event": "step.started",
+                "thread": self.thread,
+                "number": self.count + 1,
+                "role": self.next_role,
+                "agent": agent,
+            }
+        ]
 
 
 def _opened(line: dict[str, Any], busy: bool) -> dict[str, Any]:
