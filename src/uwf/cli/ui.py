@@ -44,4 +44,7 @@ def ui(
         )
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"uwf ui: serving {storage} at http://{shown}:{bound}/ (Ctrl-C stops)", err=True)
-    serve(storage, sock)
+    try:
+        serve(storage, sock)
+    except KeyboardInterrupt:  # Ctrl-C is how it stops (uvicorn re-raises it after shutdown)
+        return
