@@ -148,7 +148,11 @@ def test_labels_are_escaped(cli: Any, tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     text = cli("workflow", "graph", str(path)).out
     edges, _ = named(text)
-    assert ("reviewer", "#60;b#62;#34;ok#34;#60;/b#62; #35;1 #124; #123;x#125; #92;", "$END") in edges
+    assert (
+        "reviewer",
+        "#60;b#62;#34;ok#34;#60;/b#62; #35;1 #124; #123;x#125; #92;",
+        "$END",
+    ) in edges
     dot = cli("workflow", "graph", str(path), "--format", "dot").out
     assert 'label="<b>\\"ok\\"</b> #1 | {x} \\\\"' in dot
     svg = to_svg(graph.of_workflow(doc))
@@ -162,7 +166,10 @@ def test_role_names_that_are_mermaid_keywords(tmp_path: Path) -> None:
         "graph": {
             "$START": {"_": {"role": "end", "prompt": "p"}},
             "end": {"_": {"role": "class", "prompt": "p"}},
-            "class": {"_": {"role": "class", "prompt": "p"}, "done": {"role": "$END", "prompt": "p"}},
+            "class": {
+                "_": {"role": "class", "prompt": "p"},
+                "done": {"role": "$END", "prompt": "p"},
+            },
         },
     }
     edges, _ = named(graph.to_mermaid(graph.of_workflow(payload)))
@@ -173,15 +180,21 @@ def test_role_names_that_are_mermaid_keywords(tmp_path: Path) -> None:
         ("class", "done", "$END"),
     ]
     svg = to_svg(graph.of_workflow(payload))  # a self-loop is drawn too
-    assert svg.count('class="edge"') == 4 and svg.count("<g class=\"node") == 4
+    assert svg.count('class="edge"') == 4 and svg.count('<g class="node') == 4
 
 
 @pytest.mark.parametrize(
     ("args", "line"),
     [
         (["workflow", "graph", "nope"], "error: workflow not found: nope"),
-        (["workflow", "graph", "solve-issue", "--format", "png"], "error: Invalid value for '--format'"),
-        (["thread", "graph", "01ARZ3NDEKTSV4RRFFQ69G5FAV"], "error: thread not found: 01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+        (
+            ["workflow", "graph", "solve-issue", "--format", "png"],
+            "error: Invalid value for '--format'",
+        ),
+        (
+            ["thread", "graph", "01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+            "error: thread not found: 01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        ),
         (["workflow", "graph", "missing.yaml"], "error: file not found: missing.yaml"),
     ],
 )

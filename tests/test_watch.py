@@ -102,9 +102,7 @@ def test_watch_all_follows_every_active_thread(cli: Any, new_thread: Any, scenar
     watch = spawn("thread", "watch", "--all", "--interval", "0.05")
     try:
         header = {read_line(watch), read_line(watch)}
-        assert header == {
-            f"thread {t} (solve-issue): idle, 0 steps" for t in (first, second)
-        }
+        assert header == {f"thread {t} (solve-issue): idle, 0 steps" for t in (first, second)}
         a = spawn("thread", "step", first, "--agent", agent)
         b = spawn("thread", "step", second, "--agent", agent)
         assert a.wait(timeout=60) == 0 and b.wait(timeout=60) == 0
@@ -133,7 +131,9 @@ def test_watching_never_makes_a_step_busy(cli: Any, new_thread: Any, scenario: A
         watch.kill()
 
 
-def test_follower_reports_only_what_is_newer(cli: Any, new_thread: Any, scenario: Any, root: Path) -> None:
+def test_follower_reports_only_what_is_newer(
+    cli: Any, new_thread: Any, scenario: Any, root: Path
+) -> None:
     thread = new_thread()
     assert cli("thread", "step", thread, "-c", "2", "--agent", scenario()).code == 0
     head = cli("thread", "show", thread).json()["head"]

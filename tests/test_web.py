@@ -136,7 +136,9 @@ def test_read_only_and_not_found(client: TestClient, hostile: str) -> None:
     assert client.get("/static/../pages.py").status_code == 404
 
 
-def test_thread_stream_sends_rendered_steps(cli: Any, new_thread: Any, scenario: Any, root: Path) -> None:
+def test_thread_stream_sends_rendered_steps(
+    cli: Any, new_thread: Any, scenario: Any, root: Path
+) -> None:
     thread = new_thread()
     head = cli("thread", "show", thread).json()["head"]
     stream = ThreadStream(root, thread, head)
@@ -155,10 +157,14 @@ def test_thread_stream_sends_rendered_steps(cli: Any, new_thread: Any, scenario:
     assert stream.done
 
 
-def test_missing_extra_is_one_line(cli: Any, monkeypatch: pytest.MonkeyPatch, new_thread: Any) -> None:
+def test_missing_extra_is_one_line(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, new_thread: Any
+) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "starlette" else real(name, *a)
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "starlette" else real(name, *a),
     )
     message = "error: the web view needs the ui extra (starlette missing): pip install 'uwf[ui]'\n"
     assert cli("ui").err == message
@@ -202,6 +208,8 @@ def test_ui_binds_loopback_and_warns_for_other_hosts(root: Path) -> None:
 
 
 def test_ui_help_names_the_extra() -> None:
-    out = subprocess.run([sys.executable, "-m", "uwf.cli.main", "ui", "--help"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "uwf.cli.main", "ui", "--help"], capture_output=True, text=True
+    )
     assert "pip install 'uwf[ui]'" in " ".join(out.stdout.split())
     assert DEV  # the fixtures above step real threads with these outputs

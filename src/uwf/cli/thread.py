@@ -272,7 +272,9 @@ def graph(thread: ThreadArg, fmt: GraphFormatOpt = GraphFormat.mermaid) -> None:
 def watch(
     thread: Annotated[
         str | None,
-        typer.Argument(help="Thread id (a 26-character ULID); omit with --all.", show_default=False),
+        typer.Argument(
+            help="Thread id (a 26-character ULID); omit with --all.", show_default=False
+        ),
     ] = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Follow every active thread, and new ones, until Ctrl-C.")

@@ -17,7 +17,8 @@ def ui(
         ),
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on (0 picks a free one).", min=0, max=65535)
+        int,
+        typer.Option("--port", help="Port to listen on (0 picks a free one).", min=0, max=65535),
     ] = 8765,
 ) -> None:
     """Serve a local web page of threads and workflows (read-only; Ctrl-C stops it).

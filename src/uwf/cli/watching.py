@@ -22,7 +22,9 @@ def first_line(step: dict[str, Any], limit: int = 100) -> str:
     """The first non-blank line of a step's text output, after its YAML frontmatter."""
     from uwf.engine.view import body_text
 
-    line = next((x.strip() for x in body_text(step.get("text") or "").splitlines() if x.strip()), "")
+    line = next(
+        (x.strip() for x in body_text(step.get("text") or "").splitlines() if x.strip()), ""
+    )
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -35,8 +37,7 @@ def describe(event: dict[str, Any], prefix: str = "", observed: float | None = N
         name = event.get("workflowName") or event["workflow"]
         noun = "step" if event["count"] == 1 else "steps"
         return (
-            f"{prefix}thread {event['thread']} ({name}): {event['status']}, "
-            f"{event['count']} {noun}"
+            f"{prefix}thread {event['thread']} ({name}): {event['status']}, {event['count']} {noun}"
         )
     if kind == "step.started":
         agent = f" ({event['agent']})" if event.get("agent") else ""
@@ -54,7 +55,9 @@ def describe(event: dict[str, Any], prefix: str = "", observed: float | None = N
         text = first_line(step)
         return f"{line}: {text}" if text else line
     noun = "step" if event["count"] == 1 else "steps"
-    return f"{prefix}thread {event['thread']} ended: {event['status']} after {event['count']} {noun}"
+    return (
+        f"{prefix}thread {event['thread']} ended: {event['status']} after {event['count']} {noun}"
+    )
 
 
 def watch(

@@ -82,7 +82,9 @@ class Follower:
                 events.append(_opened(line, busy))
             else:
                 for record in line["steps"]:
-                    events.append({"event": "step.completed", "thread": self.thread, "step": record})
+                    events.append(
+                        {"event": "step.completed", "thread": self.thread, "step": record}
+                    )
             self.head, self.count, self.known = ref.head, line["count"], True
             self.next_role = (line["next"] or {}).get("role")
             self.head_ms = line["steps"][-1]["timestamp"] if line["steps"] else line["started"]

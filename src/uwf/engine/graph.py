@@ -143,7 +143,9 @@ def to_mermaid(graph: Graph) -> str:
         lines.append(f"  %% {_mermaid_text(summary)}")
     for node in graph.nodes:
         text = _mermaid_text(node)
-        lines.append(f'  {ids[node]}(["{text}"])' if node in (START, END) else f'  {ids[node]}["{text}"]')
+        lines.append(
+            f'  {ids[node]}(["{text}"])' if node in (START, END) else f'  {ids[node]}["{text}"]'
+        )
     for i, edge in enumerate(graph.edges):
         arrow = "-.->" if i == graph.pending else "-->"
         label = _mermaid_text(graph.label(i))
@@ -174,7 +176,9 @@ def to_dot(graph: Graph) -> str:
     if summary:
         lines.append(f"  // {summary}")
     lines.append("  rankdir=TB;")
-    lines.append('  node [shape=box, style="rounded,filled", fillcolor="white", fontname="sans-serif"];')
+    lines.append(
+        '  node [shape=box, style="rounded,filled", fillcolor="white", fontname="sans-serif"];'
+    )
     lines.append('  edge [fontname="sans-serif", fontsize=11];')
     for node in graph.nodes:
         attrs = [f'label="{_dot_text(node)}"']

@@ -92,8 +92,9 @@ def timeline(
     """``{thread, workflow, workflowName, head, active, status, task, started, count, steps,
     next}``: ``steps`` are the steps newer than ``after`` (all when None or not in the
     chain), oldest first (only hash, number, role, status and timestamps unless ``full``);
-    ``elapsedMs`` is the time since the node before (the task or the previous step); ``next`` is where an active thread goes next
-    (``{role, status, prompt}``, or ``{error}`` when its graph has no route)."""
+    ``elapsedMs`` is the time since the node before (the task or the previous step); ``next``
+    is where an active thread goes next (``{role, status, prompt}``, or ``{error}`` when its
+    graph has no route)."""
     ref = threads.locate(root, thread)
     store = open_store(root)
     head = chain.load_head(store, ref.head)

@@ -20,6 +20,5 @@ def require(modules: tuple[str, ...] = EXTRA) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise UwfError(
-            f"the web view needs the ui extra ({', '.join(missing)} missing): "
-            "pip install 'uwf[ui]'"
+            f"the web view needs the ui extra ({', '.join(missing)} missing): pip install 'uwf[ui]'"
         )

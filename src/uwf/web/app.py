@@ -90,75 +90,89 @@ class ListStream:
         return [(e["event"], {"thread": e["thread"]}) for e in self.follower.poll()]
 
 
-def create_app(root: Path, interval: float = 0.25) -> Any:
+def _page(render: Any) -> Any:
+    """A GET endpoint that renders a page from the storage root and the request."""
+    from starlette.responses import HTMLResponse
+
+    def endpoint(request: Any) -> Any:
+        return HTMLResponse(render(request.app.state.root, request))
+
+    return endpoint
+
+
+def _detail(root: Path, request: Any) -> str:
+    step = request.path_params["step"]
+    check_hash(step)
+    return pages.detail_fragment(root, step)
+
+
+async def _events(request: Any) -> Any:
+    """Server-sent events of one thread (``?thread=<id>&since=<head>``) or of every one."""
     import anyio
     from sse_starlette.sse import EventSourceResponse
+
+    root, interval = request.app.state.root, request.app.state.interval
+    thread = request.query_params.get("thread")
+    since = request.query_params.get("since") or None
+    if thread is not None:
+        check_thread_id(thread)
+        if since is not None:
+            check_hash(since)
+    stream: Any = await anyio.to_thread.run_sync(
+        lambda: ThreadStream(root, thread, since) if thread else ListStream(root)
+    )
+
+    async def generate() -> Any:
+        while not await request.is_disconnected():
+            for name, data in await anyio.to_thread.run_sync(stream.poll):
+                yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
+            if stream.done:
+                return
+            await anyio.sleep(interval)
+
+    return EventSourceResponse(generate(), ping=15)
+
+
+def _failed(request: Any, exc: Exception) -> Any:
+    """Errors as a page: 404 for what does not exist, 400 for bad input (message escaped)."""
+    from starlette.exceptions import HTTPException
+    from starlette.responses import HTMLResponse
+
+    if isinstance(exc, HTTPException):
+        status, message = exc.status_code, str(exc.detail)
+    else:
+        status = 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 500
+        message = exc.message if isinstance(exc, UwfError) else "internal error"
+    page = pages.render("error.html", title=f"Error {status}", message=message)
+    return HTMLResponse(page, status_code=status)
+
+
+def create_app(root: Path, interval: float = 0.25) -> Any:
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse, Response
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
-    def html(text: str, status: int = 200) -> Response:
-        return HTMLResponse(text, status_code=status)
-
-    def index(request: Request) -> Response:
-        return html(pages.list_page(root, dict(request.query_params)))
-
-    def rows(request: Request) -> Response:
-        return html(pages.list_page(root, dict(request.query_params), fragment=True))
-
-    def thread(request: Request) -> Response:
-        return html(pages.thread_page(root, request.path_params["thread"]))
-
-    def detail(request: Request) -> Response:
-        step = request.path_params["step"]
-        check_hash(step)
-        return html(pages.detail_fragment(root, step))
-
-    def workflow(request: Request) -> Response:
-        return html(pages.workflow_page(root, request.path_params["ident"]))
-
-    async def events(request: Request) -> Response:
-        thread = request.query_params.get("thread")
-        since = request.query_params.get("since") or None
-        if thread is not None:
-            check_thread_id(thread)
-            if since is not None:
-                check_hash(since)
-        stream: Any = await anyio.to_thread.run_sync(
-            lambda: ThreadStream(root, thread, since) if thread else ListStream(root)
-        )
-
-        async def generate() -> Any:
-            while not await request.is_disconnected():
-                for name, data in await anyio.to_thread.run_sync(stream.poll):
-                    yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
-                if stream.done:
-                    return
-                await anyio.sleep(interval)
-
-        return EventSourceResponse(generate(), ping=15)
-
-    def failed(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, HTTPException):
-            status, message = exc.status_code, str(exc.detail)
-        else:
-            status = 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 500
-            message = exc.message if isinstance(exc, UwfError) else "internal error"
-        return html(pages.render("error.html", title=f"Error {status}", message=message), status)
-
     routes = [
-        Route("/", index),
-        Route("/fragment/threads", rows),
-        Route("/thread/{thread}", thread),
-        Route("/step/{step}/detail", detail),
-        Route("/workflow/{ident}", workflow),
-        Route("/events", events),
+        Route("/", _page(lambda root, r: pages.list_page(root, dict(r.query_params)))),
+        Route(
+            "/fragment/threads",
+            _page(lambda root, r: pages.list_page(root, dict(r.query_params), fragment=True)),
+        ),
+        Route(
+            "/thread/{thread}",
+            _page(lambda root, r: pages.thread_page(root, r.path_params["thread"])),
+        ),
+        Route("/step/{step}/detail", _page(_detail)),
+        Route(
+            "/workflow/{ident}",
+            _page(lambda root, r: pages.workflow_page(root, r.path_params["ident"])),
+        ),
+        Route("/events", _events),
         Mount("/static", StaticFiles(packages=[("uwf.web", "static")]), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={UwfError: failed, HTTPException: failed})
+    app = Starlette(routes=routes, exception_handlers={UwfError: _failed, HTTPException: _failed})
+    app.state.root, app.state.interval = root, interval
     return _SecurityHeaders(app)
 
 

@@ -17,8 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from uwf.engine import graph as graphs
 from uwf.engine import casops, read, threads, view, workflows
+from uwf.engine import graph as graphs
 from uwf.util import jsonfmt
 from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.ulid import now_ms, timestamp_ms
@@ -51,7 +51,7 @@ def markdown(text: str | None) -> Any:
     """Agent text as HTML: markdown-it with raw HTML off, so markup in it stays text."""
     from markupsafe import Markup
 
-    return Markup(_markdown().render(text or ""))  # noqa: S704 - markdown-it escapes (html off)
+    return Markup(_markdown().render(text or ""))
 
 
 def when(ms: int | None) -> str:
@@ -187,7 +187,9 @@ def workflow_page(root: Path, ident: str) -> str:
         except UwfError:
             schemas[role] = None
     try:
-        versions = workflows.history(root, str(payload.get("name", ""))) if payload.get("name") else []
+        versions = (
+            workflows.history(root, str(payload.get("name", ""))) if payload.get("name") else []
+        )
     except UwfError:
         versions = []
     return render(

@@ -11,6 +11,7 @@ Every text is escaped here, once.
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from dataclasses import dataclass, field
 from html import escape
@@ -108,7 +109,7 @@ def _neighbours(lay: _Layout) -> tuple[dict[Any, list[Any]], dict[Any, list[Any]
     up: dict[Any, list[Any]] = {k: [] for k in lay.rank}
     down: dict[Any, list[Any]] = {k: [] for k in lay.rank}
     for chain in lay.chains.values():
-        for a, b in zip(chain, chain[1:], strict=False):
+        for a, b in itertools.pairwise(chain):
             down[a].append(b)
             up[b].append(a)
     return up, down
@@ -124,12 +125,11 @@ def _order(lay: _Layout, sweeps: int = 4) -> None:
             pos = {k: i for i, k in enumerate(other)}
             layer = lay.layers[r]
 
-            def key(item: tuple[int, Any], pos: dict[Any, int] = pos) -> float:
-                index, k = item
+            keys = {}
+            for index, k in enumerate(layer):
                 linked = [pos[n] for n in near[k] if n in pos]
-                return sum(linked) / len(linked) if linked else float(index)
-
-            lay.layers[r] = [k for _, k in sorted(enumerate(layer), key=key)]
+                keys[k] = sum(linked) / len(linked) if linked else float(index)
+            lay.layers[r] = sorted(layer, key=keys.__getitem__)
 
 
 def _fit(keys: list[Any], want: list[float], lay: _Layout) -> list[float]:
@@ -170,9 +170,13 @@ def _place(lay: _Layout, rounds: int = 6) -> None:
 
 def _label(x: float, y: float, text: str) -> tuple[float, float, str]:
     w = text_width(text, FONT - 1) + 8
-    return x - w / 2, x + w / 2, (
-        f'<g class="label"><rect x="{x - w / 2:.1f}" y="{y - 9:.1f}" width="{w:.1f}" height="18" '
-        f'rx="4"/><text x="{x:.1f}" y="{y + 4:.1f}">{escape(text)}</text></g>'
+    return (
+        x - w / 2,
+        x + w / 2,
+        (
+            f'<g class="label"><rect x="{x - w / 2:.1f}" y="{y - 9:.1f}" width="{w:.1f}" '
+            f'height="18" rx="4"/><text x="{x:.1f}" y="{y + 4:.1f}">{escape(text)}</text></g>'
+        ),
     )
 
 
@@ -191,7 +195,7 @@ def _forward(lay: _Layout, graph: Graph, i: int, shift: float) -> tuple[str, flo
         (x0, y0), (x1, y1) = pts
         pts.insert(1, ((x0 + x1) / 2 + shift * 3, (y0 + y1) / 2))
     d = f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"
-    for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
         dy = (y1 - y0) / 2
         d += f" C{x0:.1f},{y0 + dy:.1f} {x1:.1f},{y1 - dy:.1f} {x1:.1f},{y1:.1f}"
     if len(pts) % 2:
@@ -214,6 +218,23 @@ def _arc(lay: _Layout, graph: Graph, i: int, stack: int) -> tuple[str, float, fl
         out = sx + 46
     d = f"M{sx:.1f},{sy:.1f} C{out:.1f},{sy:.1f} {out:.1f},{ty:.1f} {tx:.1f},{ty:.1f}"
     return d, (sx + tx) / 8 + out * 0.75, (sy + ty) / 2
+
+
+def _node(lay: _Layout, graph: Graph, node: str) -> str:
+    kind = "start" if node == START else "end" if node == END else "role"
+    classes = ["node", kind]
+    if node in graph.visited and node != graph.current:
+        classes.append("visited")
+    if node == graph.current:
+        classes.append("current")
+    x, y, w = lay.x[node], lay.y(node), lay.width[node]
+    rx = NODE_H / 2 if kind != "role" else 7
+    return (
+        f'<g class="{" ".join(classes)}" data-node="{escape(node)}">'
+        f'<rect x="{x - w / 2:.1f}" y="{y - NODE_H / 2:.1f}" width="{w:.1f}" '
+        f'height="{NODE_H}" rx="{rx}"/>'
+        f'<text x="{x:.1f}" y="{y + 4.5:.1f}">{escape(node)}</text></g>'
+    )
 
 
 def to_svg(graph: Graph, ident: str = "g") -> str:
@@ -245,27 +266,13 @@ def to_svg(graph: Graph, ident: str = "g") -> str:
         left, right, label = _label(lx, ly, graph.label(i))
         labels.append(label)
         bounds += [left, right]
-    nodes = []
-    for node in graph.nodes:
-        kind = "start" if node == START else "end" if node == END else "role"
-        classes = ["node", kind]
-        if node in graph.visited and node != graph.current:
-            classes.append("visited")
-        if node == graph.current:
-            classes.append("current")
-        x, y, w = lay.x[node], lay.y(node), lay.width[node]
-        rx = NODE_H / 2 if kind != "role" else 7
-        nodes.append(
-            f'<g class="{" ".join(classes)}" data-node="{escape(node)}">'
-            f'<rect x="{x - w / 2:.1f}" y="{y - NODE_H / 2:.1f}" width="{w:.1f}" '
-            f'height="{NODE_H}" rx="{rx}"/>'
-            f'<text x="{x:.1f}" y="{y + 4.5:.1f}">{escape(node)}</text></g>'
-        )
+    nodes = [_node(lay, graph, node) for node in graph.nodes]
     left, width = min(bounds) - MARGIN, max(bounds) - min(bounds) + 2 * MARGIN
     height = max(lay.y(k) for k in lay.rank) + NODE_H / 2 + MARGIN
     markers = "".join(
         f'<marker id="{ident}-{m}" class="arrow {m}" viewBox="0 0 10 10" refX="9" refY="5" '
-        f'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        f'markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
+        f'orient="auto-start-reverse">'
         f'<path d="M0,0 L10,5 L0,10 z"/></marker>'
         for m in ("edge", "taken", "next")
     )
