@@ -77,7 +77,7 @@ GraphFormatOpt = Annotated[
     GraphFormat,
     typer.Option(
         "--format",
-        help="mermaid (a flowchart GitHub renders in a ```mermaid block) or dot (Graphviz).",
+        help="mermaid (a flowchart that GitHub renders in markdown) or dot (Graphviz).",
         case_sensitive=False,
     ),
 ]

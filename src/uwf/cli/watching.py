@@ -11,16 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-
-def seconds(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms // 60_000}m{ms % 60_000 // 1000:02d}s"
+from uwf.engine.view import body_text, seconds
 
 
 def first_line(step: dict[str, Any], limit: int = 100) -> str:
     """The first non-blank line of a step's text output, after its YAML frontmatter."""
-    from uwf.engine.view import body_text
 
     line = next(
         (x.strip() for x in body_text(step.get("text") or "").splitlines() if x.strip()), ""

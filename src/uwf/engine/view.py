@@ -49,6 +49,13 @@ def body_text(text: str) -> str:
     return text
 
 
+def seconds(ms: int | None) -> str:
+    """A duration for people: ``0.4s``, ``12.0s``, ``3m05s`` (``-`` when unknown)."""
+    if ms is None:
+        return "-"
+    return f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms // 60_000}m{ms % 60_000 // 1000:02d}s"
+
+
 def _duration_ms(detail: Any) -> int | None:
     """The agent's own measure of the step, when its detail records one."""
     if isinstance(detail, dict):

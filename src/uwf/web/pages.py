@@ -36,7 +36,7 @@ def _env() -> Any:
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(md=markdown, when=when, took=took, pretty=pretty)
+    env.filters.update(md=markdown, when=when, took=view.seconds, pretty=pretty)
     return env
 
 
@@ -58,12 +58,6 @@ def when(ms: int | None) -> str:
     if ms is None:
         return "-"
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def took(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms // 60_000}m{ms % 60_000 // 1000:02d}s"
 
 
 def pretty(value: Any) -> str:
