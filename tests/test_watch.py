@@ -164,3 +164,45 @@ def test_watch_usage_errors(cli: Any, new_thread: Any) -> None:
     assert bad.err == "error: --interval must be a number of seconds in (0, 60], got: 0.0\n"
     ghost = cli("thread", "watch", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
     assert ghost.err == "error: thread not found: 01ARZ3NDEKTSV4RRFFQ69G5FAV\n"
+
+
+def test_watch_on_a_terminal_shows_a_live_status_line(
+    cli: Any, new_thread: Any, scenario: Any
+) -> None:
+    """With stdout a terminal, a spinner line names the running step; the lines are the same."""
+    import pty
+    import select
+
+    thread = new_thread()
+    agent = scenario({"planner": [{"output": PLAN, "sleep": 1.0}]})
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", TERM="xterm")
+    watch = subprocess.Popen(
+        [str(BIN / "uwf"), "thread", "watch", thread, "--interval", "0.05"],
+        stdout=secondary,
+        stderr=secondary,
+        env=env,
+    )
+    os.close(secondary)
+    try:
+        stepper = spawn("thread", "step", thread, "--agent", agent)
+        assert stepper.wait(timeout=60) == 0
+        assert cli("thread", "kill", thread).code == 0
+        assert watch.wait(timeout=30) == 0
+        screen = b""
+        while select.select([primary], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            screen += chunk
+    finally:
+        watch.kill()
+        os.close(primary)
+    text = screen.decode("utf-8", "replace")
+    assert "step 1 planner running" in text  # the spinner line
+    assert "\x1b[" in text  # drawn in place with terminal control sequences
+    assert "step 1 started: planner (uwf-mock)" in text
+    assert f"thread {thread} ended: killed after 1 step" in text
