@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh machine: set up .venv with the dev and hermes extras, then run the
-# linters, the type checker, the layer contracts and pytest. Any failure fails the run.
+# The whole test suite from a fresh machine: set up .venv with the dev, hermes and ui extras, then
+# run the linters, the type checker, the layer contracts and pytest. Any failure fails the run.
 # UWF_FRESH_VENV=1 (set by .ci/run) rebuilds the venv from scratch.
+# The browser tests need Debian's chromium (and the graph tests Graphviz's dot): installed with
+# apt-get where missing (CI runs as root on a fresh Debian machine); the Mermaid build they render
+# with comes from the npm registry at a pinned version and sha256 (scripts/fetch-mermaid.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${UWF_FRESH_VENV:-0}" = 1 ]; then rm -rf .venv; fi
 if [ ! -x .venv/bin/pytest ] || [ pyproject.toml -nt .venv/.installed ]; then
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev,hermes]'
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev,hermes,ui]'
   touch .venv/.installed
 fi
+if [ ! -x /usr/bin/chromium ] || ! command -v dot >/dev/null; then
+  echo "== apt-get install chromium graphviz"
+  if [ "$(id -u)" = 0 ]; then apt=(apt-get); else apt=(sudo apt-get); fi
+  "${apt[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq chromium graphviz >/dev/null
+fi
+bash scripts/fetch-mermaid.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== ruff check";        ruff check src tests benchmarks

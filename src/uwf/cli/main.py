@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from uwf import __version__
-from uwf.cli import cas, log, setup, skill, step, thread, workflow
+from uwf.cli import cas, log, setup, skill, step, thread, ui, workflow
 from uwf.cli.options import Format
 from uwf.util.errors import Interrupted, UwfError, report
 
@@ -42,6 +42,7 @@ app.add_typer(cas.app, name="cas")
 app.add_typer(log.app, name="log")
 app.add_typer(skill.app, name="skill")
 app.command("setup")(setup.setup)
+app.command("ui")(ui.ui)
 
 
 def _version(value: bool) -> None:

@@ -102,3 +102,25 @@ def loop_contract() -> Iterator[None]:
     except UwfError as exc:
         exc.exit_code = exit_code(exc, loop=True)
         raise
+
+
+class GraphFormat(StrEnum):
+    mermaid = "mermaid"
+    dot = "dot"
+
+
+GraphFormatOpt = Annotated[
+    GraphFormat,
+    typer.Option(
+        "--format",
+        help="mermaid (a flowchart that GitHub renders in markdown) or dot (Graphviz).",
+        case_sensitive=False,
+    ),
+]
+
+
+def emit_graph(graph: Any, fmt: GraphFormat) -> None:
+    """Print a routing graph (``uwf.engine.graph.Graph``) as Mermaid or DOT text."""
+    from uwf.engine.graph import render
+
+    typer.echo(render(graph, fmt.value), nl=False)

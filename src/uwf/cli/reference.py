@@ -123,13 +123,18 @@ def _param_line(param: Any) -> str:
     return f"{line} — {help_text}" if help_text else line
 
 
-def _visible_params(command: Any, global_opts: set[str]) -> list[Any]:
-    """Parameters worth listing: not hidden, not a repeat of a global option."""
-    return [
-        p
-        for p in command.params
-        if not getattr(p, "hidden", False) and not (_is_option(p) and set(p.opts) <= global_opts)
-    ]
+def _choices(param: Any) -> tuple[str, ...]:
+    return tuple(getattr(param.type, "choices", ()) or ())
+
+
+def _visible_params(command: Any, global_opts: dict[str, tuple[str, ...]]) -> list[Any]:
+    """Parameters worth listing: not hidden, not a repeat of a global option (same name and
+    values: `workflow graph --format mermaid|dot` is its own option)."""
+
+    def repeats_global(p: Any) -> bool:
+        return _is_option(p) and all(global_opts.get(o) == _choices(p) for o in p.opts)
+
+    return [p for p in command.params if not getattr(p, "hidden", False) and not repeats_global(p)]
 
 
 def _usage(path: str, params: list[Any]) -> str:
@@ -166,7 +171,9 @@ def _target(command: Any) -> Any:
     return inspect.unwrap(callback) if callback is not None else None
 
 
-def _command_entry(path: str, command: Any, global_opts: set[str], aliases: list[str]) -> list[str]:
+def _command_entry(
+    path: str, command: Any, global_opts: dict[str, tuple[str, ...]], aliases: list[str]
+) -> list[str]:
     params = _visible_params(command, global_opts)
     summary = _summary(command)
     lines = [f"- `{_usage(path, params)}`" + (f" — {summary}" if summary else "")]
@@ -179,7 +186,7 @@ def _command_entry(path: str, command: Any, global_opts: set[str], aliases: list
 def render_reference(command: Any, prog: str = "uwf") -> str:
     """The markdown reference of the click command tree ``command`` (the root group)."""
     root_params = [p for p in command.params if not getattr(p, "hidden", False)]
-    global_opts = {opt for p in root_params if _is_option(p) for opt in p.opts}
+    global_opts = {opt: _choices(p) for p in root_params if _is_option(p) for opt in p.opts}
 
     leaves = _walk(command, prog)
     visible_by_target: dict[Any, str] = {}

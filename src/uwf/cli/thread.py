@@ -1,6 +1,8 @@
-"""`uwf thread …`: start, step, show, list, steps, read, fork, step-details, kill."""
+"""`uwf thread …`: start, step, show, list, steps, read, fork, step-details, kill, graph, watch,
+export."""
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -8,14 +10,17 @@ import typer
 from uwf.cli.options import (
     Format,
     FormatOpt,
+    GraphFormat,
+    GraphFormatOpt,
     QuotaOpt,
     backend,
     emit,
+    emit_graph,
     emit_markdown,
     emit_stream,
     loop_contract,
 )
-from uwf.util.errors import InvalidInput, oneline
+from uwf.util.errors import Interrupted, InvalidInput, UsageError, oneline
 
 app = typer.Typer(
     help="Start, step, inspect, fork and kill threads.",
@@ -275,3 +280,95 @@ def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
 
 app.command("kill")(_kill)
 app.command("cancel", hidden=True, help="Alias of `thread kill` (v0.5.0 name).")(_kill)
+
+
+@app.command("graph")
+def graph(thread: ThreadArg, fmt: GraphFormatOpt = GraphFormat.mermaid) -> None:
+    """Print the thread's workflow graph with the path it took, as Mermaid or DOT text.
+
+    Edges the thread took are drawn thick and labelled with how often ("rejected ×2"); the
+    edge an active thread takes next is dashed; visited roles are shaded and the current
+    role (the one that runs next, $END once completed, the last role once killed) is
+    highlighted.
+    """
+    from uwf.engine.view import thread_graph
+
+    emit_graph(thread_graph(backend(), thread), fmt)
+
+
+@app.command("watch")
+def watch(
+    thread: Annotated[
+        str | None,
+        typer.Argument(
+            help="Thread id (a 26-character ULID); omit with --all.", show_default=False
+        ),
+    ] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Follow every active thread, and new ones, until Ctrl-C.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between two polls of the store.")
+    ] = 0.25,
+) -> None:
+    """Follow a thread live: each step as it starts and lands, then the thread's end.
+
+    Prints a line when a step starts (number, role, agent command) and when it lands
+    (number, role, status, agent, duration, first line of its output). Exits 0 when the
+    thread ends ($END, kill or max rounds), after a line with its final status. Polls the
+    head and the step lock (passively: watching never delays or blocks a step). A live status
+    line when stdout is a terminal, plain lines when not.
+    """
+    from uwf.cli.watching import watch as follow
+    from uwf.engine.follow import AllFollower, Follower
+
+    if (thread is None) == (not all_):
+        raise UsageError("give a thread id or --all (not both)")
+    if not 0 < interval <= 60:
+        raise InvalidInput(f"--interval must be a number of seconds in (0, 60], got: {interval}")
+    terminal = sys.stdout.isatty()
+    if thread is not None:
+        one = Follower(backend(), thread)
+        follow(one.poll, lambda: one.done, interval, terminal, show_thread=False)
+        return
+    every = AllFollower(backend())
+    try:
+        follow(every.poll, lambda: False, interval, terminal, show_thread=True)
+    except (KeyboardInterrupt, Interrupted):
+        return  # Ctrl-C is how --all ends
+
+
+@app.command("export")
+def export(
+    thread: ThreadArg,
+    html: Annotated[
+        Path,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Write the thread page to FILE ('-' for stdout).",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Write the thread page as one self-contained HTML file (needs the ui extra).
+
+    The file has the same content as the `uwf ui` thread page — graph, task, every step with
+    its prompt, output, detail and turns — with its CSS and SVG inline and no script: it makes
+    no request when opened, so a CI job can attach it as an artifact or mail it.
+    Prints {"thread","file","bytes"}.
+    """
+    from uwf.web import require
+
+    require()
+    from uwf.web.pages import export_thread
+
+    text = export_thread(backend(), thread)
+    if str(html) == "-":
+        sys.stdout.write(text)
+        return
+    from uwf.util import fsio
+
+    data = text.encode("utf-8")
+    fsio.atomic_write(html, data)
+    emit({"thread": thread, "file": str(html), "bytes": len(data)})

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, backend, emit
+from uwf.cli.options import FormatOpt, GraphFormat, GraphFormatOpt, backend, emit, emit_graph
 
 app = typer.Typer(
     help="""Store, show and list workflows, and move the registry between their versions.
@@ -122,3 +122,25 @@ def rollback(
     from uwf.engine import workflows
 
     emit(workflows.rollback(backend(), name, hash), fmt)
+
+
+@app.command("graph")
+def graph(
+    ident: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME|HASH|FILE",
+            help="Registered name, Workflow node hash, or a workflow YAML file (not stored).",
+        ),
+    ],
+    fmt: GraphFormatOpt = GraphFormat.mermaid,
+) -> None:
+    """Print a workflow's routing graph as Mermaid (default) or Graphviz DOT text.
+
+    Nodes are $START, the roles and $END; there is one edge per status, labelled with it.
+    Paste the Mermaid text into a ```mermaid block of a GitHub markdown file to see it drawn;
+    render DOT with `dot -Tsvg`. A file is validated as `workflow put` does, and not stored.
+    """
+    from uwf.engine.view import workflow_graph
+
+    emit_graph(workflow_graph(backend(), ident), fmt)

@@ -772,7 +772,7 @@ def rollback(backend: Backend, name: str, h: str) -> dict[str, Any]:
 # -- thread start ----------------------------------------------------------------------
 
 
-def _looks_like_path(ident: str) -> bool:
+def looks_like_path(ident: str) -> bool:
     return "/" in ident or "\\" in ident or ident.endswith(EXTENSIONS)
 
 
@@ -808,7 +808,7 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     if is_hash(ident):
         _require_workflow(store, ident)
         return NodeHash(ident)
-    if _looks_like_path(ident):
+    if looks_like_path(ident):
         path = Path(ident)
         if not path.is_absolute():
             path = Path(os.path.abspath(cwd / path))

@@ -1,0 +1,158 @@
+"""A thread as the watch, the graph and the web view show it: plain data, read only.
+
+``timeline`` walks back from the head only as far as it is asked (``after``: the newest step
+already seen), so following a long thread costs one walk, then a few node reads per new step.
+Whether a step is in flight comes from the backend's passive lock query
+(``Locks.is_running``): it never takes the step lock, so watching never makes a step fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.model import chain
+from uwf.model.threads import locate
+from uwf.model.turns import last_assistant_content
+from uwf.moderator.evaluate import START, ModeratorError, evaluate, status_of
+from uwf.util.errors import UwfError
+
+
+def body_text(text: str) -> str:
+    """An agent's text output without its leading YAML frontmatter (shown as the output)."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for i, line in enumerate(lines[1:], 1):
+            if line.strip() == "---":
+                return "\n".join(lines[i + 1 :]).strip("\n")
+    return text
+
+
+def seconds(ms: int | None) -> str:
+    """A duration for people: ``0.4s``, ``12.0s``, ``3m05s`` (``-`` when unknown)."""
+    if ms is None:
+        return "-"
+    return f"{ms / 1000:.1f}s" if ms < 60_000 else f"{ms // 60_000}m{ms % 60_000 // 1000:02d}s"
+
+
+def _duration_ms(detail: Any) -> int | None:
+    """The agent's own measure of the step, when its detail records one."""
+    if isinstance(detail, dict):
+        for key in ("durationMs", "duration"):
+            value = detail.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, Any]:
+    output = chain.output_of(store, step)
+    if not full:
+        return {
+            "hash": step.hash,
+            "number": number,
+            "role": step.role,
+            "status": status_of(step.role, output),
+            "timestamp": step.timestamp,
+        }
+    detail_hash = step.payload.get("detail")
+    detail = store.get(detail_hash) if isinstance(detail_hash, str) and detail_hash else None
+    return {
+        "hash": step.hash,
+        "number": number,
+        "role": step.role,
+        "status": status_of(step.role, output),
+        "agent": step.payload.get("agent", ""),
+        "timestamp": step.timestamp,
+        "edgePrompt": step.payload.get("edgePrompt"),
+        "output": output,
+        "detail": detail_hash or None,
+        "durationMs": _duration_ms(detail.payload if detail is not None else None),
+        "text": last_assistant_content(store, detail_hash),
+    }
+
+
+def timeline(
+    backend: Backend, thread: str, after: str | None = None, full: bool = True
+) -> dict[str, Any]:
+    """``{thread, workflow, workflowName, head, active, status, task, started, count, steps,
+    next}``: ``steps`` are the steps newer than ``after`` (all when None or not in the
+    chain), oldest first (only hash, number, role, status and timestamps unless ``full``);
+    ``elapsedMs`` is the time since the node before (the task or the previous step); ``next``
+    is where an active thread goes next (``{role, status, prompt}``, or ``{error}`` when its
+    graph has no route)."""
+    ref = locate(backend, thread)
+    store = backend.nodes
+    head = chain.load_head(store, ref.head)
+    start = chain.start_of(store, head)
+    workflow = chain.load_workflow(store, start.workflow)
+    count = chain.depth_of(store, head)
+    newer: list[chain.Step] = []
+    boundary = start.timestamp  # when the node before the oldest new step was written
+    for step in chain.iter_steps(store, head):
+        if step.hash == after:
+            boundary = step.timestamp
+            break
+        newer.append(step)
+    records = [_record(store, step, count - i, full) for i, step in enumerate(newer)]
+    records.reverse()
+    for record in records:  # time since the previous node: the step's upper bound
+        record["elapsedMs"] = max(0, record["timestamp"] - boundary)
+        boundary = record["timestamp"]
+    status = ref.status
+    if ref.active:
+        status = "running" if backend.locks.is_running(ref.thread) else "idle"
+    return {
+        "thread": thread,
+        "workflow": start.workflow,
+        "workflowName": workflow.get("name"),
+        "head": ref.head,
+        "active": ref.active,
+        "status": status,
+        "task": start.prompt,
+        "started": start.timestamp,
+        "count": count,
+        "steps": records,
+        "next": _next(store, workflow, head) if ref.active else None,
+    }
+
+
+def _next(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> dict[str, Any]:
+    try:
+        if isinstance(head, chain.Start):
+            decision = evaluate(workflow["graph"], START, {})
+        else:
+            decision = evaluate(workflow["graph"], head.role, chain.output_of(store, head))
+    except (ModeratorError, KeyError) as exc:
+        return {"error": str(exc)}
+    return {"role": decision.role, "status": decision.status, "prompt": decision.prompt}
+
+
+def workflow_payload(backend: Backend, workflow_hash: str) -> dict[str, Any]:
+    """The payload of a thread's Workflow node (``workflow show`` by hash)."""
+    from uwf.engine.workflows import show_workflow
+
+    payload = show_workflow(backend, workflow_hash)["payload"]
+    if not isinstance(payload, dict):
+        raise UwfError(f"workflow {workflow_hash} has no graph")
+    return payload
+
+
+def workflow_graph(backend: Backend, ident: str) -> Any:
+    """The routing graph of a workflow file (a path), a registered name or a Workflow hash."""
+    from uwf.engine import graph, workflows
+
+    if workflows.looks_like_path(ident):
+        return graph.of_workflow(workflows.load_file(Path(ident)))
+    return graph.of_workflow(workflows.show_workflow(backend, ident)["payload"])
+
+
+def thread_graph(backend: Backend, thread: str) -> Any:
+    """The thread's workflow graph marked with the edges it took and where it is now."""
+    from uwf.engine import graph
+
+    line = timeline(backend, thread, full=False)
+    base = graph.of_workflow(workflow_payload(backend, line["workflow"]))
+    steps = [(s["role"], s["status"]) for s in line["steps"]]
+    return graph.with_path(base, steps, line["status"])

@@ -1,0 +1,198 @@
+"""The pages of the web view, rendered from the engine's plain data with Jinja2.
+
+Jinja2 autoescapes every value; the two things inserted as markup are produced here and
+escaped here: agent text rendered by markdown-it with raw HTML off (``<script>`` stays text,
+``javascript:`` links are refused), and the graph SVG (``uwf.web.svg``, which escapes its own
+labels). The same templates make the live pages and the exported file; the exported file gets
+its CSS inline, every step's detail inline and a Content-Security-Policy that allows no
+request and no script.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.engine import casops, read, threads, view, workflows
+from uwf.engine import graph as graphs
+from uwf.util import jsonfmt
+from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.ulid import now_ms, timestamp_ms
+from uwf.web.svg import to_svg
+
+
+@functools.cache
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("uwf.web", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(md=markdown, when=when, took=view.seconds, pretty=pretty)
+    return env
+
+
+@functools.cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+def markdown(text: str | None) -> Any:
+    """Agent text as HTML: markdown-it with raw HTML off, so markup in it stays text."""
+    from markupsafe import Markup
+
+    return Markup(_markdown().render(text or ""))
+
+
+def when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def pretty(value: Any) -> str:
+    return jsonfmt.dump_yaml(value).rstrip("\n") if value not in (None, {}, []) else ""
+
+
+def css() -> str:
+    return resources.files("uwf.web").joinpath("static/uwf.css").read_text(encoding="utf-8")
+
+
+def render(template: str, **context: Any) -> str:
+    context.setdefault("export", False)
+    context.setdefault("css", "")
+    return str(_env().get_template(template).render(**context))
+
+
+# -- data ---------------------------------------------------------------------------------
+
+
+def _names(backend: Backend, hashes: set[str]) -> dict[str, str]:
+    """Workflow hash -> name, for the few distinct workflows a list shows."""
+    out = {}
+    for h in hashes:
+        try:
+            out[h] = str(view.workflow_payload(backend, h).get("name") or h)
+        except UwfError:
+            out[h] = h
+    return out
+
+
+def thread_graph_svg(backend: Backend, line: dict[str, Any], payload: dict[str, Any]) -> str:
+    steps = [(s["role"], s["status"]) for s in line["steps"]]
+    return to_svg(graphs.with_path(graphs.of_workflow(payload), steps, line["status"]))
+
+
+def step_view(step: dict[str, Any]) -> dict[str, Any]:
+    """A timeline step record with what the template shows of its text."""
+    text = step.get("text")
+    return {**step, "body": view.body_text(text) if text is not None else None}
+
+
+def detail(backend: Backend, step_hash: str) -> dict[str, Any] | None:
+    """The step's detail, references expanded: ``{fields, turns}`` (None without detail)."""
+    try:
+        expanded = read.step_details(backend, step_hash)
+    except UwfError:
+        return None
+    if not isinstance(expanded, dict):
+        return {"fields": expanded, "turns": []}
+    turns = expanded.get("turns")
+    fields = {k: v for k, v in expanded.items() if k != "turns"}
+    return {"fields": fields, "turns": turns if isinstance(turns, list) else []}
+
+
+def thread_page(backend: Backend, thread: str, export: bool = False) -> str:
+    line = view.timeline(backend, thread)
+    payload = view.workflow_payload(backend, line["workflow"])
+    steps = [step_view(s) for s in line["steps"]]
+    if export:
+        for s in steps:
+            s["detailView"] = detail(backend, s["hash"])
+    return render(
+        "thread.html",
+        title=f"Thread {thread}",
+        line=line,
+        steps=steps,
+        roles=payload.get("roles", {}),
+        graph=thread_graph_svg(backend, line, payload),
+        export=export,
+        css=css() if export else "",
+        now=when(now_ms()),
+    )
+
+
+def export_thread(backend: Backend, thread: str) -> str:
+    return thread_page(backend, thread, export=True)
+
+
+def step_fragment(step: dict[str, Any]) -> str:
+    return render("step.html", s=step_view(step))
+
+
+def detail_fragment(backend: Backend, step_hash: str) -> str:
+    return render("detail.html", d=detail(backend, step_hash))
+
+
+def list_page(backend: Backend, query: dict[str, str], fragment: bool = False) -> str:
+    def number(key: str) -> int | None:
+        value = query.get(key, "").strip()
+        if not value:
+            return None
+        if not value.isdigit():
+            raise InvalidInput(f"--{key} must be a non-negative integer")
+        return int(value)
+
+    items = threads.list_threads(
+        backend,
+        all_=query.get("all", "") not in ("", "0", "false"),
+        status=query.get("status") or None,
+        after=query.get("after") or None,
+        before=query.get("before") or None,
+        skip=number("skip") or 0,
+        take=number("take"),
+    )
+    names = _names(backend, {i["workflow"] for i in items})
+    rows = [
+        {**i, "name": names[i["workflow"]], "created": timestamp_ms(i["thread"])} for i in items
+    ]
+    template = "threads.html" if fragment else "list.html"
+    return render(template, title="Threads", rows=rows, query=query)
+
+
+def workflow_page(backend: Backend, ident: str) -> str:
+    shown = workflows.show_workflow(backend, ident)
+    payload = shown["payload"]
+    schemas = {}
+    for role, spec in payload.get("roles", {}).items():
+        meta = spec.get("meta") if isinstance(spec, dict) else None
+        try:
+            schemas[role] = casops.get(backend, meta)["payload"] if isinstance(meta, str) else meta
+        except UwfError:
+            schemas[role] = None
+    try:
+        versions = (
+            workflows.history(backend, str(payload.get("name", ""))) if payload.get("name") else []
+        )
+    except UwfError:
+        versions = []
+    return render(
+        "workflow.html",
+        title=f"Workflow {payload.get('name')}",
+        wf=shown,
+        payload=payload,
+        schemas={k: json.dumps(v, indent=2, ensure_ascii=False) for k, v in schemas.items()},
+        versions=versions,
+        graph=to_svg(graphs.of_workflow(payload)),
+        mermaid=graphs.to_mermaid(graphs.of_workflow(payload)),
+    )

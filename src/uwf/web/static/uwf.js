@@ -1,0 +1,67 @@
+// uwf web view: live updates over server-sent events and details loaded on demand.
+// Every HTML fragment comes from the server, rendered and escaped there.
+(function () {
+  "use strict";
+  const body = document.body;
+
+  document.addEventListener("toggle", function (ev) {
+    const el = ev.target;
+    if (!(el instanceof HTMLDetailsElement) || !el.open || !el.dataset.src || el.dataset.loaded) return;
+    el.dataset.loaded = "1";
+    fetch(el.dataset.src).then(function (r) { return r.text(); }).then(function (html) {
+      el.querySelector(".body").innerHTML = html;
+    });
+  }, true);
+
+  if (!body.dataset.events || !window.EventSource) return;
+  const source = new EventSource(body.dataset.events);
+  const $ = function (id) { return document.getElementById(id); };
+
+  function setStatus(status) {
+    const badge = $("status");
+    if (badge) { badge.textContent = status; badge.className = "badge " + status; }
+  }
+
+  function refreshList() {
+    fetch("/fragment/threads" + window.location.search).then(function (r) { return r.text(); })
+      .then(function (html) { const t = $("threads"); if (t) t.innerHTML = html; });
+  }
+
+  source.addEventListener("step.started", function (ev) {
+    const d = JSON.parse(ev.data);
+    if (body.dataset.live === "list") { refreshList(); return; }
+    const running = $("running");
+    running.textContent = "step " + d.number + " running: " + (d.role || "?") +
+      (d.agent ? " (" + d.agent + ")" : "");
+    running.hidden = false;
+    setStatus("running");
+  });
+
+  source.addEventListener("step.completed", function (ev) {
+    const d = JSON.parse(ev.data);
+    if (body.dataset.live === "list") { refreshList(); return; }
+    if (!$("step-" + d.number)) {
+      $("steps").insertAdjacentHTML("beforeend", d.html);
+      $("step-" + d.number).classList.add("new");
+    }
+    $("graph").innerHTML = d.graph;
+    $("count").textContent = d.count;
+    $("running").hidden = true;
+    const next = $("next");
+    if (next) next.remove();
+    setStatus(d.status);
+  });
+
+  source.addEventListener("thread.opened", function () {
+    if (body.dataset.live === "list") refreshList();
+  });
+
+  source.addEventListener("thread.archived", function (ev) {
+    const d = JSON.parse(ev.data);
+    if (body.dataset.live === "list") { refreshList(); return; }
+    $("running").hidden = true;
+    setStatus(d.status);
+    if (d.graph) $("graph").innerHTML = d.graph;
+    source.close();
+  });
+})();

@@ -1,0 +1,248 @@
+"""The web view in a real browser: Debian's headless Chromium, driven by Playwright.
+
+`uwf ui` runs as a subprocess on a free loopback port; steps run from other processes with
+`uwf-mock`. Playwright never downloads a browser: it launches /usr/bin/chromium (scripts/test.sh
+installs it where missing). Screenshots go to test-artifacts/ (ignored by git). The Mermaid text
+of `uwf workflow graph`/`thread graph` is rendered with the real Mermaid, fetched from the npm
+registry at a pinned version and sha256 by scripts/fetch-mermaid.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import APPROVE, BIN, DEV, PLAN, REJECT, REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "test-artifacts"
+MERMAID = REPO / ".cache" / "mermaid" / "mermaid-12.3.0.min.js"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+HOSTILE = (
+    "---\nstatus: _\nfilesChanged: [a.py]\nsummary: s\n---\n"
+    "Done <script>window.__xss = 1</script> </textarea><b>bold</b> {{ secret }} &amp; "
+    '<img src=x onerror="window.__xss = 2"> [click](javascript:window.__xss=3)'
+)
+VISIBLE = "Done <script>window.__xss = 1</script> </textarea><b>bold</b> {{ secret }} &"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), "no /usr/bin/chromium: scripts/test.sh installs it (apt-get)"
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=FLAGS,
+            viewport={"width": 1100, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    page = browser.new_page()
+    page.set_default_timeout(20_000)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.requests = requests
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def server(root: Path) -> Iterator[str]:
+    """`uwf ui --port 0` on this test's storage root; its base URL."""
+    root.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [str(BIN / "uwf"), "ui", "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"at (http://127\.0\.0\.1:\d+/) ", line)
+    assert found, line
+    yield found.group(1)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+
+
+def step(thread: str, agent: str, count: int = 1) -> None:
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    subprocess.run(
+        [str(BIN / "uwf"), "thread", "step", thread, "-c", str(count), "--agent", agent],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+def only_local(requests: list[str], base: str) -> None:
+    outside = [u for u in requests if not u.startswith((base, "data:"))]
+    assert outside == [], outside
+
+
+def test_thread_list_shows_the_threads(page: Any, server: str, new_thread: Any, cli: Any) -> None:
+    threads = [new_thread("first"), new_thread("second")]
+    cli("thread", "kill", threads[1])
+    page.goto(server)
+    assert page.locator("tr.thread").count() == 1
+    page.check("input[name=all]")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"all=1"))
+    rows = page.locator("tr.thread")
+    assert sorted(rows.evaluate_all("rs => rs.map(r => r.dataset.thread)")) == sorted(threads)
+    assert page.locator("tr.thread .badge.killed").count() == 1
+    third = new_thread("third")  # a thread started elsewhere appears without a reload
+    page.wait_for_selector(f'tr.thread[data-thread="{third}"]')
+    only_local(page.requests, server)
+
+
+def test_a_step_appears_live_and_the_graph_marks_the_current_role(
+    page: Any, server: str, new_thread: Any, scenario: Any
+) -> None:
+    thread = new_thread("Validate the e-mail field of the signup form")
+    agent = scenario({"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
+    step(thread, agent, 2)
+    page.goto(f"{server}thread/{thread}")
+    page.evaluate("window.__sameDocument = true")
+    assert page.locator("section.step").count() == 2
+    current = page.locator("svg.uwf-graph g.node.current")
+    assert current.get_attribute("data-node") == "reviewer"
+
+    slow = scenario({"reviewer": [{"output": REJECT, "sleep": 1.5}]})
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    other = subprocess.Popen(
+        [str(BIN / "uwf"), "thread", "step", thread, "--agent", slow],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    page.wait_for_selector("#running:not([hidden])")
+    assert page.locator("#running").inner_text() == "step 3 running: reviewer (uwf-mock)"
+    assert other.wait(timeout=60) == 0
+    page.wait_for_selector("#step-3")
+    assert page.evaluate("window.__sameDocument") is True  # no reload happened
+    assert page.locator("#step-3 h2").inner_text() == "Step 3: reviewer rejected"
+    page.wait_for_selector('svg.uwf-graph g.node.current[data-node="developer"]')
+    assert page.locator("svg.uwf-graph g.edge.taken").count() == 3
+    assert (
+        page.locator("svg.uwf-graph g.edge.next").get_attribute("data-edge") == "reviewer rejected"
+    )
+    assert page.locator("#status").inner_text() == "idle"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "thread-page.png"), full_page=True)
+
+    step(thread, agent, 5)  # to $END: the page shows the end
+    page.wait_for_selector("#status.completed")
+    page.wait_for_selector('svg.uwf-graph g.node.current[data-node="$END"]')
+    assert page.locator("section.step").count() == 5
+    only_local(page.requests, server)
+
+
+def test_agent_html_renders_as_text(
+    page: Any, server: str, new_thread: Any, scenario: Any, cli: Any, tmp_path: Path
+) -> None:
+    thread = new_thread("Task with <i>markup</i> & {{ braces }}")
+    step(thread, scenario({"planner": [PLAN], "developer": [HOSTILE]}), 2)
+    page.goto(f"{server}thread/{thread}")
+    check_text(page)
+    page.click("#step-2 details.detail summary")  # detail and turns, loaded on demand
+    page.wait_for_selector("#step-2 details.detail .turn")
+    turn = page.locator("#step-2 details.detail .turn pre").first.inner_text()
+    assert turn == HOSTILE
+    assert page.evaluate("window.__xss") is None
+
+    target = tmp_path / "export.html"
+    assert cli("thread", "export", thread, "--html", str(target)).code == 0
+    page.goto(target.as_uri())
+    check_text(page)
+
+
+def check_text(page: Any) -> None:
+    output = page.locator("#step-2 .output").inner_text()
+    assert output.startswith(VISIBLE)
+    assert (
+        page.locator("#step-2 .output b, #step-2 .output img, #step-2 .output script").count() == 0
+    )
+    link = page.locator("#step-2 .output a")
+    assert link.count() == 0 or not (link.get_attribute("href") or "").startswith("javascript:")
+    assert page.locator(".task").inner_text().endswith("Task with <i>markup</i> & {{ braces }}")
+    assert page.evaluate("window.__xss") is None
+
+
+def test_exported_file_opens_with_no_network(
+    browser: Any, new_thread: Any, scenario: Any, cli: Any, tmp_path: Path
+) -> None:
+    thread = new_thread()
+    step(thread, scenario(), 3)
+    target = tmp_path / "thread.html"
+    assert cli("thread", "export", thread, "--html", str(target)).code == 0
+    browser.set_offline(True)
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    try:
+        page.goto(target.as_uri())
+        assert requests == [target.as_uri()]
+        assert page.locator("section.step").count() == 3
+        assert page.locator('svg.uwf-graph g.node.current[data-node="developer"]').count() == 1
+        page.click("#step-3 details.detail summary")
+        assert "Needs tests." in page.locator("#step-3 details.detail").inner_text()
+        width = page.evaluate(
+            "document.querySelector('svg.uwf-graph').getBoundingClientRect().width"
+        )
+        assert width > 100  # the inline stylesheet applied and the graph has its size
+    finally:
+        page.close()
+        browser.set_offline(False)
+
+
+def test_mermaid_text_renders_in_mermaid(
+    page: Any, cli: Any, new_thread: Any, scenario: Any
+) -> None:
+    """The Mermaid text GitHub would render, rendered by the real Mermaid."""
+    if not MERMAID.exists():
+        subprocess.run(["bash", str(REPO / "scripts" / "fetch-mermaid.sh")], check=True)
+    thread = new_thread()
+    step(thread, scenario(), 3)
+    texts = {
+        "workflow": cli("workflow", "graph", "solve-issue").out,
+        "thread": cli("thread", "graph", thread).out,
+    }
+    page.set_content("<html><body></body></html>")
+    page.add_script_tag(path=str(MERMAID))
+    page.evaluate("mermaid.initialize({startOnLoad: false, securityLevel: 'strict'})")
+    for name, text in texts.items():
+        svg = page.evaluate("async t => (await mermaid.render('g' + Date.now(), t)).svg", text)
+        page.evaluate("s => { document.body.innerHTML = s; }", svg)
+        nodes = page.locator("svg g.node").evaluate_all("ns => ns.map(n => n.textContent.trim())")
+        assert sorted(nodes) == sorted(["$START", "planner", "developer", "reviewer", "$END"])
+        labels = page.locator("svg .edgeLabel").evaluate_all("ls => ls.map(l => l.textContent)")
+        assert "rejected" in labels and "approved" in labels, (name, labels)
+        if name == "thread":
+            assert "_ ×1" in labels
+            current = page.locator("svg g.node.current").text_content() or ""
+            assert current.strip() == "developer"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "thread-graph-mermaid.png"))
