@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from uwf.backend.base import StepLock, ThreadInfo
+from uwf.backend.base import ActiveThread, StepLock, ThreadInfo
 from uwf.backend.fs import FsBackend
 from uwf.backend.fs.nodes import FsStore
 from uwf.backend.fs.state import encode_thread
@@ -58,15 +58,15 @@ class RootFiles:
         file = self.backend.threads.file
         with file.locked():
             records = file.read()
-            heads = {t: head for t, (head, _) in records.items()}
+            heads = {t: record.head for t, record in records.items()}
             before = dict(heads)
             yield heads
             if heads != before:
                 out: dict[str, Any] = {}
                 for thread, head in heads.items():
                     old = records.get(thread)
-                    info = old[1] if old is not None and old[0] == head else ThreadInfo()
-                    out[thread] = (NodeHash(head), info)
+                    info = old.info if old is not None and old.head == head else ThreadInfo()
+                    out[thread] = ActiveThread(ThreadId(thread), NodeHash(head), info)
                 file.write(out, encode_thread)
 
     def append_history(

@@ -11,13 +11,13 @@ from pathlib import Path
 from uwf.backend.base import Backend
 
 
-def open_backend(root: Path | None = None) -> Backend:
+def open_backend(spec: str | Path | None = None) -> Backend:
     """The backend of this invocation: the filesystem backend at the storage root.
 
-    ``root`` defaults to the storage root of the environment (docs/format.md, "Storage
-    root"). Opening reads and creates nothing.
+    ``spec`` is a storage root (a directory); it defaults to the storage root of the
+    environment (docs/format.md, "Storage root"). Opening reads and creates nothing.
     """
     from uwf.backend.fs import FsBackend
     from uwf.util.root import storage_root
 
-    return FsBackend(root if root is not None else storage_root())
+    return FsBackend(Path(spec) if spec is not None else storage_root())

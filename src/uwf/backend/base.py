@@ -46,12 +46,32 @@ class ThreadInfo:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """A thread whose agent deferred its step ("not now", exit 75): it waits at ``head`` for
+    ``role``, e.g. for a person to answer. A mark for another head than the thread's is stale
+    and never shown: any head move ends the wait."""
+
+    role: str
+    since: int  # unix ms
+    head: NodeHash
+    reason: str | None = None  # what the agent said when it deferred
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "since": self.since, "head": self.head}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
 class ActiveThread:
-    """An active thread: its head and what was recorded when it was created."""
+    """An active thread: its head, what was recorded when it was created, and whether it
+    waits (``waiting`` is None unless it waits at this very head)."""
 
     thread: ThreadId
     head: NodeHash
     info: ThreadInfo = field(default_factory=ThreadInfo)
+    waiting: Waiting | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,14 @@ class ThreadTable(abc.ABC):
         Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active and
         :class:`~uwf.util.errors.Conflict` when its head is not ``expected``; nothing changes
         then.
+        """
+
+    @abc.abstractmethod
+    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
+        """Mark an active thread as waiting at ``waiting.head``.
+
+        NotActive when it is not active; Conflict when its head is no longer
+        ``waiting.head``. ``move`` and ``archive`` end the wait.
         """
 
     @abc.abstractmethod

@@ -24,6 +24,7 @@ from uwf.backend.base import (
     StepLock,
     ThreadInfo,
     ThreadTable,
+    Waiting,
 )
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
@@ -129,6 +130,13 @@ class MemoryThreads(ThreadTable):
                     f"expected {expected}); the step was not recorded"
                 )
             self._active[thread] = ActiveThread(thread, new, record.info)
+
+    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
+        with self._mutex:
+            record = self._require(thread)
+            if record.head != waiting.head:
+                raise Conflict(f"thread {thread} moved to {record.head} before it could wait")
+            self._active[thread] = ActiveThread(thread, record.head, record.info, waiting)
 
     def archive(
         self,

@@ -7,7 +7,7 @@ never sees a half-written file and two writers never lose each other's update.
 uwf writes the YAML files as one line per entry with every string quoted
 (docs/format.md, "State files"): ``"<name>": "<hash>"`` in the registry, and in
 ``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
-"task": …}`` (a JSON object, which is also YAML). Reading takes a fast path over exactly that
+"task": …, "waiting": {…}}`` (a JSON object, which is also YAML). Reading takes a fast path over exactly that
 shape and falls back to the safe YAML loader for hand-edited files.
 """
 
@@ -27,6 +27,7 @@ from uwf.backend.base import (
     Registry,
     ThreadInfo,
     ThreadTable,
+    Waiting,
 )
 from uwf.util import fsio, jsonfmt, yamlio
 from uwf.util.base32 import NodeHash, is_hash
@@ -35,7 +36,7 @@ from uwf.util.ulid import ThreadId, is_thread_id
 
 _LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): (["{].*)$')
 
-THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workflow, task}"
+THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting}"
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
@@ -72,7 +73,11 @@ class MappingFile:
     """A YAML mapping with locked read-modify-write; ``decode`` keeps the values it accepts."""
 
     def __init__(
-        self, path: Path, header: str, key_ok: Callable[[str], bool], decode: Callable[[Any], Any]
+        self,
+        path: Path,
+        header: str,
+        key_ok: Callable[[str], bool],
+        decode: Callable[[str, Any], Any],
     ) -> None:
         self.path = path
         self.header = header
@@ -85,9 +90,10 @@ class MappingFile:
             return {}
         out = {}
         for key, raw in _parse_mapping(data, self.path.name).items():
-            value = self.decode(raw)
-            if value is not None and self.key_ok(key):
-                out[key] = value
+            if self.key_ok(key):
+                value = self.decode(key, raw)
+                if value is not None:
+                    out[key] = value
         return out
 
     def write(self, mapping: dict[str, Any], encode: Callable[[Any], Any]) -> None:
@@ -101,28 +107,42 @@ class MappingFile:
             yield
 
 
-def _decode_hash(raw: Any) -> NodeHash | None:
+def _decode_hash(_key: str, raw: Any) -> NodeHash | None:
     return NodeHash(raw) if is_hash(raw) else None
 
 
-def _decode_thread(raw: Any) -> tuple[NodeHash, ThreadInfo] | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?}``."""
+def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
+    """A waiting mark, only when it is for the current head (any head move ends a wait)."""
+    if not isinstance(raw, dict) or raw.get("head") != head:
+        return None
+    role, since, reason = raw.get("role"), raw.get("since"), raw.get("reason")
+    if not isinstance(role, str) or not isinstance(since, int) or isinstance(since, bool):
+        return None
+    return Waiting(role, since, head, reason if isinstance(reason, str) else None)
+
+
+def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?}``."""
+    thread = ThreadId(key)
     if is_hash(raw):
-        return NodeHash(raw), ThreadInfo()
+        return ActiveThread(thread, NodeHash(raw))
     if not isinstance(raw, dict) or not is_hash(raw.get("head")):
         return None
-    workflow = raw.get("workflow")
-    task = raw.get("task")
-    return NodeHash(raw["head"]), ThreadInfo(
+    head = NodeHash(raw["head"])
+    workflow, task = raw.get("workflow"), raw.get("task")
+    info = ThreadInfo(
         workflow=NodeHash(workflow) if isinstance(workflow, str) and is_hash(workflow) else None,
         task=task if isinstance(task, str) else None,
     )
+    return ActiveThread(thread, head, info, _decode_waiting(raw.get("waiting"), head))
 
 
-def encode_thread(value: tuple[NodeHash, ThreadInfo]) -> Any:
-    head, info = value
-    extra = info.as_json()
-    return {"head": head, **extra} if extra else head
+def encode_thread(record: ActiveThread) -> Any:
+    """The threads.yaml value of a record: the bare head when there is nothing else."""
+    extra: dict[str, Any] = record.info.as_json()
+    if record.waiting is not None:
+        extra["waiting"] = record.waiting.as_json()
+    return {"head": record.head, **extra} if extra else record.head
 
 
 def _decode_history(line: bytes | str) -> HistoryEntry | None:
@@ -178,8 +198,8 @@ class FsThreads(ThreadTable):
                 return entry.thread
         return None
 
-    def _read(self) -> dict[str, tuple[NodeHash, ThreadInfo]]:
-        records = self.file.read()
+    def _read(self) -> dict[str, ActiveThread]:
+        records: dict[str, ActiveThread] = self.file.read()
         records.pop(self._last_archived() or "", None)
         return records
 
@@ -188,13 +208,13 @@ class FsThreads(ThreadTable):
         return record.head if record is not None else None
 
     def get(self, thread: ThreadId) -> ActiveThread | None:
-        record = self.file.read().get(thread)
+        record: ActiveThread | None = self.file.read().get(thread)
         if record is None or self._last_archived() == thread:
             return None
-        return ActiveThread(thread, *record)
+        return record
 
     def active(self) -> list[ActiveThread]:
-        return [ActiveThread(ThreadId(t), *record) for t, record in self._read().items()]
+        return list(self._read().values())
 
     def history(self) -> list[HistoryEntry]:
         data = fsio.read_bytes(self.history_path)
@@ -212,7 +232,7 @@ class FsThreads(ThreadTable):
 
     # -- writing ----------------------------------------------------------------------
     @contextlib.contextmanager
-    def _edit(self) -> Iterator[dict[str, tuple[NodeHash, ThreadInfo]]]:
+    def _edit(self) -> Iterator[dict[str, ActiveThread]]:
         """The active threads under the lock, written back if changed.
 
         A leftover of a crashed archive is removed and written back at once, before the
@@ -239,11 +259,9 @@ class FsThreads(ThreadTable):
             for record in threads:
                 if record.thread in records:
                     raise Conflict(f"thread {record.thread} already exists")
-                records[record.thread] = (record.head, record.info)
+                records[record.thread] = record
 
-    def _require(
-        self, records: dict[str, tuple[NodeHash, ThreadInfo]], thread: ThreadId
-    ) -> tuple[NodeHash, ThreadInfo]:
+    def _require(self, records: dict[str, ActiveThread], thread: ThreadId) -> ActiveThread:
         record = records.get(thread)
         if record is None:
             entry = self.history_entry(thread)
@@ -253,13 +271,20 @@ class FsThreads(ThreadTable):
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         with self._edit() as records:
-            head, info = self._require(records, thread)
-            if head != expected:
+            record = self._require(records, thread)
+            if record.head != expected:
                 raise Conflict(
-                    f"thread {thread} changed while the step ran (head is {head}, expected "
-                    f"{expected}); the step was not recorded"
+                    f"thread {thread} changed while the step ran (head is {record.head}, "
+                    f"expected {expected}); the step was not recorded"
                 )
-            records[thread] = (new, info)
+            records[thread] = ActiveThread(thread, new, record.info)
+
+    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
+        with self._edit() as records:
+            record = self._require(records, thread)
+            if record.head != waiting.head:
+                raise Conflict(f"thread {thread} moved to {record.head} before it could wait")
+            records[thread] = ActiveThread(thread, record.head, record.info, waiting)
 
     def archive(
         self,
@@ -272,7 +297,7 @@ class FsThreads(ThreadTable):
         if status not in HISTORY_STATUSES:
             raise ValueError(f"unknown history status: {status}")
         with self._edit() as records:
-            head, _ = self._require(records, thread)
+            head = self._require(records, thread).head
             if expected is not None and head != expected:
                 raise Conflict(f"thread {thread} moved to {head} while archiving")
             entry = HistoryEntry(thread, workflow, head, at_ms, status)

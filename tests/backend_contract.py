@@ -1,0 +1,600 @@
+"""The conformance classes every storage backend must pass (docs/architecture.md).
+
+``StoreContract`` holds a backend's node store (the CAS) to the rules of docs/format.md;
+``BackendContract`` its thread table, registry and locks; ``SharedBackendContract`` adds what
+only a backend shared by several processes can show: two processes racing for a head or a
+lock, and a lock holder killed with SIGKILL. None is collected itself: each backend's test
+module subclasses them with its own fixtures (``tests/test_cas_store.py``,
+``tests/test_backend.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo, Waiting
+from uwf.cas import codec, ops
+from uwf.cas.schema import META_SCHEMA, meta_hash
+from uwf.cas.store import Node, Store
+from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import Busy, Conflict, InvalidInput, NotActive, NotFound, SchemaViolation
+from uwf.util.jsonfmt import canonical
+from uwf.util.ulid import ThreadId, new_thread_id, now_ms
+
+ITEM: dict[str, Any] = {
+    "title": "Item",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["n"],
+    "properties": {"n": {"type": "number"}, "tag": {"type": "string"}},
+}
+LINK: dict[str, Any] = {
+    "title": "Link",
+    "type": "object",
+    "required": ["to"],
+    "properties": {"to": {"type": "string", "format": "cas_ref"}},
+}
+MALFORMED = ["", "abc", "0123456789abc", "0123456789ABCD", "../../etc/pas", "ZZZZZZZZZZZZZ", None]
+
+
+def missing_hash(store: Store, payload: Any = "nothing here") -> str:
+    """A well-formed hash that no node in ``store`` has."""
+    h = codec.node_hash("0000000000000", payload)
+    assert not store.has(h)
+    return h
+
+
+def contents(store: Store) -> dict[str, Node | None]:
+    """Everything the store holds (every node and its index entries) for "unchanged" checks."""
+    out: dict[str, Any] = {h: store.get(h) for h in store.iter_hashes()}
+    types = {node.type for node in out.values() if node is not None}
+    out.update({f"index:{t}": store.index(t) for t in types})
+    return out
+
+
+class StoreContract:
+    """Behaviour every backend must share (PORT §3)."""
+
+    @pytest.fixture
+    def store(self) -> Store:
+        raise NotImplementedError
+
+    # -- the meta-schema --------------------------------------------------------------------
+    def test_meta_schema_is_self_typed(self, store: Store) -> None:
+        h = store.ensure_meta()
+        assert h == meta_hash() == codec.self_typed_hash(META_SCHEMA)
+        node = store.get(h)
+        assert node is not None
+        assert node.type == h
+        assert node.payload == canonical(META_SCHEMA)
+        assert store.index(h) == [h]
+
+    def test_ensure_meta_is_idempotent(self, store: Store) -> None:
+        h = store.ensure_meta()
+        first = store.require(h)
+        time.sleep(0.005)
+        assert store.ensure_meta() == h
+        assert store.require(h).timestamp == first.timestamp
+        assert list(store.iter_hashes()) == [h]
+
+    # -- put / get ----------------------------------------------------------------------------
+    def test_put_schema_then_round_trip(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        assert s == codec.node_hash(meta_hash(), ITEM)
+        schema_node = store.require(s)
+        assert schema_node.type == meta_hash()
+        assert schema_node.payload == ITEM
+
+        before = now_ms()
+        h = store.put(s, {"tag": "x", "n": 2.5})
+        after = now_ms()
+        assert h == codec.node_hash(s, {"n": 2.5, "tag": "x"})
+        node = store.get(h)
+        assert node is not None
+        assert node.type == s
+        assert node.payload == {"tag": "x", "n": 2.5}
+        assert before <= node.timestamp <= after
+        assert node.as_dict() == {"type": s, "payload": node.payload, "timestamp": node.timestamp}
+        assert node.as_dict(timestamp=False) == {"type": s, "payload": node.payload}
+        assert store.has(h)
+
+    def test_put_is_idempotent_and_keeps_the_first_timestamp(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        h1 = store.put(s, {"n": 1})
+        t1 = store.require(h1).timestamp
+        time.sleep(0.005)
+        h2 = store.put(s, {"n": 1.0})
+        assert h2 == h1
+        assert store.require(h1).timestamp == t1
+        assert store.index(s) == [h1]
+        time.sleep(0.005)
+        assert store.put_schema(ITEM) == s
+        assert store.index(meta_hash()) == [meta_hash(), s]
+
+    def test_canonical_form_is_stored(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        h = store.put(s, {"n": 1.0})
+        assert h == codec.node_hash(s, {"n": 1})
+        payload = store.require(h).payload
+        assert payload == {"n": 1}
+        assert type(payload["n"]) is int
+
+    def test_put_with_unknown_type(self, store: Store) -> None:
+        store.ensure_meta()
+        before = contents(store)
+        unknown = missing_hash(store)
+        with pytest.raises(NotFound) as info:
+            store.put(unknown, {"n": 1})
+        assert str(info.value) == f"unknown type: {unknown} (no schema node with that hash)"
+        assert contents(store) == before
+
+    def test_put_with_a_type_that_is_not_a_schema(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        data = store.put(s, {"n": 1})
+        before = contents(store)
+        with pytest.raises(InvalidInput) as info:
+            store.put(data, {"n": 1})
+        assert str(info.value) == f"type {data} is not a schema (its type is {s})"
+        assert contents(store) == before
+
+    @pytest.mark.parametrize(
+        ("payload", "problem"),
+        [
+            ({}, "'n' is a required property"),
+            ({"n": "one"}, "at /n: 'one' is not of type 'number'"),
+            ({"n": 1, "extra": True}, "Additional properties are not allowed"),
+            ("just text", "'just text' is not of type 'object'"),
+        ],
+    )
+    def test_invalid_payload_is_never_stored(
+        self, store: Store, payload: Any, problem: str
+    ) -> None:
+        s = store.put_schema(ITEM)
+        before = contents(store)
+        with pytest.raises(SchemaViolation) as info:
+            store.put(s, payload)
+        assert str(info.value).startswith(f"payload does not match schema {s}: {problem}")
+        assert "\n" not in str(info.value)
+        assert contents(store) == before
+        assert not store.has(codec.node_hash(s, payload))
+
+    def test_invalid_schema_is_never_stored(self, store: Store) -> None:
+        meta = store.ensure_meta()
+        before = contents(store)
+        with pytest.raises(InvalidInput) as info:
+            store.put_schema({"type": "no-such-type"})
+        assert str(info.value).startswith("invalid JSON Schema: ")
+        with pytest.raises(InvalidInput) as info:
+            store.put(meta, "a string is not a schema")
+        assert str(info.value) == "a schema must be a JSON object or a boolean"
+        assert contents(store) == before
+
+    def test_cas_ref_format_is_enforced(self, store: Store) -> None:
+        s = store.put_schema(LINK)
+        before = contents(store)
+        for bad in ["abc", "0123456789abc", "I123456789ABC", "G000000000000"]:
+            with pytest.raises(SchemaViolation) as info:
+                store.put(s, {"to": bad})
+            assert "is not a 'cas_ref'" in str(info.value)
+        assert contents(store) == before
+        target = missing_hash(store)  # the format checks the spelling, not existence
+        h = store.put(s, {"to": target})
+        assert store.require(h).payload == {"to": target}
+
+    def test_nan_is_refused(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        with pytest.raises(InvalidInput) as info:
+            store.put(s, {"n": float("nan")})
+        assert str(info.value) == "NaN and Infinity are not valid JSON values"
+        assert store.index(s) == []
+
+    def test_malformed_type_hash_is_refused(self, store: Store) -> None:
+        with pytest.raises(InvalidInput) as info:
+            store.put("../x", {"n": 1})
+        assert str(info.value) == (
+            'invalid type hash: "../x" (expected 13 upper-case Crockford Base32 characters)'
+        )
+
+    # -- index and listing --------------------------------------------------------------------
+    def test_index_lists_a_type_without_duplicates(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        other = store.put_schema(LINK)
+        a = store.put(s, {"n": 1})
+        b = store.put(s, {"n": 2})
+        assert store.put(s, {"n": 1}) == a
+        link = store.put(other, {"to": a})
+        assert store.index(s) == [a, b]
+        assert store.index(other) == [link]
+        assert store.index(meta_hash()) == [meta_hash(), s, other]
+        assert store.index(missing_hash(store)) == []
+
+    def test_iter_hashes_lists_every_node_once(self, store: Store) -> None:
+        assert list(store.iter_hashes()) == []
+        s = store.put_schema(ITEM)
+        stored = {meta_hash(), s} | {store.put(s, {"n": i}) for i in range(5)}
+        store.put(s, {"n": 0})
+        listed = list(store.iter_hashes())
+        assert sorted(listed) == sorted(stored)
+
+    # -- malformed and missing hashes ---------------------------------------------------------
+    @pytest.mark.parametrize("bad", MALFORMED)
+    def test_has_is_false_for_malformed_input(self, store: Store, bad: Any) -> None:
+        store.ensure_meta()
+        assert store.has(bad) is False
+
+    @pytest.mark.parametrize("bad", [b for b in MALFORMED if b is not None])
+    def test_get_of_a_malformed_hash_raises(self, store: Store, bad: str) -> None:
+        with pytest.raises(InvalidInput) as info:
+            store.get(bad)
+        assert str(info.value).startswith("invalid hash: ")
+        assert str(info.value).endswith("(expected 13 upper-case Crockford Base32 characters)")
+
+    def test_get_of_a_missing_hash(self, store: Store) -> None:
+        h = missing_hash(store)
+        assert store.get(h) is None
+        assert store.has(h) is False
+        with pytest.raises(NotFound) as info:
+            store.require(h)
+        assert str(info.value) == f"CAS node not found: {h}"
+        with pytest.raises(NotFound) as info:
+            store.require(h, "Node")
+        assert str(info.value) == f"Node not found: {h}"
+
+    # -- whole-store operations ---------------------------------------------------------------
+    def test_verify_clean_store(self, store: Store) -> None:
+        assert ops.verify(store) == {"scanned": 0, "ok": True, "damaged": []}
+        s = store.put_schema(LINK)
+        a = store.put(s, {"to": s})
+        store.put(s, {"to": a})
+        assert ops.verify(store) == {"scanned": 4, "ok": True, "damaged": []}
+
+    def test_verify_reports_a_missing_type_and_a_dangling_ref(self, store: Store) -> None:
+        s = store.put_schema(LINK)
+        item = store.put_schema(ITEM)
+        dangling_target = missing_hash(store)
+        dangling = store.put(s, {"to": dangling_target})
+        orphan = store.put(item, {"n": 1})
+        store.delete(item)
+        report = ops.verify(store)
+        assert report["ok"] is False
+        assert report["scanned"] == 4
+        assert sorted(report["damaged"], key=lambda d: d["hash"]) == sorted(
+            [
+                {"hash": dangling, "problem": f"it refers to missing node {dangling_target}"},
+                {"hash": orphan, "problem": f"its type {item} is missing"},
+            ],
+            key=lambda d: d["hash"],
+        )
+
+    def test_reindex_rebuilds_in_time_order(self, store: Store) -> None:
+        store.ensure_meta()
+        time.sleep(0.002)  # reindex orders by first-put time (ties by hash)
+        s = store.put_schema(ITEM)
+        time.sleep(0.002)
+        hashes = []
+        for i in range(4):
+            hashes.append(store.put(s, {"n": i}))
+            time.sleep(0.002)
+        store.write_index({})
+        assert store.index(s) == []
+        assert ops.reindex(store) == {"nodes": 6, "types": 2}
+        assert store.index(s) == hashes
+        assert store.index(meta_hash()) == [meta_hash(), s]
+
+    def test_delete(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        h = store.put(s, {"n": 1})
+        assert store.delete(h) > 0
+        assert not store.has(h)
+        assert store.get(h) is None
+        assert store.delete(h) == 0
+
+
+# -- the thread table, the registry and the locks -------------------------------------------
+
+
+_THREADS = [new_thread_id(now_ms=1_700_000_000_000 + n) for n in range(16)]
+
+
+def _thread(n: int) -> ThreadId:
+    """The n-th of a fixed set of thread ids, oldest first."""
+    return _THREADS[n]
+
+
+def _chain_node(backend: Backend, text: str) -> NodeHash:
+    """A node to use as a head (the table does not look inside it)."""
+    return NodeHash(backend.nodes.put(schemas.ensure(backend.nodes).text, text))
+
+
+class BackendContract:
+    """Thread table, registry and locks: what every backend must do alike."""
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        raise NotImplementedError
+
+    # -- threads ------------------------------------------------------------------------
+    def test_a_created_thread_is_active_with_its_info(self, backend: Backend) -> None:
+        head, wf = _chain_node(backend, "start"), _chain_node(backend, "workflow")
+        t = _thread(1)
+        assert backend.threads.head(t) is None and backend.threads.get(t) is None
+        backend.threads.create(t, head, ThreadInfo(wf, "Fix the bug"))
+        assert backend.threads.head(t) == head
+        assert backend.threads.get(t) == ActiveThread(t, head, ThreadInfo(wf, "Fix the bug"))
+        assert backend.threads.active() == [ActiveThread(t, head, ThreadInfo(wf, "Fix the bug"))]
+
+    def test_a_thread_id_is_created_once(self, backend: Backend) -> None:
+        head = _chain_node(backend, "start")
+        backend.threads.create(_thread(1), head, ThreadInfo())
+        with pytest.raises(Conflict):
+            backend.threads.create(_thread(1), head, ThreadInfo())
+        assert len(backend.threads.active()) == 1
+
+    def test_move_is_a_compare_and_swap(self, backend: Backend) -> None:
+        a, b, c = (_chain_node(backend, x) for x in "abc")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="kept"))
+        backend.threads.move(t, a, b)
+        assert backend.threads.head(t) == b
+        with pytest.raises(Conflict) as err:
+            backend.threads.move(t, a, c)  # a stale expected head
+        assert err.value.message == (
+            f"thread {t} changed while the step ran (head is {b}, expected {a}); "
+            "the step was not recorded"
+        )
+        assert backend.threads.head(t) == b
+        record = backend.threads.get(t)
+        assert record is not None and record.info.task == "kept"  # a move keeps the info
+
+    def test_move_of_a_thread_that_is_not_active(self, backend: Backend) -> None:
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        with pytest.raises(NotActive) as err:
+            backend.threads.move(_thread(9), a, b)
+        assert err.value.message == f"thread not active: {_thread(9)}"
+        backend.threads.create(_thread(1), a, ThreadInfo())
+        backend.threads.archive(_thread(1), a, "killed", 5)
+        with pytest.raises(NotActive) as err:
+            backend.threads.move(_thread(1), a, b)
+        assert err.value.message == f"thread not active: {_thread(1)} (status: killed)"
+
+    def test_archive_moves_a_thread_to_the_history(self, backend: Backend) -> None:
+        a, wf = _chain_node(backend, "a"), _chain_node(backend, "wf")
+        t, u = _thread(1), _thread(2)
+        backend.threads.create(t, a, ThreadInfo())
+        backend.threads.create(u, a, ThreadInfo())
+        assert backend.threads.archive(t, wf, "completed", 1000) == a
+        assert backend.threads.head(t) is None and [r.thread for r in backend.threads.active()] == [
+            u
+        ]
+        assert backend.threads.history() == [HistoryEntry(t, wf, a, 1000, "completed")]
+        assert backend.threads.history_entry(t) == HistoryEntry(t, wf, a, 1000, "completed")
+        assert backend.threads.history_entry(u) is None
+        with pytest.raises(NotActive):
+            backend.threads.archive(t, wf, "killed", 2000)
+        assert len(backend.threads.history()) == 1
+
+    def test_archive_with_an_expected_head(self, backend: Backend) -> None:
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t = _thread(1)
+        backend.threads.create(t, b, ThreadInfo())
+        with pytest.raises(Conflict) as err:
+            backend.threads.archive(t, a, "completed", 1, expected=a)
+        assert err.value.message == f"thread {t} moved to {b} while archiving"
+        assert backend.threads.head(t) == b and backend.threads.history() == []
+        backend.threads.archive(t, a, "max_rounds", 1, expected=b)
+        assert backend.threads.history_entry(t) == HistoryEntry(t, a, b, 1, "max_rounds")
+
+    def test_history_keeps_order(self, backend: Backend) -> None:
+        a = _chain_node(backend, "a")
+        for n in range(5):
+            backend.threads.create(_thread(n), a, ThreadInfo())
+        for n in (3, 1, 4, 0, 2):
+            backend.threads.archive(_thread(n), a, "completed", n)
+        assert [e.thread for e in backend.threads.history()] == [
+            _thread(n) for n in (3, 1, 4, 0, 2)
+        ]
+
+    def test_unknown_history_status_is_refused(self, backend: Backend) -> None:
+        a = _chain_node(backend, "a")
+        backend.threads.create(_thread(1), a, ThreadInfo())
+        with pytest.raises(ValueError):
+            backend.threads.archive(_thread(1), a, "paused", 1)
+        assert backend.threads.head(_thread(1)) == a
+
+    def test_a_wait_lasts_until_the_head_moves(self, backend: Backend) -> None:
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="x"))
+        waiting = Waiting("reviewer", 1234, a, "no terminal: a person answers later")
+        backend.threads.wait(t, waiting)
+        record = backend.threads.get(t)
+        assert record is not None and record.waiting == waiting and record.info.task == "x"
+        assert [r.waiting for r in backend.threads.active()] == [waiting]
+        with pytest.raises(Conflict):
+            backend.threads.wait(t, Waiting("reviewer", 1, b))  # not at its head
+        backend.threads.move(t, a, b)
+        record = backend.threads.get(t)
+        assert record is not None and record.waiting is None
+        with pytest.raises(NotActive):
+            backend.threads.wait(_thread(7), Waiting("reviewer", 1, a))
+
+    # -- registry -----------------------------------------------------------------------
+    def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        assert backend.registry.read() == {} and backend.registry.get("review") is None
+        assert backend.registry.set("review", a) is None
+        assert backend.registry.set("plan.v2", b) is None
+        assert backend.registry.set("review", b) == a
+        assert backend.registry.set("review", b) == b
+        assert backend.registry.read() == {"review": b, "plan.v2": b}
+        assert backend.registry.get("review") == b
+
+    # -- locks --------------------------------------------------------------------------
+    def test_a_step_lock_is_exclusive_and_seen_without_taking_it(self, backend: Backend) -> None:
+        t, u = _thread(1), _thread(2)
+        assert backend.locks.running() == set() and backend.locks.holder(t) is None
+        with backend.locks.step(t, wait=False) as lock:
+            assert backend.locks.running() == {t}
+            assert backend.locks.is_running(t) and not backend.locks.is_running(u)
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.pid == os.getpid() and holder.role is None
+            lock.note(role="reviewer", agent="uwf-mock")
+            holder = backend.locks.holder(t)
+            assert holder is not None and (holder.role, holder.agent) == ("reviewer", "uwf-mock")
+            with pytest.raises(Busy) as err, backend.locks.step(t, wait=False):
+                pass
+            assert err.value.message == f"thread {t} is busy"
+            with backend.locks.step(u, wait=False):  # other threads step freely
+                assert backend.locks.running() == {t, u}
+        assert backend.locks.running() == set() and backend.locks.holder(t) is None
+
+    def test_a_step_lock_is_released_by_an_exception(self, backend: Backend) -> None:
+        with pytest.raises(RuntimeError), backend.locks.step(_thread(1), wait=False):
+            raise RuntimeError("agent crashed")
+        with backend.locks.step(_thread(1), wait=False):
+            pass
+
+    def test_wait_queues_behind_the_holder(self, backend: Backend) -> None:
+        t = _thread(1)
+        order: list[str] = []
+        release = threading.Event()
+
+        def second() -> None:
+            with backend.locks.step(t, wait=True):
+                order.append("second")
+
+        with backend.locks.step(t, wait=False):
+            waiter = threading.Thread(target=second)
+            waiter.start()
+            release.wait(0.2)
+            order.append("first")
+        waiter.join(10)
+        assert order == ["first", "second"]
+
+    def test_gc_lock_is_exclusive(self, backend: Backend) -> None:
+        with backend.locks.gc():
+            with pytest.raises(Busy) as err, backend.locks.gc():
+                pass
+            assert err.value.message == "cas gc is already running"
+        with backend.locks.gc():
+            pass
+
+
+# -- several processes on one backend --------------------------------------------------------
+
+RACER = """
+import json, os, sys, time
+from uwf.backend import open_backend
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import Busy, Conflict, UwfError
+from uwf.util.ulid import ThreadId
+spec, op, thread, a, b, go = sys.argv[1:7]
+backend = open_backend(spec)
+while not os.path.exists(go):
+    time.sleep(0.001)
+try:
+    if op == "move":
+        backend.threads.move(ThreadId(thread), NodeHash(a), NodeHash(b))
+    elif op == "hold":
+        with backend.locks.step(ThreadId(thread), wait=False):
+            print("held", flush=True)
+            time.sleep(float(b))
+    elif op == "create":
+        from uwf.backend.base import ThreadInfo
+        backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
+    elif op == "register":
+        backend.registry.set(thread, NodeHash(a))
+    print("ok", flush=True)
+except (Busy, Conflict) as exc:
+    print(type(exc).__name__, flush=True)
+"""
+
+
+class SharedBackendContract(BackendContract):
+    """What a backend shared by processes must guarantee (the filesystem, PostgreSQL)."""
+
+    @pytest.fixture
+    def spec(self) -> str:
+        """What ``uwf.backend.open_backend`` takes to open this same backend elsewhere."""
+        raise NotImplementedError
+
+    def _race(self, tmp_path: Path, spec: str, jobs: list[tuple[str, ...]]) -> list[str]:
+        go = tmp_path / "go"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", RACER, spec, *job, str(go)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for job in jobs
+        ]
+        time.sleep(0.3)  # every racer imported and waits at the line
+        go.touch()
+        outs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            outs.append(out.split()[-1])
+        return outs
+
+    def test_two_processes_move_one_head_one_wins(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        a = _chain_node(backend, "a")
+        others = [_chain_node(backend, f"next {n}") for n in range(6)]
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo())
+        outs = self._race(tmp_path, spec, [("move", t, a, b) for b in others])
+        assert sorted(outs) == ["Conflict"] * 5 + ["ok"]
+        assert backend.threads.head(t) == others[outs.index("ok")]
+
+    def test_processes_creating_threads_lose_none(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        a = _chain_node(backend, "a")
+        jobs = [("create", _thread(n), a, "-") for n in range(8)]
+        jobs += [("register", f"wf{n}", a, "-") for n in range(4)]
+        assert self._race(tmp_path, spec, jobs) == ["ok"] * 12
+        assert {r.thread for r in backend.threads.active()} == {_thread(n) for n in range(8)}
+        assert set(backend.registry.read()) == {f"wf{n}" for n in range(4)}
+
+    def test_two_processes_race_for_a_step_lock(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        outs = self._race(tmp_path, spec, [("hold", _thread(1), "-", "1.0")] * 3)
+        assert sorted(outs) == ["Busy", "Busy", "ok"]
+
+    def test_a_killed_holder_releases_its_lock(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        (tmp_path / "go").touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, spec, "hold", t, "-", "60", str(tmp_path / "go")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        assert backend.locks.running() == {t}
+        holder = backend.locks.holder(t)
+        assert holder is not None and holder.pid == proc.pid
+        with pytest.raises(Busy), backend.locks.step(t, wait=False):
+            pass
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while backend.locks.is_running(t) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backend.locks.running() == set()
+        with backend.locks.step(t, wait=False):
+            pass

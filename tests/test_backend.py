@@ -1,0 +1,28 @@
+"""The backend conformance classes run against the filesystem and memory backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backend_contract import BackendContract, SharedBackendContract
+from uwf.backend.base import Backend
+from uwf.backend.fs import FsBackend
+from uwf.backend.memory import MemoryBackend
+
+
+class TestMemoryBackend(BackendContract):
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Backend:
+        return MemoryBackend(tmp_path)
+
+
+class TestFsBackend(SharedBackendContract):
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Backend:
+        return FsBackend(tmp_path / "store")
+
+    @pytest.fixture
+    def spec(self, tmp_path: Path) -> str:
+        return str(tmp_path / "store")
