@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, StepLock
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import Runner, agent_env, answered_hash, process_runner
@@ -22,7 +22,7 @@ from uwf.util.errors import Conflict, InvalidInput, NotActive, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
 
-__all__ = ["Runner", "StepPlan", "StepResult", "dry_run", "step", "step_many"]
+__all__ = ["Runner", "StepPlan", "StepResult", "dry_run", "step", "step_held", "step_many"]
 
 
 def _check_timeout(timeout: float | None) -> None:
@@ -48,35 +48,49 @@ def step(
     wait: bool = False,
     runner: Runner = process_runner,
 ) -> StepResult:
-    """Run exactly one step of ``thread``."""
+    """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
     _check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
     with backend.locks.step(tid, wait=wait) as lock:
-        head = backend.threads.head(tid)
-        if head is None:  # archived while we waited
-            raise not_active(backend, tid)
-        log = ProcessLog(backend.root, thread=tid)
-        try:
-            plan = plan_step(backend, tid, head, agent=agent, timeout=timeout)
-            log.bind(workflow=plan.workflow)
-            if plan.archive is not None:
-                status = archive(backend, plan, plan.archive, head, log)
-                return StepResult(plan.workflow, tid, head, None, True, status)
-            assert plan.role is not None
-            log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
-            lock.note(role=plan.role, agent=plan.argv[0])
-            log.write(
-                "R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:])
-            )
-            finished = runner(plan, agent_env(backend, plan), _stop_when_gone(backend, plan))
-            if finished.stopped:
-                raise _stopped(backend, tid)
-            h = answered_hash(plan, finished)
-            log.write("C6P9E3H7", f"agent returned hash={h}")
-            return commit_step(backend, plan, h, log)
-        except UwfError as exc:
-            log.write("B8T5N1V6", f"step failed: {exc.message}")
-            raise
+        return step_held(backend, lock, tid, agent=agent, timeout=timeout, runner=runner)
+
+
+def step_held(
+    backend: Backend,
+    lock: StepLock,
+    thread: ThreadId,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    runner: Runner = process_runner,
+) -> StepResult:
+    """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
+    steps under one lock): re-read the head, plan, run, commit."""
+    head = backend.threads.head(thread)
+    if head is None:  # archived while we waited, or between two steps of a run
+        raise not_active(backend, thread)
+    log = ProcessLog(backend.root, thread=thread)
+    try:
+        plan = plan_step(backend, thread, head, agent=agent, timeout=timeout)
+        log.bind(workflow=plan.workflow)
+        if plan.archive is not None:
+            status = archive(backend, plan, plan.archive, head, log)
+            return StepResult(plan.workflow, thread, head, None, True, status)
+        assert plan.role is not None
+        log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
+        lock.note(role=plan.role, agent=plan.argv[0])
+        log.write(
+            "R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:])
+        )
+        finished = runner(plan, agent_env(backend, plan), _stop_when_gone(backend, plan))
+        if finished.stopped:
+            raise _stopped(backend, thread)
+        h = answered_hash(plan, finished)
+        log.write("C6P9E3H7", f"agent returned hash={h}")
+        return commit_step(backend, plan, h, log)
+    except UwfError as exc:
+        log.write("B8T5N1V6", f"step failed: {exc.message}")
+        raise
 
 
 def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:
