@@ -232,9 +232,10 @@ def _bad_cases(tmp_path: Path, debate: str) -> list[tuple[list[str], str]]:
         (["workflow", "put", str(missing)], f"file not found: {missing}"),
         (
             ["workflow", "put", str(listdoc)],
-            "invalid workflow YAML: expected a mapping with name, description, roles and graph",
+            f"invalid workflow YAML in {listdoc}: expected a mapping with name, description, "
+            "roles and graph",
         ),
-        (["workflow", "put", str(badyaml)], "invalid YAML: "),
+        (["workflow", "put", str(badyaml)], f"invalid YAML in {badyaml}: "),
         (["workflow", "put", str(broken)], f"invalid workflow {broken}: 1 problem"),
         (["workflow", "put", str(other)], f"invalid workflow {other}: 1 problem"),
         (["workflow", "add", str(missing)], f"file not found: {missing}"),
@@ -385,7 +386,7 @@ def test_path_like_ids_are_paths(root: Path, ident: str) -> None:
 
     with pytest.raises(NotFound) as info:
         resolve_for_start(FsBackend(root), ident, Path.cwd())
-    assert info.value.message == f"project workflow file not found: {Path.cwd() / ident}"
+    assert info.value.message == f"file not found: {Path.cwd() / ident}"
 
 
 def test_resolve_reports_local_file_problems_with_the_path(root: Path, snapshot: Any) -> None:

@@ -23,7 +23,7 @@ import datetime as _dt
 import math
 from typing import TYPE_CHECKING, Any
 
-from uwf.agent_kit.prompts import schema_fields
+from uwf.moderator import emits
 from uwf.util.errors import InvalidInput, SchemaViolation
 from uwf.util.jsonfmt import dumps
 
@@ -237,7 +237,7 @@ def candidate(block: str, schema: Any) -> dict[str, Any] | None:
         if data is None:
             return None
         std = _standard(data)
-        names = [f.name for f in schema_fields(schema)] or list(STANDARD_FIELDS)
+        names = [f.name for f in emits.fields(schema)] or list(STANDARD_FIELDS)
     except Exception:
         return None
     taken = {name: std[name] for name in names if name in std}

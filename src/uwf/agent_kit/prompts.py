@@ -9,9 +9,9 @@ original, so a prompt is byte-identical whichever agent builds it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.jsonfmt import canonical, dumps
 
@@ -82,77 +82,6 @@ def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) ->
 # -- deliverable format (§5.6) ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Field:
-    """One top-level field of a role's output schema."""
-
-    name: str
-    schema: Any
-    required: bool
-
-
-def _object_variants(schema: Any) -> list[dict[str, Any]]:
-    """The object schemas whose ``properties`` make up the output (unions flattened)."""
-    if not isinstance(schema, dict):
-        return []
-    if isinstance(schema.get("properties"), dict):
-        return [schema]
-    for key in ("anyOf", "oneOf"):
-        variants = schema.get(key)
-        if isinstance(variants, list):
-            return [obj for variant in variants for obj in _object_variants(variant)]
-    return []
-
-
-def schema_fields(schema: Any) -> list[Field]:
-    """The fields an agent is asked for, in schema order.
-
-    A plain object schema gives its ``properties``; an ``anyOf`` (checked first) or ``oneOf``
-    union gives the union of its object variants' properties: the first variant that names a
-    field decides its schema, and the field is required if any variant requires it.
-    """
-    fields: dict[str, Field] = {}
-    for obj in _object_variants(schema):
-        required_list = obj.get("required")
-        required = set(required_list) if isinstance(required_list, list) else set()
-        for name, prop in obj["properties"].items():
-            is_required = name in required
-            known = fields.get(name)
-            if known is None:
-                fields[name] = Field(name, prop, is_required)
-            elif is_required and not known.required:
-                fields[name] = Field(name, known.schema, True)
-    return list(fields.values())
-
-
-def _resolve(prop: Any) -> dict[str, Any]:
-    """The schema that decides a field's example: an enum as is, else the one non-null variant."""
-    if not isinstance(prop, dict):
-        return {}
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        return prop
-    for key in ("anyOf", "oneOf"):
-        variants = prop.get(key)
-        if isinstance(variants, list):
-            non_null = [
-                v for v in variants if not (isinstance(v, dict) and v.get("type") == "null")
-            ]
-            if len(non_null) == 1:
-                return non_null[0] if isinstance(non_null[0], dict) else {}
-            break
-    return prop
-
-
-def _type_of(schema: dict[str, Any]) -> Any:
-    """The schema's ``type``; a ``[T, "null"]`` list counts as T (nullable is implied)."""
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        non_null = [k for k in kind if k != "null"]
-        return non_null[0] if len(non_null) == 1 else None
-    return kind
-
-
 def _js_string(value: Any) -> str:
     """A value as JavaScript's ``String(value)`` prints it (objects as compact JSON)."""
     if isinstance(value, str):
@@ -163,11 +92,11 @@ def _js_string(value: Any) -> str:
         return str(value)
 
 
-def _example_line(field: Field) -> str:
-    resolved = _resolve(field.schema)
+def _example_line(field: emits.Field) -> str:
+    resolved = field.resolved
     parts = ["required"] if field.required else []
     enum = resolved.get("enum")
-    kind = _type_of(resolved)
+    kind = field.kind
     if isinstance(enum, list) and enum:
         parts += [_js_string(v) for v in enum]
         value = f" {_js_string(enum[0])}"
@@ -198,7 +127,7 @@ def build_output_format_instruction(schema: Any) -> str:
     """
     if schema is None:
         return ""
-    fields = schema_fields(schema)
+    fields = emits.fields(schema)
     if fields:
         lines = "\n".join(_example_line(f) for f in fields)
         example = f"---\n{lines}\n---\n\n{_EXAMPLE_BODY}"
