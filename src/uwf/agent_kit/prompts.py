@@ -25,6 +25,16 @@ CORRECTION_MESSAGE = (
     "Output only the corrected frontmatter, followed by your work."
 )
 
+def correction_message(problems: Sequence[str] = ()) -> str:
+    """The correction prompt: ``CORRECTION_MESSAGE``, with what was wrong after its first line
+    when the fast path could say (a rejected field named with the validator's message)."""
+    if not problems:
+        return CORRECTION_MESSAGE
+    first, rest = CORRECTION_MESSAGE.split("\n", 1)
+    listed = "\n".join(f"- {problem}" for problem in problems)
+    return f"{first}\nWhat was wrong:\n{listed}\n{rest}"
+
+
 _EXAMPLE_BODY = "... your markdown work here ..."
 _NO_FIELDS = "  (schema fields will be extracted automatically)"
 
