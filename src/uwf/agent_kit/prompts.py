@@ -25,6 +25,7 @@ CORRECTION_MESSAGE = (
     "Output only the corrected frontmatter, followed by your work."
 )
 
+
 def correction_message(problems: Sequence[str] = ()) -> str:
     """The correction prompt: ``CORRECTION_MESSAGE``, with what was wrong after its first line
     when the fast path could say (a rejected field named with the validator's message)."""

@@ -90,10 +90,7 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
         for problem in result.problems:
             typer.echo(f"error: {result.file}: {problem}", err=True)
     emit(
-        [
-            {"file": r.file, "name": r.name, "hash": r.hash, "problems": r.problems}
-            for r in results
-        ],
+        [{"file": r.file, "name": r.name, "hash": r.hash, "problems": r.problems} for r in results],
         fmt,
     )
     if any(r.problems for r in results):
