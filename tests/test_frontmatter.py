@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from uwf.agent_kit.frontmatter import (
     candidate,
-    fast_path,
+    offer,
     parse,
     parse_standard,
     split,
@@ -21,6 +21,13 @@ from uwf.agent_kit.frontmatter import (
 from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
 from uwf.util.jsonfmt import canonical, dumps
+
+
+def fast_path(raw: str, schema_hash: str, store: MemoryStore) -> tuple[str, str] | None:
+    """``(output hash, body)`` of an accepted offer, else None."""
+    result = offer(raw, schema_hash, store)
+    return None if result.hash is None else (result.hash, result.body)
+
 
 STANDARD = {
     "type": "object",
@@ -617,8 +624,6 @@ NOTES = {
 def test_offer_names_every_rejected_field(
     store: MemoryStore, raw: str, problems: list[str]
 ) -> None:
-    from uwf.agent_kit.frontmatter import offer
-
     h = store.put_schema(NOTES)
     before = dict(store.nodes)
     result = offer(raw, h, store)

@@ -299,10 +299,3 @@ def offer(raw: str, schema_hash: str, store: Store) -> Offer:
         return Offer(store.put(schema_hash, found), body)
     except (SchemaViolation, InvalidInput) as exc:
         return Offer(None, body, field_problems(node.payload, found) or [exc.message])
-
-
-def fast_path(raw: str, schema_hash: str, store: Store) -> tuple[str, str] | None:
-    """``(output hash, body)`` when the frontmatter satisfies the role schema (``offer``),
-    else None: no frontmatter, no schema node, or a candidate that does not validate."""
-    result = offer(raw, schema_hash, store)
-    return None if result.hash is None else (result.hash, result.body)
