@@ -36,22 +36,24 @@ def loc(*keys: Any) -> str:
     return "".join(seg(k) for k in keys).lstrip(".")
 
 
+# bool before int: True is an int to Python, a boolean to a YAML author
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a mapping"),
+)
+
+
 def kind(value: Any) -> str:
     """How a YAML value reads to a user: ``a list``, ``a string``, ``null``…"""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
+    for cls, text in _KINDS:
+        if isinstance(value, cls):
+            return text
     return f"a {type(value).__name__}"
 
 
