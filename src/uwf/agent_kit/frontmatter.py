@@ -1,12 +1,12 @@
 """The frontmatter fast path: structured output read straight from the agent's answer.
 
 An agent answers with a ``---``-delimited YAML block followed by its markdown work
-(REFERENCE §5.7). When that block already satisfies the role's output schema, the output is
-stored with no LLM call at all. Everything here is total: any text an agent can print gives
-either a result or ``None`` (never an exception), because a malformed answer is an expected
-event that the caller answers with a correction prompt.
+(docs/agents.md, "What to write"). When that block already satisfies the role's output
+schema, the output is stored with no LLM call at all. Everything here is total: any text an
+agent can print gives either a result or ``None`` (never an exception), because a malformed
+answer is an expected event that the caller answers with a correction prompt.
 
-Differences from the original, on purpose (PORT §7 and §3):
+Differences from uwf v0.5.0, on purpose:
 
 - the candidate is built from the role schema's own fields, and the standard checks
   (``confidence`` in [0, 1], ``next`` a single word, non-blank ``artifacts``, ``scope``) apply

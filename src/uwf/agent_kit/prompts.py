@@ -1,9 +1,10 @@
 """The texts every agent sends: role prompt, deliverable format, continuation, correction.
 
-These are pure string builders (REFERENCE §5.4-§5.6, §6.1). Their wording is part of the
-contract: agents are tuned to it and the parity tests quote it, so change a phrase only on
-purpose. Every JSON value inside a prompt is printed JavaScript-compact (``{"a":1}``), like the
-original, so a prompt is byte-identical whichever agent builds it.
+These are pure string builders (docs/agents.md, "A Python agent on the agent kit"). Their
+wording is part of the contract: agents are tuned to it and the parity tests quote it, so
+change a phrase only on purpose. Every JSON value inside a prompt is printed
+JavaScript-compact (``{"a":1}``), like the original, so a prompt is byte-identical whichever
+agent builds it.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.jsonfmt import canonical, dumps
 
-#: The context budget (characters) of the history shown on a first visit (REFERENCE §6.1).
+#: The context budget (characters) of the history shown on a first visit.
 FIRST_VISIT_QUOTA = 32000
 
-#: Sent through the agent's ``continue`` when its output has no usable frontmatter (§5.2 step 7).
+#: Sent through the agent's ``continue`` when its output has no usable frontmatter.
 CORRECTION_MESSAGE = (
     "Your previous answer did not contain valid YAML frontmatter matching the role schema.\n"
     "Your response must start with a YAML frontmatter block delimited by `---` lines.\n"
@@ -40,7 +41,7 @@ _EXAMPLE_BODY = "... your markdown work here ..."
 _NO_FIELDS = "  (schema fields will be extracted automatically)"
 
 
-# -- role prompt (§5.5) -------------------------------------------------------------------------
+# -- role prompt --------------------------------------------------------------------------------
 
 
 def cli_reference() -> str:
@@ -90,7 +91,7 @@ def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) ->
     return "\n\n".join(f"## {title}\n\n{body}" for title, body in sections)
 
 
-# -- deliverable format (§5.6) ------------------------------------------------------------------
+# -- deliverable format -------------------------------------------------------------------------
 
 
 def _js_string(value: Any) -> str:
@@ -168,7 +169,7 @@ def build_output_format_instruction(schema: Any) -> str:
     )
 
 
-# -- continuation (§5.4) ------------------------------------------------------------------------
+# -- continuation -------------------------------------------------------------------------------
 
 
 def _js_len(text: str) -> int:
@@ -246,7 +247,7 @@ def build_continuation_prompt(
     return "\n".join(parts)
 
 
-# -- the generic agent prompt (§6.1) ------------------------------------------------------------
+# -- the generic agent prompt -------------------------------------------------------------------
 
 
 def build_agent_prompt(

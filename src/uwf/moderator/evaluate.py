@@ -1,4 +1,4 @@
-"""Status-based routing (REFERENCE §3.5).
+"""Status-based routing (docs/format.md, "What a role can emit").
 
 ``evaluate(graph, last_role, last_output)`` looks up ``graph[last_role][status]`` where the
 status is the unit status ``_`` after ``$START`` (or when the output has no string
