@@ -119,12 +119,12 @@ class ChainBuilder:
         if role not in self._outputs:
             raw = SCENARIO[role]
             schema_hash = self.workflow["roles"][role]["meta"]
-            found = frontmatter.fast_path(raw, schema_hash, self.store)
-            if found is None:
+            found = frontmatter.offer(raw, schema_hash, self.store)
+            if found.hash is None:
                 raise RuntimeError(f"the benchmark's {role} output does not fit its schema")
             turn = self.store.put(self.turn_type, {"index": 0, "role": "assistant", "content": raw})
-            payload = self.store.require(found[0]).payload
-            self._outputs[role] = (found[0], turn, payload)
+            payload = self.store.require(found.hash).payload
+            self._outputs[role] = (found.hash, turn, payload)
         return self._outputs[role]
 
     def extend(self, start: str, steps: int) -> list[str]:

@@ -168,7 +168,7 @@ def test_tool_calls_each_append_a_tool_message() -> None:
 def test_text_only_reply_returns_at_once() -> None:
     chat = ScriptedChat(text(PLAN_FM))
     result = loop(chat)
-    assert (result.text, result.turn_count, len(chat.sent)) == (PLAN_FM, 1, 1)
+    assert (result.text, len(result.turns), len(chat.sent)) == (PLAN_FM, 1, 1)
     assert chat.sent[0] == (START, True)
 
 
@@ -176,7 +176,7 @@ def test_no_tools_mode_ignores_tool_calls() -> None:
     tool = RecordingTool()
     chat = ScriptedChat({"content": "plain answer", "tool_calls": [call("write_file", {})]})
     result = run_loop(chat, START, tools_on=False, max_turns=5, run_tool=tool)
-    assert (result.text, result.turn_count, tool.calls) == ("plain answer", 1, [])
+    assert (result.text, len(result.turns), tool.calls) == ("plain answer", 1, [])
     assert "tool_calls" not in result.messages[-1]  # never a dangling call in the session
     assert chat.sent[0][1] is False
 
@@ -186,7 +186,7 @@ def test_tool_call_then_text() -> None:
         calls_reply(call("write_file", {"path": "x", "content": "y"})), text(DEV_FM)
     )
     result = loop(chat)
-    assert result.turn_count == 3
+    assert len(result.turns) == 3
     assert [t["role"] for t in result.turns] == ["assistant", "tool", "assistant"]
     assert result.turns[0]["toolCalls"] == [
         {"name": "write_file", "args": '{"path": "x", "content": "y"}'}

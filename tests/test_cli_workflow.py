@@ -232,9 +232,10 @@ def _bad_cases(tmp_path: Path, debate: str) -> list[tuple[list[str], str]]:
         (["workflow", "put", str(missing)], f"file not found: {missing}"),
         (
             ["workflow", "put", str(listdoc)],
-            "invalid workflow YAML: expected a mapping with name, description, roles and graph",
+            f"invalid workflow YAML in {listdoc}: expected a mapping with name, description, "
+            "roles and graph",
         ),
-        (["workflow", "put", str(badyaml)], "invalid YAML: "),
+        (["workflow", "put", str(badyaml)], f"invalid YAML in {badyaml}: "),
         (["workflow", "put", str(broken)], f"invalid workflow {broken}: 1 problem"),
         (["workflow", "put", str(other)], f"invalid workflow {other}: 1 problem"),
         (["workflow", "add", str(missing)], f"file not found: {missing}"),
@@ -385,7 +386,7 @@ def test_path_like_ids_are_paths(root: Path, ident: str) -> None:
 
     with pytest.raises(NotFound) as info:
         resolve_for_start(FsBackend(root), ident, Path.cwd())
-    assert info.value.message == f"project workflow file not found: {Path.cwd() / ident}"
+    assert info.value.message == f"file not found: {Path.cwd() / ident}"
 
 
 def test_resolve_reports_local_file_problems_with_the_path(root: Path, snapshot: Any) -> None:
@@ -426,3 +427,101 @@ def test_resolve_registry_entry_to_a_missing_node(root: Path) -> None:
     with pytest.raises(NotFound) as info:
         resolve_for_start(FsBackend(root), "gone", Path.cwd())
     assert info.value.message == "CAS node not found: 0000000000001"
+
+
+# -- check -------------------------------------------------------------------------------
+
+
+def test_check_runs_every_check_of_put_and_writes_nothing(
+    cli_proc: Any, root: Path, tmp_path: Path, snapshot: Any
+) -> None:
+    (tmp_path / "bad").mkdir()
+    broken = tmp_path / "bad" / "solve-issue.yaml"
+    broken.write_text(SOLVE.read_text().replace("role: developer", "role: develper", 1))
+    listdoc = tmp_path / "listdoc.yaml"
+    listdoc.write_text("- a\n")
+    before = snapshot(root)
+    result = cli_proc("workflow", "check", SOLVE, broken, listdoc, tmp_path / "none.yaml")
+    assert snapshot(root) == before
+    assert result.code == 1
+    out = result.json()
+    assert [(r["file"], r["name"], r["problems"] == []) for r in out] == [
+        (str(SOLVE), "solve-issue", True),
+        (str(broken), None, False),
+        (str(listdoc), None, False),
+        (str(tmp_path / "none.yaml"), None, False),
+    ]
+    assert out[1]["problems"][0].startswith('graph.planner._: routes to unknown role "develper"')
+    assert result.err.splitlines() == [
+        f"error: {broken}: {out[1]['problems'][0]}",
+        f"error: {listdoc}: invalid workflow YAML in {listdoc}: expected a mapping with name, "
+        "description, roles and graph",
+        f"error: {tmp_path / 'none.yaml'}: file not found: {tmp_path / 'none.yaml'}",
+    ]
+    # the hash check reports is the one put stores
+    assert out[0]["hash"] == put(cli_proc, SOLVE)
+
+
+def test_check_exits_0_with_warnings_on_stderr(cli: Any, tmp_path: Path) -> None:
+    text = SOLVE.read_text(encoding="utf-8")
+    path = tmp_path / "solve-issue.yaml"
+    path.write_text(text.replace("{{", "{{nots}} {{", 1), encoding="utf-8")
+    result = cli("workflow", "check", path)
+    assert result.code == 0, result.err
+    assert result.json()[0]["problems"] == []
+    assert result.err.startswith(f"warning: {path}: graph.")
+    assert "{{nots}} is not a field of roles." in result.err
+    put_result = cli("workflow", "put", path)
+    assert put_result.code == 0
+    assert put_result.err.startswith("warning: graph.")
+
+
+def test_put_warns_about_a_status_without_enum(cli: Any, tmp_path: Path) -> None:
+    text = SOLVE.read_text(encoding="utf-8")
+    assert "status: { type: string, enum: [approved, rejected] }" in text
+    path = tmp_path / "solve-issue.yaml"
+    path.write_text(
+        text.replace(
+            "status: { type: string, enum: [approved, rejected] }", "status: { type: string }"
+        ),
+        encoding="utf-8",
+    )
+    result = cli("workflow", "put", path)
+    assert result.code == 0, result.err
+    assert result.err == (
+        "warning: roles.reviewer.meta: properties.status has no enum, so its edges cannot be "
+        "checked: a step whose status has no edge fails at run time (list the statuses in "
+        "status.enum)\n"
+    )
+
+
+# -- one discovery rule for list and start ------------------------------------------------
+
+
+def test_list_shows_what_thread_start_finds_up_the_tree(cli: Any, root: Path) -> None:
+    top = Path.cwd()
+    (top / ".workflow").mkdir()
+    (top / ".workflows").mkdir()
+    deep = top / "a" / "b"
+    (deep / ".workflows").mkdir(parents=True)
+    variant(top / ".workflow", "top .workflow")
+    variant(top / ".workflows", "top .workflows", name="debate")
+    variant(deep / ".workflows", "closest", name="debate", ext=".yml")
+    variant(top / ".workflows", "only up", name="planner")
+    registered = put(cli, EXAMPLES / "analyze-topic.yaml")
+    listed = FsBackend(root)
+    from uwf.engine import workflows
+
+    assert workflows.list_workflows(listed, deep) == [
+        {"name": "debate", "hash": "(local)", "origin": "local"},
+        {"name": "planner", "hash": "(local)", "origin": "local"},
+        {"name": "solve-issue", "hash": "(local)", "origin": "local"},
+        {"name": "analyze-topic", "hash": registered, "origin": "global"},
+    ]
+    for name, description in (
+        ("debate", "closest"),
+        ("planner", "only up"),
+        ("solve-issue", "top .workflow"),
+    ):
+        h = resolve_for_start(listed, name, deep)
+        assert description_of(root, h) == description

@@ -218,6 +218,42 @@ def test_one_correction_then_success(cli: Any, thread: str, tmp_path: Path, via:
     ]
 
 
+BAD_PLAN = "---\nstatus: _\nplan: no\nsteps:\n  - one\n---\nThe plan."
+PLAN_REJECTED = "plan: False is not of type 'string'"
+
+
+def test_a_rejected_field_is_named_in_the_correction_and_the_detail(
+    cli: Any, thread: str, tmp_path: Path
+) -> None:
+    rec = Recorder(tmp_path, {"planner": BAD_PLAN}, corrected={"planner": PLAN})
+    step_ok(cli, thread, rec.agent())
+    first, second = rec.calls()
+    first_line, rest = CORRECTION_MESSAGE.split("\n", 1)
+    correction = f"{first_line}\nWhat was wrong:\n- {PLAN_REJECTED}\n{rest}"
+    assert second["stdin"] == f"{first['stdin']}\n\n{correction}"
+    step = cli("thread", "steps", thread).json()["steps"][1]
+    detail = cli("thread", "step-details", step["hash"], "--format", "json").json()
+    assert [(t["role"], t["content"].strip()) for t in detail["turns"]] == [
+        ("assistant", BAD_PLAN.strip()),
+        ("user", correction.strip()),
+        ("assistant", PLAN.strip()),
+    ]
+
+
+def test_a_field_still_rejected_after_two_corrections_is_named_in_the_error(
+    cli: Any, root: Path, thread: str, tmp_path: Path
+) -> None:
+    rec = Recorder(tmp_path, {"planner": BAD_PLAN})
+    r = cli("thread", "step", thread, "--agent", rec.agent())
+    assert r.code == 5
+    assert len(rec.calls()) == 3
+    [error] = [x for x in r.err.splitlines() if x.startswith("error: ")]
+    assert error.startswith(
+        "error: agent command failed (uwf-cmd) with exit code 1: error: agent output does not "
+        f"satisfy the role schema ({PLAN_REJECTED}), and no extract model is configured"
+    )
+
+
 def test_no_frontmatter_after_two_corrections_and_no_model(
     cli: Any, root: Path, thread: str, tmp_path: Path
 ) -> None:

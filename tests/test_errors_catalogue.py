@@ -275,29 +275,29 @@ CASES: list[Case] = [
         "empty",
         "workflow put {tmp}/bad.yaml",
         1,
-        "error: invalid YAML: while parsing a flow node did not find expected node content in "
-        '"{tmp}/bad.yaml", line 2, column 1',
+        "error: invalid YAML in {tmp}/bad.yaml: while parsing a flow node did not find "
+        "expected node content, line 2, column 1",
     ),
     case(
         "put-alias-bomb",
         "empty",
         "workflow put {tmp}/bomb.yaml",
         1,
-        "error: invalid YAML: more than 100000 nodes (alias expansion?)",
+        "error: invalid YAML in {tmp}/bomb.yaml: more than 100000 nodes (alias expansion?)",
     ),
     case(
         "put-deep-nesting",
         "empty",
         "workflow put {tmp}/deep.yaml",
         1,
-        "error: invalid YAML: nested deeper than 64 levels",
+        "error: invalid YAML in {tmp}/deep.yaml: nested deeper than 64 levels",
     ),
     case(
         "put-abyss-nesting",
         "empty",
         "workflow put {tmp}/abyss.yaml",
         1,
-        "error: invalid YAML: nested deeper than 64 levels",
+        "error: invalid YAML in {tmp}/abyss.yaml: nested deeper than 64 levels",
     ),
     case(
         "put-too-large",
@@ -319,16 +319,15 @@ CASES: list[Case] = [
         "empty",
         "workflow put {tmp}/list.yaml",
         1,
-        f"error: invalid workflow YAML: {NOT_MAPPING}",
+        f"error: invalid workflow YAML in {{tmp}}/list.yaml: {NOT_MAPPING}",
     ),
     case(
         "put-python-tag",
         "empty",
         "workflow put {tmp}/evil.yaml",
         1,
-        "error: invalid YAML: could not determine a constructor for the tag "
-        "'tag:yaml.org,2002:python/object/apply:os.system' in \"{tmp}/evil.yaml\", line 1, "
-        "column 7",
+        "error: invalid YAML in {tmp}/evil.yaml: could not determine a constructor for the tag "
+        "'tag:yaml.org,2002:python/object/apply:os.system', line 1, column 7",
     ),
     case(
         "put-unhashable-status",
@@ -430,7 +429,7 @@ CASES: list[Case] = [
         "workflow",
         "thread start ./nope.yaml -p x",
         1,
-        "error: project workflow file not found: {cwd}/nope.yaml",
+        "error: file not found: {cwd}/nope.yaml",
     ),
     case(
         "start-missing-hash",

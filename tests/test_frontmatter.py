@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from uwf.agent_kit.frontmatter import (
     candidate,
-    fast_path,
+    offer,
     parse,
     parse_standard,
     split,
@@ -21,6 +21,13 @@ from uwf.agent_kit.frontmatter import (
 from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
 from uwf.util.jsonfmt import canonical, dumps
+
+
+def fast_path(raw: str, schema_hash: str, store: MemoryStore) -> tuple[str, str] | None:
+    """``(output hash, body)`` of an accepted offer, else None."""
+    result = offer(raw, schema_hash, store)
+    return None if result.hash is None else (result.hash, result.body)
+
 
 STANDARD = {
     "type": "object",
@@ -578,3 +585,62 @@ def test_fast_path_never_raises(raw: str, schema: Any) -> None:
         output_hash, body = result
         assert body == split(raw)[1]
         assert cas_schema.validate(schema, payload(store, output_hash)) == []
+
+
+# -- why an offer is refused ----------------------------------------------------------------
+
+NOTES = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["ok"]},
+        "notes": {"type": "string"},
+        "items": {"type": "array", "items": {"type": "integer"}},
+        "confidence": {"type": ["number", "null"]},
+    },
+    "required": ["status", "notes"],
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "problems"),
+    [
+        ("no block at all", []),
+        ("---\n- a list\n---\n", ["the frontmatter block is not a YAML mapping of fields"]),
+        ("---\nstatus: ok\nnotes: no\n---\n", ["notes: False is not of type 'string'"]),
+        (
+            "---\nstatus: bad\nitems: [1, x]\n---\n",
+            [
+                "'notes' is a required property",
+                "status: 'bad' is not one of ['ok']",
+                "items[1]: 'x' is not of type 'integer'",
+            ],
+        ),
+        (
+            "---\nstatus: ok\nnotes: n\nconfidence: 85\n---\n",
+            ["confidence must be a number between 0 and 1"],
+        ),
+    ],
+)
+def test_offer_names_every_rejected_field(
+    store: MemoryStore, raw: str, problems: list[str]
+) -> None:
+    h = store.put_schema(NOTES)
+    before = dict(store.nodes)
+    result = offer(raw, h, store)
+    assert (result.hash, result.problems) == (None, problems)
+    assert store.nodes == before
+
+
+def test_the_correction_message_lists_the_problems_after_its_first_line() -> None:
+    from uwf.agent_kit.prompts import CORRECTION_MESSAGE, correction_message
+
+    assert correction_message([]) == CORRECTION_MESSAGE
+    lines = correction_message(["notes: False is not of type 'string'", "x: y"]).split("\n")
+    original = CORRECTION_MESSAGE.split("\n")
+    assert lines == [
+        original[0],
+        "What was wrong:",
+        "- notes: False is not of type 'string'",
+        "- x: y",
+        *original[1:],
+    ]

@@ -9,11 +9,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from uwf.util.base32 import ALPHABET, check_hash, decode64, encode64, is_hash
+from uwf.util.base32 import ALPHABET, check_hash, encode64, is_hash
 from uwf.util.errors import InvalidInput
 from uwf.util.ulid import check_thread_id, is_thread_id, new_thread_id, timestamp_ms
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+def decode64(text: str) -> int:
+    """13 Crockford digits back into an integer (the inverse of ``encode64``)."""
+    if not is_hash(text):
+        raise ValueError(f"not a hash: {text!r}")
+    value = 0
+    for ch in text:
+        value = (value << 5) | ALPHABET.index(ch)
+    return value
 
 
 # -- Crockford hashes ---------------------------------------------------------------------

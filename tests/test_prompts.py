@@ -12,14 +12,14 @@ from uwf.agent_kit import prompts
 from uwf.agent_kit.prompts import (
     CORRECTION_MESSAGE,
     FIRST_VISIT_QUOTA,
-    Field,
     build_agent_prompt,
     build_continuation_prompt,
     build_output_format_instruction,
     build_role_prompt,
     cli_reference,
-    schema_fields,
 )
+from uwf.moderator.emits import Field
+from uwf.moderator.emits import fields as schema_fields
 
 
 def step(role: str, output: Any, content: str | None = None, agent: str = "uwf-hermes") -> dict:

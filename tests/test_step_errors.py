@@ -234,7 +234,11 @@ def test_output_failing_the_role_schema(cli: Any, root: Path, thread: str, scena
     agent = scenario({"planner": ["---\nstatus: _\nplan: 42\n---\nwrong type, no steps"]})
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent)
-    assert r.code == 5 and "does not contain valid YAML frontmatter" in r.err
+    assert r.code == 5
+    assert (
+        "error: agent output does not satisfy the role schema ('steps' is a required property; "
+        "plan: 42 is not of type 'string'), and no extract model is configured" in r.err
+    )
     assert state_bytes(root) == before
 
 

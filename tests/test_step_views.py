@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
-from rootfiles import RootFiles, open_store
+from rootfiles import RootFiles, open_store, put_unchecked
 from uwf.agent_kit.runner import TURN_SCHEMA, detail_schema
 from uwf.cas.store import Store
 from uwf.protocol import schemas
@@ -118,7 +118,7 @@ def put_step(
         "agent": "hand-written",
     }
     if detail is None:
-        return start, store.put_unchecked(h.step, payload)
+        return start, put_unchecked(store, h.step, payload)
     return start, store.put(h.step, payload)
 
 
@@ -246,7 +246,7 @@ def test_step_details_deep_expansion(cli: Any, store: Store) -> None:
     t0 = put_turn(store, 0, "assistant", "hello")
     t1 = put_turn(store, 1, "tool", "tool out")
     text = [store.put(h.text, f"text {i}") for i in range(4)]
-    untyped = store.put_unchecked("0000000000009", {"no": "schema node"})
+    untyped = put_unchecked(store, "0000000000009", {"no": "schema node"})
     deep: dict[str, Any] = {
         "title": "DeepDetail",
         "type": "object",

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rootfiles import RootFiles, open_store
+from rootfiles import RootFiles, open_store, put_unchecked
 from uwf.agent_kit.runner import TURN_SCHEMA, detail_schema
 from uwf.cas.store import Store
 from uwf.model.turns import last_assistant_content
@@ -451,8 +451,7 @@ def manual_thread(root: Path, wf: str, steps: list[tuple[str, Any]]) -> tuple[st
             "agent": "hand-written",
         }
         # readers tolerate a null detail (REFERENCE §4.2); the StepNode schema does not
-        put = store.put_unchecked if det is None else store.put
-        prev = put(h.step, payload)
+        prev = put_unchecked(store, h.step, payload) if det is None else store.put(h.step, payload)
         hashes.append(prev)
     thread = new_thread_id()
     with RootFiles(root).edit_threads() as threads:

@@ -15,14 +15,15 @@ from uwf.agents.mock import load_scenario
 from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
 from uwf.cas.schema import meta_hash, validate
-from uwf.engine.workflows import LEGACY, load_file, materialise, store_definition
+from uwf.engine.workflow_file import load_file, materialise, store_definition
 from uwf.moderator.evaluate import END, START, evaluate
+from uwf.moderator.validate import LEGACY
 from uwf.protocol import schemas
 from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
-NOT_MAPPING = "invalid workflow YAML: expected a mapping with name, description, roles and graph"
+NOT_MAPPING = "expected a mapping with name, description, roles and graph"
 
 
 def role(statuses: list[str] | None = None, **fields: Any) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def role(statuses: list[str] | None = None, **fields: Any) -> dict[str, Any]:
     return out
 
 
-def edge(to: str, prompt: str = "go on: {{text}}") -> dict[str, str]:
+def edge(to: str, prompt: str = "go on") -> dict[str, str]:
     return {"role": to, "prompt": prompt}
 
 
@@ -53,7 +54,7 @@ def base() -> dict[str, Any]:
         "description": "a test workflow",
         "roles": {"a": role(["_"]), "b": role(["ok", "again"])},
         "graph": {
-            START: {"_": edge("a")},
+            START: {"_": edge("a", "begin")},
             "a": {"_": edge("b")},
             "b": {"ok": edge(END), "again": edge("a")},
         },
@@ -119,16 +120,16 @@ def test_invalid_yaml(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as info:
         load_file(path)
     message = info.value.message
-    assert message.startswith("invalid YAML: ")
+    assert message.startswith(f"invalid YAML in {path}: ")
     assert "\n" not in message
-    assert f'"{path}", line 1' in message
+    assert message.endswith(", line 1, column 14")
 
 
 @pytest.mark.parametrize("text", ["- a\n- b\n", "just a string\n", "42\n", ""])
 def test_document_must_be_a_mapping(tmp_path: Path, text: str) -> None:
     with pytest.raises(InvalidInput) as info:
         load_file(write(tmp_path, text))
-    assert info.value.message == NOT_MAPPING
+    assert info.value.message == f"invalid workflow YAML in {tmp_path / 'wf.yaml'}: {NOT_MAPPING}"
 
 
 # -- top level ---------------------------------------------------------------------------
@@ -489,19 +490,28 @@ def test_no_status_declared_routes_only_on_unit(tmp_path: Path) -> None:
     ]
 
 
+OPEN_STATUS = (
+    "roles.b.meta: properties.status has no enum, so its edges cannot be checked: a step whose "
+    "status has no edge fails at run time (list the statuses in status.enum)"
+)
+
+
 @pytest.mark.parametrize(
-    "meta",
+    ("meta", "warnings"),
     [
-        {"type": "object"},  # no fields: the standard fields, any status
-        {"type": "object", "properties": {"status": {"type": "string"}}},  # any string
-        {"anyOf": [{"properties": {"status": {"type": "string"}}}]},
+        ({"type": "object"}, []),  # no fields: the standard fields, any status
+        ({"type": "object", "properties": {"status": {"type": "string"}}}, [OPEN_STATUS]),
+        ({"anyOf": [{"properties": {"status": {"type": "string"}}}]}, [OPEN_STATUS]),
     ],
 )
-def test_open_statuses_are_not_checked(tmp_path: Path, meta: dict[str, Any]) -> None:
+def test_open_statuses_are_not_checked_but_warned(
+    tmp_path: Path, meta: dict[str, Any], warnings: list[str]
+) -> None:
     doc = base()
     doc["roles"]["b"]["meta"] = meta
-    doc["graph"]["b"]["anything"] = edge(END)
-    assert load_file(write(tmp_path, doc))["warnings"] == []
+    doc["graph"]["b"] = {s: edge(t, "next") for s, t in (("ok", END), ("again", "a"))}
+    doc["graph"]["b"]["anything"] = edge(END, "done")
+    assert load_file(write(tmp_path, doc))["warnings"] == warnings
 
 
 def test_statuses_through_any_of(tmp_path: Path) -> None:
@@ -657,3 +667,29 @@ def test_empty_capabilities_are_kept() -> None:
     payload = materialise(MemoryStore(), definition)
     assert payload["roles"]["a"]["capabilities"] == []
     assert list(payload["roles"]["a"]) == list(schemas.ROLE_DEFINITION["required"])
+
+
+# -- warnings about prompt variables ---------------------------------------------------------
+
+
+def test_a_prompt_variable_the_source_role_cannot_emit_is_a_warning(tmp_path: Path) -> None:
+    doc = base()
+    doc["graph"][START]["_"]["prompt"] = "start on {{topic}}"
+    doc["graph"]["a"]["_"]["prompt"] = (
+        "{{text}} {{nots}} {{#text}}{{inner}}{{/text}} {{^gone}}x{{/gone}}"
+    )
+    doc["graph"]["b"]["ok"]["prompt"] = "{{status}}: {{text.length}} {{.}}"
+    assert load_file(write(tmp_path, doc))["warnings"] == [
+        "graph.$START._.prompt: {{topic}} renders empty: $START has no output",
+        "graph.a._.prompt: {{nots}} is not a field of roles.a.meta, so it renders empty "
+        "(its fields: status, text)",
+        "graph.a._.prompt: {{gone}} is not a field of roles.a.meta, so it renders empty "
+        "(its fields: status, text)",
+    ]
+
+
+def test_prompt_variables_of_a_schema_without_fields_are_not_checked(tmp_path: Path) -> None:
+    doc = base()
+    doc["roles"]["a"]["meta"] = {"type": "object"}
+    doc["graph"]["a"]["_"]["prompt"] = "{{anything}}"
+    assert load_file(write(tmp_path, doc))["warnings"] == []

@@ -7,8 +7,8 @@ through ``run``:
 * on Linux, a parent-death signal: if the process that spawned it dies, even of SIGKILL,
   the child gets SIGKILL too (its own children die with it only if they do the same, which
   every uwf agent does, since they spawn through this module);
-* stdin closed or fed from a string; stdout captured up to a bound (the tail is kept);
-  stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
+* stdin closed or fed from a string; stdout captured up to a bound (the tail is kept) or
+  whole; stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
 * a timeout, a ``should_stop`` callback polled twice a second, a signal or any exception
   in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period.
 
@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from uwf.util.errors import UwfError
@@ -38,6 +39,15 @@ STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 POLL = 0.5  # seconds between two calls of ``should_stop``
+
+
+class CannotStart(UwfError):
+    """The command could not be started; ``cause`` is the operating system's error, for a
+    caller that words it its own way (``hermes not found on PATH: …``)."""
+
+    def __init__(self, message: str, cause: OSError) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -86,19 +96,37 @@ def kill_group(proc: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their leader
 
 
-def _pump_stdout(stream: IO[bytes], sink: bytearray) -> None:
+def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None) -> None:
     while chunk := stream.read(65536):
         sink.extend(chunk)
-        if len(sink) > 2 * STDOUT_LIMIT:
-            del sink[: len(sink) - STDOUT_LIMIT]
+        if limit is not None and len(sink) > 2 * limit:
+            del sink[: len(sink) - limit]
     stream.close()
 
 
-def _pump_stderr(stream: IO[bytes], tail: deque[str], prefix: str | None) -> None:
+class _Tail:
+    """The last ``keep`` characters of a stream of lines."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.parts: deque[str] = deque()
+        self.size = 0
+
+    def add(self, line: str) -> None:
+        self.parts.append(line)
+        self.size += len(line)
+        while self.size - len(self.parts[0]) >= self.keep:
+            self.size -= len(self.parts.popleft())
+
+    def text(self) -> str:
+        return "".join(self.parts)[-self.keep :]
+
+
+def _pump_stderr(stream: IO[bytes], tail: _Tail, prefix: str | None) -> None:
     out = sys.stderr
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
-        tail.append(line)
+        tail.add(line)
         if prefix is not None:
             try:
                 out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
@@ -116,7 +144,11 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
 
 
 def _start(
-    argv: Sequence[str], env: dict[str, str] | None, feed: bool, what: str
+    argv: Sequence[str],
+    env: dict[str, str] | None,
+    feed: bool,
+    what: str,
+    cwd: Path | str | None,
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
@@ -125,15 +157,17 @@ def _start(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            cwd=cwd,
             start_new_session=True,
             preexec_fn=_parent_death_hook(),
         )
-    except FileNotFoundError:
-        raise UwfError(f"{what} not found: {argv[0]} (is it installed and on PATH?)") from None
-    except PermissionError:
-        raise UwfError(f"{what} is not executable: {argv[0]}") from None
+    except FileNotFoundError as exc:
+        message = f"{what} not found: {argv[0]} (is it installed and on PATH?)"
+        raise CannotStart(message, exc) from None
+    except PermissionError as exc:
+        raise CannotStart(f"{what} is not executable: {argv[0]}", exc) from None
     except OSError as exc:
-        raise UwfError(f"{what} could not start: {argv[0]}: {exc.strerror}") from None
+        raise CannotStart(f"{what} could not start: {argv[0]}: {exc.strerror}", exc) from None
 
 
 def _wait(
@@ -168,21 +202,26 @@ def run(
     stderr_prefix: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     what: str = "command",
+    cwd: Path | str | None = None,
+    stdout_limit: int | None = STDOUT_LIMIT,
+    stderr_keep: int = STDERR_TAIL,
 ) -> Finished:
     """Run ``argv`` to its end (or timeout, stop, signal) and return how it ended.
 
     ``stderr_prefix`` None keeps stderr to the tail only; a string copies each line to our
-    stderr as it arrives, prefixed (``"uwf-mock: "``), so that it is never mistaken for
-    uwf's own ``error:`` line. A command that cannot start (not found, not executable) is a
-    configuration error: ``UwfError`` naming ``what`` ("agent command not found: …").
+    stderr as it arrives, prefixed (``"uwf-mock: "``; ``""`` for none), so that it is never
+    mistaken for uwf's own ``error:`` line. ``stdout_limit`` bounds the stdout kept (its tail;
+    None keeps it all), ``stderr_keep`` the characters of stderr kept. A command that cannot
+    start (not found, not executable) is a configuration error: ``CannotStart`` naming
+    ``what`` ("agent command not found: …").
     """
     began = time.monotonic()
-    proc = _start(argv, env, stdin is not None, what)
+    proc = _start(argv, env, stdin is not None, what, cwd)
     assert proc.stdout is not None and proc.stderr is not None
     out = bytearray()
-    tail: deque[str] = deque(maxlen=200)
+    tail = _Tail(stderr_keep)
     workers = [
-        threading.Thread(target=_pump_stdout, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump_stdout, args=(proc.stdout, out, stdout_limit), daemon=True),
         threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
     ]
     if stdin is not None:
@@ -199,11 +238,11 @@ def run(
         raise
     for worker in workers:
         worker.join(timeout=5)
-    stderr_text = "".join(tail)
+    kept = out if stdout_limit is None else out[-stdout_limit:]
     return Finished(
         code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        stdout=bytes(out[-STDOUT_LIMIT:]).decode("utf-8", "replace"),
-        stderr_tail=stderr_text[-STDERR_TAIL:],
+        stdout=bytes(kept).decode("utf-8", "replace"),
+        stderr_tail=tail.text(),
         timed_out=timed_out,
         stopped=stopped,
         duration_ms=int((time.monotonic() - began) * 1000),

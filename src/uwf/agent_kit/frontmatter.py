@@ -1,12 +1,12 @@
 """The frontmatter fast path: structured output read straight from the agent's answer.
 
 An agent answers with a ``---``-delimited YAML block followed by its markdown work
-(REFERENCE §5.7). When that block already satisfies the role's output schema, the output is
-stored with no LLM call at all. Everything here is total: any text an agent can print gives
-either a result or ``None`` (never an exception), because a malformed answer is an expected
-event that the caller answers with a correction prompt.
+(docs/agents.md, "What to write"). When that block already satisfies the role's output
+schema, the output is stored with no LLM call at all. Everything here is total: any text an
+agent can print gives either a result or ``None`` (never an exception), because a malformed
+answer is an expected event that the caller answers with a correction prompt.
 
-Differences from the original, on purpose (PORT §7 and §3):
+Differences from uwf v0.5.0, on purpose:
 
 - the candidate is built from the role schema's own fields, and the standard checks
   (``confidence`` in [0, 1], ``next`` a single word, non-blank ``artifacts``, ``scope``) apply
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from uwf.agent_kit.prompts import schema_fields
+from uwf.moderator import emits
 from uwf.util.errors import InvalidInput, SchemaViolation
 from uwf.util.jsonfmt import dumps
 
@@ -222,27 +223,23 @@ def _has_space(text: str) -> bool:
 # -- candidate and fast path --------------------------------------------------------------------
 
 
-def candidate(block: str, schema: Any) -> dict[str, Any] | None:
-    """The output object the block offers for a role schema; None if the block is unusable.
+NOT_A_MAPPING = "the frontmatter block is not a YAML mapping of fields"
 
-    One key per schema field: a standard name gets its coerced value (``status: Done`` ->
-    ``"done"``), falling back to the raw value when coercion gives nothing (a custom status
-    like ``approved`` passes through) and to null when absent; ``artifacts`` and ``scope`` are
-    always present. Other fields are copied from the block when present. A schema without
-    fields gets the five standard fields. The standard checks apply to the standard fields
-    taken; a failed check makes the whole block unusable.
-    """
+
+def _offer_of(block: str, schema: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """The candidate of ``candidate`` and, when there is none, why (one line each)."""
     try:
         data = _mapping(block)
         if data is None:
-            return None
+            return None, [NOT_A_MAPPING]
         std = _standard(data)
-        names = [f.name for f in schema_fields(schema)] or list(STANDARD_FIELDS)
+        names = [f.name for f in emits.fields(schema)] or list(STANDARD_FIELDS)
     except Exception:
-        return None
+        return None, [NOT_A_MAPPING]
     taken = {name: std[name] for name in names if name in std}
-    if validate_standard(taken):
-        return None
+    problems = validate_standard(taken)
+    if problems:
+        return None, problems
     out: dict[str, Any] = {}
     for name in names:
         if name in ("artifacts", "scope"):
@@ -251,27 +248,54 @@ def candidate(block: str, schema: Any) -> dict[str, Any] | None:
             out[name] = std[name] if std[name] is not None else data.get(name)
         elif name in data:
             out[name] = data[name]
-    return out
+    return out, []
 
 
-def fast_path(raw: str, schema_hash: str, store: Store) -> tuple[str, str] | None:
-    """Store the output the frontmatter offers, if it satisfies the role schema.
+def candidate(block: str, schema: Any) -> dict[str, Any] | None:
+    """The output object the block offers for a role schema; None if the block is unusable.
 
-    Returns ``(output hash, body)``, or None when the answer has no frontmatter, the schema
-    node is missing, or the candidate does not validate (nothing is stored then). A damaged
-    store or a bad ``schema_hash`` is not the agent's fault and still raises.
+    One key per schema field (``uwf.moderator.emits``): a standard name gets its coerced
+    value (``status: Done`` -> ``"done"``), falling back to the raw value when coercion gives
+    nothing (a custom status like ``approved`` passes through) and to null when absent;
+    ``artifacts`` and ``scope`` are always present. Other fields are copied from the block
+    when present. A schema without fields gets the five standard fields. The standard checks
+    apply to the standard fields taken; a failed check makes the whole block unusable.
     """
+    return _offer_of(block, schema)[0]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the fast path made of an answer: the stored output, or why there is none.
+
+    ``problems`` is empty when the answer has no frontmatter block at all (or the schema
+    node is missing); otherwise one line per problem, a rejected field named with the
+    validator's message (``notes: False is not of type 'string'``).
+    """
+
+    hash: str | None
+    body: str
+    problems: list[str] = field(default_factory=list)
+
+
+def offer(raw: str, schema_hash: str, store: Store) -> Offer:
+    """Store the output the frontmatter offers if it satisfies the role schema; else say why.
+
+    Nothing is stored unless the candidate validates. A damaged store or a bad
+    ``schema_hash`` is not the agent's fault and still raises.
+    """
+    from uwf.cas.schema import field_problems
+
     block, body = split(raw)
     if block is None:
-        return None
+        return Offer(None, body)
     node = store.get(schema_hash)
     if node is None:
-        return None
-    offer = candidate(block, node.payload)
-    if offer is None:
-        return None
+        return Offer(None, body)
+    found, problems = _offer_of(block, node.payload)
+    if found is None:
+        return Offer(None, body, problems)
     try:
-        output_hash = store.put(schema_hash, offer)
-    except (SchemaViolation, InvalidInput):
-        return None
-    return output_hash, body
+        return Offer(store.put(schema_hash, found), body)
+    except (SchemaViolation, InvalidInput) as exc:
+        return Offer(None, body, field_problems(node.payload, found) or [exc.message])

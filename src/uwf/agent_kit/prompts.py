@@ -1,35 +1,47 @@
 """The texts every agent sends: role prompt, deliverable format, continuation, correction.
 
-These are pure string builders (REFERENCE §5.4-§5.6, §6.1). Their wording is part of the
-contract: agents are tuned to it and the parity tests quote it, so change a phrase only on
-purpose. Every JSON value inside a prompt is printed JavaScript-compact (``{"a":1}``), like the
-original, so a prompt is byte-identical whichever agent builds it.
+These are pure string builders (docs/agents.md, "A Python agent on the agent kit"). Their
+wording is part of the contract: agents are tuned to it and the parity tests quote it, so
+change a phrase only on purpose. Every JSON value inside a prompt is printed
+JavaScript-compact (``{"a":1}``), like the original, so a prompt is byte-identical whichever
+agent builds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.jsonfmt import canonical, dumps
 
-#: The context budget (characters) of the history shown on a first visit (REFERENCE §6.1).
+#: The context budget (characters) of the history shown on a first visit.
 FIRST_VISIT_QUOTA = 32000
 
-#: Sent through the agent's ``continue`` when its output has no usable frontmatter (§5.2 step 7).
+#: Sent through the agent's ``continue`` when its output has no usable frontmatter.
 CORRECTION_MESSAGE = (
     "Your previous answer did not contain valid YAML frontmatter matching the role schema.\n"
     "Your response must start with a YAML frontmatter block delimited by `---` lines.\n"
     "Output only the corrected frontmatter, followed by your work."
 )
 
+
+def correction_message(problems: Sequence[str] = ()) -> str:
+    """The correction prompt: ``CORRECTION_MESSAGE``, with what was wrong after its first line
+    when the fast path could say (a rejected field named with the validator's message)."""
+    if not problems:
+        return CORRECTION_MESSAGE
+    first, rest = CORRECTION_MESSAGE.split("\n", 1)
+    listed = "\n".join(f"- {problem}" for problem in problems)
+    return f"{first}\nWhat was wrong:\n{listed}\n{rest}"
+
+
 _EXAMPLE_BODY = "... your markdown work here ..."
 _NO_FIELDS = "  (schema fields will be extracted automatically)"
 
 
-# -- role prompt (§5.5) -------------------------------------------------------------------------
+# -- role prompt --------------------------------------------------------------------------------
 
 
 def cli_reference() -> str:
@@ -79,78 +91,7 @@ def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) ->
     return "\n\n".join(f"## {title}\n\n{body}" for title, body in sections)
 
 
-# -- deliverable format (§5.6) ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Field:
-    """One top-level field of a role's output schema."""
-
-    name: str
-    schema: Any
-    required: bool
-
-
-def _object_variants(schema: Any) -> list[dict[str, Any]]:
-    """The object schemas whose ``properties`` make up the output (unions flattened)."""
-    if not isinstance(schema, dict):
-        return []
-    if isinstance(schema.get("properties"), dict):
-        return [schema]
-    for key in ("anyOf", "oneOf"):
-        variants = schema.get(key)
-        if isinstance(variants, list):
-            return [obj for variant in variants for obj in _object_variants(variant)]
-    return []
-
-
-def schema_fields(schema: Any) -> list[Field]:
-    """The fields an agent is asked for, in schema order.
-
-    A plain object schema gives its ``properties``; an ``anyOf`` (checked first) or ``oneOf``
-    union gives the union of its object variants' properties: the first variant that names a
-    field decides its schema, and the field is required if any variant requires it.
-    """
-    fields: dict[str, Field] = {}
-    for obj in _object_variants(schema):
-        required_list = obj.get("required")
-        required = set(required_list) if isinstance(required_list, list) else set()
-        for name, prop in obj["properties"].items():
-            is_required = name in required
-            known = fields.get(name)
-            if known is None:
-                fields[name] = Field(name, prop, is_required)
-            elif is_required and not known.required:
-                fields[name] = Field(name, known.schema, True)
-    return list(fields.values())
-
-
-def _resolve(prop: Any) -> dict[str, Any]:
-    """The schema that decides a field's example: an enum as is, else the one non-null variant."""
-    if not isinstance(prop, dict):
-        return {}
-    enum = prop.get("enum")
-    if isinstance(enum, list) and enum:
-        return prop
-    for key in ("anyOf", "oneOf"):
-        variants = prop.get(key)
-        if isinstance(variants, list):
-            non_null = [
-                v for v in variants if not (isinstance(v, dict) and v.get("type") == "null")
-            ]
-            if len(non_null) == 1:
-                return non_null[0] if isinstance(non_null[0], dict) else {}
-            break
-    return prop
-
-
-def _type_of(schema: dict[str, Any]) -> Any:
-    """The schema's ``type``; a ``[T, "null"]`` list counts as T (nullable is implied)."""
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        non_null = [k for k in kind if k != "null"]
-        return non_null[0] if len(non_null) == 1 else None
-    return kind
+# -- deliverable format -------------------------------------------------------------------------
 
 
 def _js_string(value: Any) -> str:
@@ -163,11 +104,11 @@ def _js_string(value: Any) -> str:
         return str(value)
 
 
-def _example_line(field: Field) -> str:
-    resolved = _resolve(field.schema)
+def _example_line(field: emits.Field) -> str:
+    resolved = field.resolved
     parts = ["required"] if field.required else []
     enum = resolved.get("enum")
-    kind = _type_of(resolved)
+    kind = field.kind
     if isinstance(enum, list) and enum:
         parts += [_js_string(v) for v in enum]
         value = f" {_js_string(enum[0])}"
@@ -198,7 +139,7 @@ def build_output_format_instruction(schema: Any) -> str:
     """
     if schema is None:
         return ""
-    fields = schema_fields(schema)
+    fields = emits.fields(schema)
     if fields:
         lines = "\n".join(_example_line(f) for f in fields)
         example = f"---\n{lines}\n---\n\n{_EXAMPLE_BODY}"
@@ -228,7 +169,7 @@ def build_output_format_instruction(schema: Any) -> str:
     )
 
 
-# -- continuation (§5.4) ------------------------------------------------------------------------
+# -- continuation -------------------------------------------------------------------------------
 
 
 def _js_len(text: str) -> int:
@@ -306,7 +247,7 @@ def build_continuation_prompt(
     return "\n".join(parts)
 
 
-# -- the generic agent prompt (§6.1) ------------------------------------------------------------
+# -- the generic agent prompt -------------------------------------------------------------------
 
 
 def build_agent_prompt(

@@ -142,17 +142,22 @@ def store_session_detail(
 
 
 def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:
-    """The output hash, and the last run (whose detail covers the corrections too)."""
+    """The output hash, and the last run (whose detail covers the corrections too).
+
+    Each correction prompt names what the role schema rejected (``notes: False is not of
+    type 'string'``), and so does the error when nothing could be extracted.
+    """
     from uwf.agent_kit import extract, frontmatter, prompts
 
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
-        found = frontmatter.fast_path(result.output, ctx.schema_hash, ctx.store)
-        if found is not None:
-            return found[0], result
+        found = frontmatter.offer(result.output, ctx.schema_hash, ctx.store)
+        if found.hash is not None:
+            return found.hash, result
+        problems = found.problems
         if attempt == MAX_CORRECTIONS:
             break
-        again = agent.resume(ctx, result.session, prompts.CORRECTION_MESSAGE)
+        again = agent.resume(ctx, result.session, prompts.correction_message(problems))
         if again is None:
             break
         result = again
@@ -160,10 +165,14 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
     if output_hash is not None:
         return output_hash, result
     raw = " ".join(result.output[:500].split())
+    what = (
+        f"agent output does not satisfy the role schema ({'; '.join(problems)})"
+        if problems
+        else "agent output does not contain valid YAML frontmatter matching the role schema"
+    )
     raise UwfError(
-        "agent output does not contain valid YAML frontmatter matching the role schema, and "
-        "no extract model is configured (set models.extract or defaultModel in config.yaml). "
-        f"Raw output (first 500 chars): {raw}"
+        f"{what}, and no extract model is configured (set models.extract or defaultModel in "
+        f"config.yaml). Raw output (first 500 chars): {raw}"
     )
 
 

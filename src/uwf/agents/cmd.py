@@ -14,14 +14,10 @@ Configured like any agent (docs/agents.md)::
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
@@ -144,78 +140,22 @@ class CmdAgent:
 def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int, str, str]:
     """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr).
 
-    Its stderr goes to ours line by line as it arrives; the last ``STDERR_KEEP`` characters
-    are kept for the detail. The prompt is written to its stdin from a thread, so a command
-    that writes before it reads cannot deadlock against us.
+    Through ``uwf.adapters.process``: its own process group (killed with uwf-cmd, even by
+    SIGKILL), the prompt fed to its stdin from a thread, its stderr copied to ours line by
+    line as it arrives with the last ``STDERR_KEEP`` characters kept for the detail.
     """
+    from uwf.adapters import process
+
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
+        ran = process.run(
+            argv, env, stdin=stdin, stderr_prefix="", stdout_limit=None, stderr_keep=STDERR_KEEP
         )
-    except FileNotFoundError:
-        raise AgentFailed(f"command not found: {argv[0]}") from None
-    except OSError as exc:
-        raise AgentFailed(f"command could not start: {argv[0]}: {exc.strerror}") from None
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    out: list[bytes] = []
-    err = _StderrTail()
-    workers = [
-        threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True),
-        threading.Thread(target=_read_all, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=err.pump, args=(proc.stderr,), daemon=True),
-    ]
-    for worker in workers:
-        worker.start()
-    try:
-        code = proc.wait()
-    except BaseException:
-        proc.kill()
-        raise
-    for worker in workers:
-        worker.join()
-    return code, b"".join(out).decode("utf-8", "replace"), err.text()
-
-
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError):  # a command that does not read stdin: fine
-        pipe.write(data)
-    with contextlib.suppress(BrokenPipeError):
-        pipe.close()
-
-
-def _read_all(stream: IO[bytes], sink: list[bytes]) -> None:
-    sink.append(stream.read())
-    stream.close()
-
-
-class _StderrTail:
-    """Copies a stream to our stderr line by line and keeps its last ``STDERR_KEEP`` chars."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.size = 0
-
-    def pump(self, stream: IO[bytes]) -> None:
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            try:
-                sys.stderr.write(line)
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-            self.parts.append(line)
-            self.size += len(line)
-            if self.size > 2 * STDERR_KEEP:
-                kept = self.text()
-                self.parts, self.size = [kept], len(kept)
-        stream.close()
-
-    def text(self) -> str:
-        return "".join(self.parts)[-STDERR_KEEP:]
+    except process.CannotStart as exc:
+        if isinstance(exc.cause, FileNotFoundError):
+            raise AgentFailed(f"command not found: {argv[0]}") from None
+        reason = exc.cause.strerror or exc.cause
+        raise AgentFailed(f"command could not start: {argv[0]}: {reason}") from None
+    return ran.code, ran.stdout, ran.stderr_tail
 
 
 def split_argv(args: list[str]) -> tuple[list[str], list[str]]:

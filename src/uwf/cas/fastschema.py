@@ -3,10 +3,11 @@ schemas use, so that a step does not pay for importing jsonschema (~130 ms of im
 attrs code generation and regex compiling) on every agent run.
 
 ``is_valid(schema, value)`` answers True or False only when every keyword it meets is in
-the subset below, with JSON Schema 2020-12 semantics; it answers None otherwise, and the
-caller falls back to jsonschema. The caller also uses jsonschema to word the problems of an
-invalid value, so messages never depend on this module. tests/test_fastschema.py checks
-with hypothesis that the two agree on every answer given here.
+the subset ``supported`` accepts, with JSON Schema 2020-12 semantics; it answers None
+otherwise, and the caller falls back to jsonschema. The caller also uses jsonschema to word
+the problems of an invalid value, so messages never depend on this module.
+tests/test_fastschema.py checks with hypothesis that the two agree on every answer given
+here.
 """
 
 from __future__ import annotations
@@ -31,33 +32,6 @@ _ANNOTATIONS = frozenset(
         "deprecated",
         "readOnly",
         "writeOnly",
-    }
-)
-_SUPPORTED = _ANNOTATIONS | frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "not",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "pattern",
-        "minProperties",
-        "maxProperties",
     }
 )
 

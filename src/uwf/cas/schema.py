@@ -59,17 +59,33 @@ def validate(schema: Any, payload: Any, key: str | None = None) -> list[str]:
     The fast subset validator answers for valid payloads of ordinary schemas without importing
     jsonschema; jsonschema decides everything else and words every problem.
     """
+    out = []
+    for path, message in _errors(schema, payload, key):
+        where = "/".join(str(p) for p in path)
+        out.append(f"{'at /' + where + ': ' if where else ''}{message}")
+    return out
+
+
+def field_problems(schema: Any, payload: Any) -> list[str]:
+    """Problems of an output against its role's schema, each naming its field the way an
+    author reads it: ``notes: False is not of type 'string'``, ``phases[0].name: …``."""
+    out = []
+    for path, message in _errors(schema, payload, None):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        out.append(f"{where}: {message}" if where else message)
+    return out
+
+
+def _errors(schema: Any, payload: Any, key: str | None) -> list[tuple[list[Any], str]]:
+    """(path, message) of every problem, best first; jsonschema only when the fast subset
+    validator cannot answer for a valid payload."""
     from uwf.cas import fastschema
 
     if fastschema.is_valid(schema, payload) is True:
         return []
     validator = _validator(schema, key)
     errors = sorted(validator.iter_errors(payload), key=lambda e: (len(e.path), str(e.path)))
-    out = []
-    for err in errors:
-        where = "/".join(str(p) for p in err.absolute_path)
-        out.append(f"{'at /' + where + ': ' if where else ''}{_short(err.message)}")
-    return out
+    return [(list(err.absolute_path), _short(err.message)) for err in errors]
 
 
 def check_schema(schema: Any) -> None:

@@ -144,14 +144,6 @@ class Store(abc.ABC):
             raise NotFound(f"{what} not found: {h}")
         return node
 
-    def put_unchecked(self, type_hash: str, payload: Any) -> str:
-        """Store without validation. Only for the meta-schema and trusted internal writes."""
-        check_hash(type_hash, "type hash")
-        payload = canonical(payload)
-        h = codec.node_hash(type_hash, payload)
-        self._store(h, type_hash, payload, typed=False)
-        return h
-
     def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
         """Write a node unless present; either way record the put of it and of its type.
 

@@ -20,7 +20,7 @@ from uwf.cli.options import (
     emit_stream,
     loop_contract,
 )
-from uwf.util.errors import Interrupted, InvalidInput, UsageError, oneline
+from uwf.util.errors import Interrupted, InvalidInput, UsageError
 
 app = typer.Typer(
     help="Start, step, inspect, fork and kill threads.",
@@ -34,14 +34,6 @@ ThreadArg = Annotated[
 StepHashArg = Annotated[
     str, typer.Argument(help="Hash of a StepNode (13 characters).", show_default=False)
 ]
-
-
-def positive_int(value: str, option: str) -> int:
-    """Parse a positive integer option the way the error catalogue words it."""
-    text = value.strip()
-    if not text.lstrip("+").isdigit() or int(text) < 1:
-        raise InvalidInput(f"{option} must be a positive integer, got: {oneline(value)}")
-    return int(text)
 
 
 @app.command()
@@ -130,6 +122,7 @@ def _step(
       128+n  stopped by signal n (SIGINT, SIGTERM, SIGHUP); the head did not move
     """
     from uwf.engine import step
+    from uwf.util.numbers import positive_int
 
     n = positive_int(count, "--count")
     with loop_contract():
@@ -197,13 +190,14 @@ def list_(
 ) -> None:
     """List threads, newest first (active only unless --all or --status)."""
     from uwf.engine import threads
+    from uwf.util.numbers import as_count, as_positive_int
 
-    skip_n = int(skip) if skip.strip().isdigit() else -1
-    if skip_n < 0:
+    skip_n = as_count(skip)
+    if skip_n is None:
         raise InvalidInput("--skip must be a non-negative integer")
     take_n = None
     if take is not None:
-        take_n = int(take) if take.strip().isdigit() else 0
+        take_n = as_positive_int(take) or 0  # 0: refused by list_threads
     emit(
         threads.list_threads(
             backend(),

@@ -17,7 +17,7 @@ app = typer.Typer(
 A workflow is a YAML file with name, description, roles and a status-based graph:
 graph[<role or $START>][<status>] = {role: <next role or $END>, prompt: <mustache template>}.
 `put` validates it completely, stores each role's schema and the workflow in the CAS, and
-points the registry entry of its name at the new hash.""",
+points the registry entry of its name at the new hash; `check` validates without storing.""",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -48,8 +48,10 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
 
     Prints {"name","hash"}.
     Every problem of the file is reported at once, one line each, and nothing is written
-    unless the whole file is valid. Roles unreachable from $START are printed as warnings on
-    stderr. Putting the same file twice gives the same hash.
+    unless the whole file is valid. Warnings go to stderr and do not stop the put: roles
+    unreachable from $START, prompt variables the source role's output cannot have, a
+    status without an enum. Putting the same file twice gives the same hash. `workflow
+    check` runs the same checks without writing.
     """
     _put(file, fmt)
 
@@ -58,6 +60,41 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
 def add(file: FileArg, fmt: FormatOpt = None) -> None:
     """Alias of `workflow put` (the v0.5.0 name)."""
     _put(file, fmt)
+
+
+FilesArg = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="FILE...",
+        help="Workflow YAML files; each stem must equal its name.",
+        show_default=False,
+    ),
+]
+
+
+@app.command("check")
+def check(files: FilesArg, fmt: FormatOpt = None) -> None:
+    """Run every check of `workflow put` on files, writing nothing.
+
+    Prints [{"file","name","hash","problems"}]: "hash" is the hash `put` would give (null
+    when the file is refused). Each problem is also one `error: <file>: <problem>` line on
+    stderr, each warning a `warning: <file>: <warning>` line. Exits 1 when any file has a
+    problem, else 0 (warnings included).
+    """
+    from uwf.engine import workflows
+
+    results = [workflows.check_workflow(file) for file in files]
+    for result in results:
+        for warning in result.warnings:
+            typer.echo(f"warning: {result.file}: {warning}", err=True)
+        for problem in result.problems:
+            typer.echo(f"error: {result.file}: {problem}", err=True)
+    emit(
+        [{"file": r.file, "name": r.name, "hash": r.hash, "problems": r.problems} for r in results],
+        fmt,
+    )
+    if any(r.problems for r in results):
+        raise typer.Exit(1)
 
 
 @app.command("show")
@@ -84,8 +121,10 @@ def list_(fmt: FormatOpt = None) -> None:
     """List project and registered workflows.
 
     Prints [{"name","hash","origin"}].
-    Project workflows in ./.workflows/*.yaml|yml come first (hash "(local)", origin "local",
-    files not read), then the registry entries they do not shadow (origin "global").
+    Project workflows come first (hash "(local)", origin "local", files not read): the
+    .workflow/ and .workflows/ *.yaml|yml files of the current directory and every directory
+    above it, the closest winning, as `thread start NAME` finds them. Then the registry
+    entries they do not shadow (origin "global").
     """
     from uwf.engine import workflows
 

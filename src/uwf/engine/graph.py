@@ -21,7 +21,6 @@ from typing import Any
 
 from uwf.moderator.evaluate import END, START, UNIT
 
-FORMATS = ("mermaid", "dot")
 _UNSAFE = re.compile(r'["#<>&`\\{}\[\]|]|[^\S ]|[\x00-\x1f\x7f]')
 
 # One palette for the text formats; the web view's CSS uses the same colours.

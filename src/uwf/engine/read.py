@@ -18,6 +18,7 @@ from uwf.model.turns import last_assistant_content, turns
 from uwf.protocol import schemas
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound
+from uwf.util.numbers import as_positive_int
 
 DEFAULT_QUOTA = 4000
 SEPARATOR = "\n\n---\n\n"
@@ -25,12 +26,9 @@ SEPARATOR_COST = 6  # REFERENCE §9.2: the reference counts 6 for the 7-characte
 
 
 def parse_quota(value: str | int) -> int:
-    """A positive integer quota, else the reference's error line."""
-    try:
-        quota = int(str(value).strip())
-    except ValueError:
-        quota = 0
-    if quota < 1:
+    """A positive integer quota (``uwf.util.numbers``), else the reference's error line."""
+    quota = as_positive_int(str(value))
+    if quota is None:
         raise InvalidInput("invalid --quota: must be a positive integer")
     return quota
 

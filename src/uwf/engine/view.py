@@ -131,9 +131,7 @@ def _next(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) 
 
 def workflow_payload(backend: Backend, workflow_hash: str) -> dict[str, Any]:
     """The payload of a thread's Workflow node (``workflow show`` by hash)."""
-    from uwf.engine.workflows import show_workflow
-
-    payload = show_workflow(backend, workflow_hash)["payload"]
+    payload = chain.workflow_node(backend.nodes, workflow_hash).payload
     if not isinstance(payload, dict):
         raise UwfError(f"workflow {workflow_hash} has no graph")
     return payload
@@ -141,10 +139,10 @@ def workflow_payload(backend: Backend, workflow_hash: str) -> dict[str, Any]:
 
 def workflow_graph(backend: Backend, ident: str) -> Any:
     """The routing graph of a workflow file (a path), a registered name or a Workflow hash."""
-    from uwf.engine import graph, workflows
+    from uwf.engine import discovery, graph, workflow_file, workflows
 
-    if workflows.looks_like_path(ident):
-        return graph.of_workflow(workflows.load_file(Path(ident)))
+    if discovery.looks_like_path(ident):
+        return graph.of_workflow(workflow_file.load_file(Path(ident)))
     return graph.of_workflow(workflows.show_workflow(backend, ident)["payload"])
 
 

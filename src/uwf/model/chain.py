@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from uwf.cas.store import Store
+from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
@@ -111,13 +111,19 @@ def steps_oldest_first(store: Store, head: Start | Step) -> list[Step]:
     return steps
 
 
-def load_workflow(store: Store, h: NodeHash) -> dict[str, Any]:
+def workflow_node(store: Store, h: str) -> Node:
+    """The Workflow node ``h``: the one way uwf loads a stored workflow."""
     node = store.get(h)
     if node is None:
-        raise NotFound(f"workflow CAS node not found: {h}")
+        raise NotFound(f"CAS node not found: {h}")
     if node.type != schemas.hashes().workflow:
         raise InvalidInput(f"node {h} is not a Workflow (type {node.type})")
-    payload: dict[str, Any] = node.payload
+    return node
+
+
+def load_workflow(store: Store, h: NodeHash) -> dict[str, Any]:
+    """The payload of the Workflow node ``h`` (``workflow_node``)."""
+    payload: dict[str, Any] = workflow_node(store, h).payload
     return payload
 
 

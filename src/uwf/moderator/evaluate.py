@@ -1,4 +1,4 @@
-"""Status-based routing (REFERENCE §3.5).
+"""Status-based routing (docs/format.md, "What a role can emit").
 
 ``evaluate(graph, last_role, last_output)`` looks up ``graph[last_role][status]`` where the
 status is the unit status ``_`` after ``$START`` (or when the output has no string
@@ -138,6 +138,25 @@ def check_template(template: str) -> str | None:
     except Exception as exc:  # chevron raises ChevronError and a few builtins
         return " ".join(str(exc).split()) or type(exc).__name__
     return None
+
+
+def output_names(template: str) -> list[str]:
+    """The output fields a template looks up, in order: the first part of each variable and
+    section name outside any section (``a`` of ``{{a.b}}``). Inside a section a name may be
+    a field of the section's value, so those are not listed. The template must parse."""
+    names: list[str] = []
+    depth = 0
+    for tag, key in _tokens(template):
+        if tag == "end":
+            depth -= 1
+            continue
+        if tag in ("section", "inverted section", "no escape") and depth == 0 and key != ".":
+            name = key.split(".")[0]
+            if name and name not in names:
+                names.append(name)
+        if tag in ("section", "inverted section"):
+            depth += 1
+    return names
 
 
 def render(template: str, view: dict[str, Any]) -> str:

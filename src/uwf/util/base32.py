@@ -14,8 +14,6 @@ from typing import NewType
 from uwf.util.errors import InvalidInput
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_INDEX = {c: i for i, c in enumerate(ALPHABET)}
-HASH_LEN = 13
 HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
 _MAX64 = (1 << 64) - 1
 
@@ -35,16 +33,6 @@ def encode64(value: int) -> str:
     if not 0 <= value <= _MAX64:
         raise ValueError(f"not an unsigned 64-bit value: {value}")
     return base64.b32encode(value.to_bytes(10, "big"))[3:].translate(_FROM_RFC4648).decode()
-
-
-def decode64(text: str) -> int:
-    """Read 13 Crockford digits back into an integer; raise ValueError if not a hash."""
-    if not is_hash(text):
-        raise ValueError(f"not a hash: {text!r}")
-    value = 0
-    for ch in text:
-        value = (value << 5) | _INDEX[ch]
-    return value
 
 
 def is_hash(text: object) -> bool:

@@ -26,10 +26,24 @@ def positive_seconds(value: str, what: str, error: type[UwfError] = InvalidInput
     return number
 
 
-def positive_int(value: str, what: str, error: type[UwfError] = InvalidInput) -> int:
-    """A whole number of at least 1, written in decimal digits (an optional ``+``)."""
+def as_count(value: str) -> int | None:
+    """A whole number of at least 0, written in decimal digits (an optional ``+``), or None."""
     text = value.strip()
     digits = text[1:] if text.startswith("+") else text
-    if not (digits.isascii() and digits.isdigit()) or int(digits) < 1:
-        raise error(f"{what} must be a positive integer, got: {oneline(value)}")
+    if not (digits.isascii() and digits.isdigit()):
+        return None
     return int(digits)
+
+
+def as_positive_int(value: str) -> int | None:
+    """``as_count`` above 0, or None."""
+    number = as_count(value)
+    return number if number is not None and number >= 1 else None
+
+
+def positive_int(value: str, what: str, error: type[UwfError] = InvalidInput) -> int:
+    """``as_positive_int``, or ``<what> must be a positive integer, got: <value>``."""
+    number = as_positive_int(value)
+    if number is None:
+        raise error(f"{what} must be a positive integer, got: {oneline(value)}")
+    return number

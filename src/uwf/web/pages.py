@@ -21,6 +21,7 @@ from uwf.engine import casops, read, threads, view, workflows
 from uwf.engine import graph as graphs
 from uwf.util import jsonfmt
 from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.numbers import as_count
 from uwf.util.ulid import now_ms, timestamp_ms
 from uwf.web.svg import to_svg
 
@@ -149,9 +150,10 @@ def list_page(backend: Backend, query: dict[str, str], fragment: bool = False) -
         value = query.get(key, "").strip()
         if not value:
             return None
-        if not value.isdigit():
+        count = as_count(value)
+        if count is None:
             raise InvalidInput(f"--{key} must be a non-negative integer")
-        return int(value)
+        return count
 
     items = threads.list_threads(
         backend,

@@ -91,10 +91,6 @@ class LoopResult:
     messages: list[dict[str, Any]]
     turns: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def turn_count(self) -> int:
-        return len(self.turns)
-
 
 def _assistant(reply: Reply, calls: Sequence[ToolCall]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(message to send back next time, turn to record) for one model reply."""

@@ -3,23 +3,22 @@
 Tools never crash the agent: every problem — malformed JSON arguments, an unknown tool, a
 path outside the working directory (refused unless ``--allow-outside``), a file over 512 KiB,
 a command timeout (the command's process group is killed) — goes back to the model as an
-``Error: …`` tool message. ``run_command`` runs a shell in the working directory with the
-agent's environment minus the providers' API-key variables; it is not a sandbox (the command
-itself can reach anything the user can).
+``Error: …`` tool message. ``run_command`` runs a shell (through ``uwf.adapters.process``) in
+the working directory with the agent's environment minus the providers' API-key variables; it
+is not a sandbox (the command itself can reach anything the user can).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 READ_LIMIT = 512 * 1024
 OUTPUT_LIMIT = 32_000
 COMMAND_TIMEOUT = 60.0
+STREAM_LIMIT = 1 << 20  # characters of a command's stdout and of its stderr kept (the tail)
 TOOL_NAMES = ("read_file", "write_file", "run_command")
 
 TOOLS: list[dict[str, Any]] = [
@@ -189,31 +188,24 @@ class Tools:
         where = resolve_path(cwd, self.cwd, self.allow_outside) if cwd else self.cwd
         if not where.is_dir():
             raise ToolError(f"run_command: not a directory: {cwd}")
-        proc = subprocess.Popen(
+        from uwf.adapters import process
+
+        ran = process.run(
             ["/bin/sh", "-c", command],
+            self.env,
             cwd=where,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+            timeout=self.command_timeout,
+            stdout_limit=STREAM_LIMIT,
+            stderr_keep=STREAM_LIMIT,
+            what="run_command: /bin/sh",
         )
-        try:
-            out, err = proc.communicate(timeout=self.command_timeout)
-            head = f"exit_code: {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                out, err = proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds a pipe
-                out, err = b"", b""
+        head = f"exit_code: {ran.code}"
+        if ran.timed_out:
             head = (
                 f"Error: the command timed out after {self.command_timeout:g}s and was killed "
                 "(uwf-builtin --command-timeout sets the limit)"
             )
-        stdout = out.decode("utf-8", "replace")
-        stderr = err.decode("utf-8", "replace")
-        return _clip(f"{head}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
+        return _clip(f"{head}\n--- stdout ---\n{ran.stdout}\n--- stderr ---\n{ran.stderr_tail}")
 
 
 def _string(args: dict[str, Any], key: str, tool: str) -> str:
@@ -221,13 +213,6 @@ def _string(args: dict[str, Any], key: str, tool: str) -> str:
     if not isinstance(value, str):
         raise ToolError(f'{tool} needs a string "{key}" argument')
     return value
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def command_env(config: Any) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Running the ``hermes`` command and reading what it said.
 
-Hermes runs without a shell, stdin closed, its output captured. Its stderr is passed through
+Hermes runs without a shell, stdin closed, its output captured, in its own process group
+(``uwf.adapters.process``). Its stderr is passed through
 to ours, prefixed ``hermes: `` (its ``session_id:`` line excepted); when it fails, the error
 quotes what it said (the end of its stderr, else the start of its stdout).
 """
@@ -110,26 +111,28 @@ def pass_stderr(stderr: str) -> None:
 def run_hermes(
     argv: list[str], what: str, timeout: float | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run Hermes to its end through ``uwf.adapters.process`` (its own process group, killed
+    with ours); its whole stdout and the last ``STDERR_KEEP`` characters of its stderr."""
+    from uwf.adapters import process
+
     try:
-        return subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
+        ran = process.run(argv, timeout=timeout, stdout_limit=None, stderr_keep=STDERR_KEEP)
+    except process.CannotStart as exc:
+        raise _cannot_start(exc.cause, argv, what) from None
+    if ran.timed_out:
+        raise AgentFailed(f"{what} did not finish within {timeout:g}s")
+    return subprocess.CompletedProcess(argv, ran.code, ran.stdout, ran.stderr_tail)
+
+
+def _cannot_start(cause: OSError, argv: list[str], what: str) -> AgentFailed:
+    if isinstance(cause, FileNotFoundError):
+        return HermesMissing(_missing_message())
+    if cause.errno == errno.E2BIG:
+        return AgentFailed(
+            f"{what} could not start: the prompt is too long for a command-line argument "
+            f"({sum(len(a) for a in argv)} characters)"
         )
-    except FileNotFoundError:
-        raise HermesMissing(_missing_message()) from None
-    except subprocess.TimeoutExpired:
-        raise AgentFailed(f"{what} did not finish within {timeout:g}s") from None
-    except OSError as exc:
-        if exc.errno == errno.E2BIG:
-            raise AgentFailed(
-                f"{what} could not start: the prompt is too long for a command-line argument "
-                f"({sum(len(a) for a in argv)} characters)"
-            ) from None
-        raise AgentFailed(f"{what} could not start: {exc.strerror or exc}") from None
+    return AgentFailed(f"{what} could not start: {cause.strerror or cause}")
 
 
 def chat_argv(exe: str, prompt: str, options: Sequence[str], resume: str | None) -> list[str]:

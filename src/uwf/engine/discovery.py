@@ -1,0 +1,68 @@
+"""Project workflows: the one rule ``workflow list`` and ``thread start`` share.
+
+A project workflow is a file ``<name>.yaml`` or ``<name>.yml`` in a ``.workflow/`` or
+``.workflows/`` directory of the current directory or of any directory above it. The closest
+directory wins; in one directory ``.workflow/`` comes before ``.workflows/`` and ``.yaml``
+before ``.yml``. Only names that are plain identifiers count: only those can be started by
+name. A project workflow shadows a registered one of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from uwf.moderator.validate import EXTENSIONS, stem
+from uwf.protocol.schemas import is_name
+
+LOCAL_DIRS = (".workflow", ".workflows")
+
+
+def looks_like_path(ident: str) -> bool:
+    """A workflow argument that names a file: it contains a slash or ends in .yaml/.yml."""
+    return "/" in ident or "\\" in ident or ident.endswith(EXTENSIONS)
+
+
+def _directories(cwd: Path) -> Iterator[Path]:
+    """The project directories to search, closest first."""
+    start = Path(os.path.abspath(cwd))
+    for directory in (start, *start.parents):
+        for sub in LOCAL_DIRS:
+            yield directory / sub
+
+
+def find(name: str, cwd: Path) -> Path | None:
+    """The project workflow file for ``name``, or None."""
+    if not is_name(name):
+        return None
+    for directory in _directories(cwd):
+        for ext in EXTENSIONS:
+            candidate = directory / f"{name}{ext}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _names_in(directory: Path) -> list[tuple[str, Path]]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+    found = []
+    for entry in entries:
+        name = stem(entry.name)
+        if name != entry.name and is_name(name) and entry.is_file():
+            found.append((name, Path(entry.path)))
+    # .yaml before .yml for the same name, as ``find`` has it
+    found.sort(key=lambda pair: (pair[0], not pair[1].name.endswith(".yaml")))
+    return found
+
+
+def project_workflows(cwd: Path) -> dict[str, Path]:
+    """Every name ``find`` resolves from ``cwd``, with its file, sorted by name (files not read)."""
+    out: dict[str, Path] = {}
+    for directory in _directories(cwd):
+        for name, path in _names_in(directory):
+            out.setdefault(name, path)
+    return dict(sorted(out.items()))

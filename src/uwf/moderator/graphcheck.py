@@ -1,0 +1,256 @@
+"""The workflow validator's checks of the graph: every edge, ``$START``, and the agreement
+between a role's edges and the statuses its schema lets it emit (``uwf.moderator.emits``).
+
+Each function adds what it finds to a :class:`Problems`; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from uwf.moderator import emits
+from uwf.moderator.evaluate import END, START, UNIT, check_template, output_names
+from uwf.moderator.problems import Problems, key_text, kind, loc, seg
+
+TARGET_FIELDS = ("role", "prompt")
+
+
+def _target_role(
+    p: Problems, where: str, node: str, target: dict[Any, Any], roles: set[str]
+) -> bool:
+    """Report what is wrong with a target's ``role``; True when it is usable."""
+    role = target.get("role")
+    if not isinstance(role, str):
+        what = "missing" if "role" not in target else f"got {kind(role)}"
+        p.add(f"{where}.role", f"{what} (expected a role name or $END)")
+    elif role == START:
+        p.add(where, "cannot route to $START (route to a role or $END)")
+    elif role != END and role not in roles:
+        known = ", ".join(sorted(roles)) or "none"
+        p.add(where, f"routes to unknown role {key_text(role)} (roles: {known})")
+    elif node == START and role == END:
+        p.add(where, "$START must route to a role, not $END")
+    else:
+        return True
+    return False
+
+
+def _target_prompt(p: Problems, where: str, prompt: Any) -> bool:
+    if not isinstance(prompt, str) or not prompt.strip():
+        p.add(f"{where}.prompt", "prompt is required (non-empty string)")
+        return False
+    problem = check_template(prompt)
+    if problem is not None:
+        p.add(f"{where}.prompt", f"prompt template does not parse: {problem}")
+        return False
+    return True
+
+
+def _check_target(
+    p: Problems, node: str, status: Any, target: Any, roles: set[str]
+) -> dict[str, str] | None:
+    """One edge ``graph[node][status]``, normalised to ``{role, prompt}``; None when broken."""
+    if not isinstance(status, str):
+        p.add(
+            loc("graph", node),
+            f"status {key_text(status)} is {kind(status)}, not a string; quote it in the YAML",
+        )
+        return None
+    where = loc("graph", node, status)
+    if status == "":
+        p.add(where, "a status must be a non-empty string")
+        return None
+    if not isinstance(target, dict):
+        p.add(where, f"expected a mapping {{role, prompt}}, got {kind(target)}")
+        return None
+    bad = [k for k in target if k not in TARGET_FIELDS]
+    for key in bad:
+        p.add(where, f"unknown key {key_text(key)} (a target has only role and prompt)")
+    good_role = _target_role(p, where, node, target, roles)
+    good_prompt = _target_prompt(p, where, target.get("prompt"))
+    if bad or not good_role or not good_prompt:
+        return None
+    return {"role": str(target["role"]), "prompt": str(target["prompt"])}
+
+
+def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
+    """Report what is wrong with a graph key and its edges; True when its edges can be read."""
+    if not isinstance(node, str):
+        p.add(
+            "graph", f"key {key_text(node)} is not a string (graph keys are $START and role names)"
+        )
+        return False
+    if node == END:
+        p.add(loc("graph", node), "$END ends a thread and cannot have edges")
+        return False
+    if node != START and node not in roles:
+        p.add(
+            loc("graph", node),
+            f"{key_text(node)} is not a role (graph keys are $START and role names)",
+        )
+    if edges is None:  # `reviewer:` with nothing under it: reported as "no outgoing edge"
+        return False
+    if not isinstance(edges, dict):
+        p.add(
+            loc("graph", node),
+            f"expected a mapping of status -> {{role, prompt}}, got {kind(edges)}",
+        )
+        return False
+    return True
+
+
+def check_graph(p: Problems, graph: dict[Any, Any], roles: set[str]) -> dict[str, Any]:
+    """Normalise the graph (targets rebuilt as {role, prompt}); report every broken edge."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for node, edges in graph.items():
+        if not _node_ok(p, node, edges, roles):
+            continue
+        out[node] = {}
+        for status, target in edges.items():
+            checked = _check_target(p, node, status, target, roles)
+            if checked is not None:
+                out[node][status] = checked
+    return out
+
+
+def check_start(p: Problems, graph: dict[Any, Any]) -> None:
+    """``$START`` exists and routes on exactly the unit status."""
+    start = graph.get(START)
+    if START not in graph:
+        p.add(
+            "graph",
+            "no $START edge (add graph.$START._ = {role: <first role>, prompt: <template>})",
+        )
+    elif isinstance(start, dict):
+        for status in start:
+            if status != UNIT:
+                p.add(loc("graph", START, status), '$START routes only on the unit status "_"')
+        if UNIT not in start:
+            p.add(loc("graph", START), 'no edge for the unit status "_"')
+
+
+def _no_status(
+    p: Problems, role: str, edges: list[str], raw: dict[Any, Any], meta_loc: str
+) -> None:
+    """A role whose schema has fields but no status: it always routes on ``_``."""
+    for status in edges:
+        if status != UNIT:
+            p.add(
+                loc("graph", role, status),
+                f"{meta_loc} declares no status property, "
+                'so the role always routes on "_"; '
+                f"declare properties.status.enum to route on {json.dumps(status)}",
+            )
+    if UNIT not in raw:
+        p.add(
+            loc("graph", role),
+            f'no edge for status "_" ({meta_loc} declares no status property, '
+            'so the role always routes on "_")',
+        )
+
+
+def _declared(
+    p: Problems, role: str, st: emits.Statuses, edges: list[str], raw: dict[Any, Any], meta_loc: str
+) -> None:
+    """A role whose schema lists its statuses: one edge each, and no other."""
+    allowed = set(st.values) | ({UNIT} if st.unit_possible else set())
+    shown = json.dumps(list(st.values), ensure_ascii=False, separators=(",", ":"))
+    for status in edges:
+        if status not in allowed:
+            p.add(
+                loc("graph", role, status),
+                f"{meta_loc} cannot emit status {json.dumps(status, ensure_ascii=False)} "
+                f"(its status values are {shown})",
+            )
+    for value in st.values:
+        if value not in raw:
+            p.add(
+                loc("graph", role),
+                f"no edge for status {json.dumps(value, ensure_ascii=False)} "
+                f"declared in {meta_loc}",
+            )
+    if st.unit_possible and UNIT not in st.values and UNIT not in raw:
+        p.warn(
+            meta_loc,
+            'an output without a string status routes on "_", which has no '
+            f'edge in graph{seg(role)} (add status to required, or add a "_" edge)',
+        )
+
+
+def check_statuses(
+    p: Problems, names: list[str], roles: dict[str, dict[str, Any]], graph: dict[Any, Any]
+) -> None:
+    """Every role has an edge; edges and the statuses its schema declares agree."""
+    for role in names:
+        if not graph.get(role):
+            p.add(
+                loc("roles", role),
+                f"has no outgoing edge (add graph{seg(role)}[<status>] = "
+                "{role: <next role or $END>, prompt: <mustache template>})",
+            )
+            continue
+        if role not in roles or not isinstance(graph[role], dict):
+            continue
+        st = emits.statuses(roles[role]["meta"])
+        meta_loc = loc("roles", role, "meta")
+        if st.open_status:
+            p.warn(
+                meta_loc,
+                "properties.status has no enum, so its edges cannot be checked: a step whose "
+                "status has no edge fails at run time (list the statuses in status.enum)",
+            )
+        if not st.known:
+            continue
+        edges = [s for s in graph[role] if isinstance(s, str) and s]
+        for value in st.bad:
+            p.add(
+                meta_loc, f"status value {json.dumps(value)} is not a string; quote it in the YAML"
+            )
+        if st.bad:
+            continue  # its edges cannot be checked against values that are not statuses
+        if not st.declared:
+            _no_status(p, role, edges, graph[role], meta_loc)
+        else:
+            _declared(p, role, st, edges, graph[role], meta_loc)
+
+
+def unreachable(graph: dict[str, Any], roles: dict[str, Any]) -> list[str]:
+    """The roles no path from ``$START`` reaches."""
+    seen: set[str] = set()
+    todo = [START]
+    while todo:
+        node = todo.pop()
+        for target in graph.get(node, {}).values():
+            nxt = target["role"]
+            if nxt in roles and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return [r for r in roles if r not in seen]
+
+
+def check_variables(p: Problems, graph: dict[str, Any], roles: dict[str, dict[str, Any]]) -> None:
+    """Warn about prompt variables the source's output cannot have: they render empty."""
+    for node, edges in graph.items():
+        if node == START:
+            known: set[str] | None = set()
+        elif node in roles:
+            names = [f.name for f in emits.fields(roles[node]["meta"])]
+            known = set(names) if names else None  # a schema without fields: anything goes
+        else:
+            continue
+        for status, target in edges.items():
+            if known is None:
+                continue
+            for name in output_names(target["prompt"]):
+                if name in known:
+                    continue
+                where = loc("graph", node, status, "prompt")
+                if node == START:
+                    p.warn(where, f"{{{{{name}}}}} renders empty: $START has no output")
+                else:
+                    p.warn(
+                        where,
+                        f"{{{{{name}}}}} is not a field of {loc('roles', node, 'meta')}, so it "
+                        f"renders empty (its fields: {', '.join(sorted(known))})",
+                    )
