@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas import codec
 from uwf.cas.schema import meta_hash
@@ -19,12 +18,12 @@ CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
 
 # Workflow and role names are plain identifiers, so nothing from a workflow can become a
 # flag, a path or a shell word where uwf passes a name to an agent.
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"  # compiled on first use, not at import
 
 
 def is_name(text: object) -> bool:
     """True for a plain identifier usable as a workflow or role name."""
-    return isinstance(text, str) and NAME_RE.match(text) is not None
+    return isinstance(text, str) and re.fullmatch(NAME_PATTERN, text) is not None
 
 
 ROLE_DEFINITION: dict[str, Any] = {
@@ -98,8 +97,7 @@ STEP_NODE: dict[str, Any] = {
 TEXT: dict[str, Any] = {"title": "Text", "type": "string"}
 
 
-@dataclass(frozen=True)
-class SchemaHashes:
+class SchemaHashes(NamedTuple):
     meta: str
     workflow: str
     start: str
