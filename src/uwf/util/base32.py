@@ -8,13 +8,12 @@ becomes part of a path.
 from __future__ import annotations
 
 import base64
-import re
 from typing import NewType
 
 from uwf.util.errors import InvalidInput
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
+HASH_LEN = 13
 _MAX64 = (1 << 64) - 1
 
 NodeHash = NewType("NodeHash", str)
@@ -36,8 +35,17 @@ def encode64(value: int) -> str:
 
 
 def is_hash(text: object) -> bool:
-    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits."""
-    return isinstance(text, str) and HASH_RE.match(text) is not None and text[0] <= "F"
+    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits.
+
+    ``strip(ALPHABET)`` leaves nothing exactly when every character is a digit (no regex: it
+    would be compiled by every command at start-up, and ``$`` would let a final newline by).
+    """
+    return (
+        isinstance(text, str)
+        and len(text) == HASH_LEN
+        and text[0] <= "F"
+        and not text.strip(ALPHABET)
+    )
 
 
 def check_hash(text: str, what: str = "hash") -> NodeHash:
