@@ -34,7 +34,7 @@ def eager_root() -> Any:
         else:
             app.command(name)(value)
     root = typer.main.get_command(app)
-    root.commands = {name: root.commands[name] for name in main.COMMANDS}  # type: ignore[attr-defined]
+    root.commands = {name: root.commands[name] for name in main.COMMANDS}
     return root
 
 
