@@ -31,6 +31,7 @@ HELP_MODULES = {
     "uwf.util",
     "uwf.util.errors",
     "uwf.util.root",
+    "uwf.util.signals",
 }
 
 # Records sys.modules after the command, or at the first spawn when UWF_PROBE_SPAWN is set
@@ -44,8 +45,11 @@ if os.environ.get("UWF_PROBE_SPAWN"):
         seen.append(sorted(sys.modules))
         real(self, *args, **kwargs)
     subprocess.Popen.__init__ = spy
-from uwf.cli.main import run
-code = run(sys.argv[1:])
+from uwf.cli.main import main
+try:
+    main()  # what the `uwf` script runs
+except SystemExit as exc:
+    code = exc.code
 modules = seen[0] if seen else sorted(sys.modules)
 import json
 print(json.dumps({"code": code, "modules": modules}), file=sys.stderr)
@@ -89,6 +93,8 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
     unused = [
         "yaml",  # threads.yaml is read on its fast path
         "ulid",  # only new thread ids need python-ulid
+        "socket",  # the lock record's host is os.uname().nodename
+        "tempfile",
         "uwf.config",
         "uwf.moderator",
         "uwf.engine.workflows",
@@ -104,7 +110,7 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
 ) -> None:
     thread = new_thread()
     modules = loaded_modules("thread", "step", thread, "--agent", scenario(), spawn=True)
-    assert "uwf.engine.spawn" in modules  # the probe saw the spawn
+    assert "uwf.adapters.process" in modules  # the probe saw the spawn
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
     heavy = [h for h in HEAVY if h != "chevron"]  # chevron renders the edge prompt
     unused = ["yaml", "uwf.engine.workflows", "uwf.engine.read", "uwf.cas.fastschema"]
