@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from uwf.cas import codec
-from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
 
 CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
@@ -122,6 +120,9 @@ def hashes() -> SchemaHashes:
 
 def computed_hashes() -> SchemaHashes:
     """The hashes of the schemas above, computed (what ``HASHES`` must equal)."""
+    from uwf.cas import codec
+    from uwf.cas.schema import meta_hash
+
     meta = meta_hash()
     return SchemaHashes(
         meta=meta,
