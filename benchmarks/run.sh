@@ -22,6 +22,10 @@ if [ ! -x .venv/bin/uwf ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check -e .
 fi
 
+for arg in "$@"; do  # uwf alone: no peer venv to set up
+  if [ "$arg" = --no-peers ]; then exec .venv/bin/python benchmarks/compare.py "$@"; fi
+done
+
 peer_venv=benchmarks/.peer-venv
 stamp="$peer_venv/.installed"
 wanted="${PEERS[*]}"

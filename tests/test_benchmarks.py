@@ -118,6 +118,7 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
     labels = [line.split(" | ")[0].strip() for line in main.splitlines()[2:]]
     expected = [
         "interpreter start (python -c pass)",
+        'Typer import (python -c "import typer")',
         "uwf --help",
         "latest state (uwf thread show), 10-step thread",
         "latest state (uwf thread show), 20-step thread",
@@ -154,7 +155,7 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
         assert cells[1] != "—", line  # every row has a uwf figure
         assert cells[2:] == ["—", "—", "—"], line  # and no peer figure without peers
     verdicts = [line.rsplit(" | ", 1)[1].strip() for line in targets.splitlines()[2:]]
-    assert len(verdicts) == 16
+    assert len(verdicts) == 18
     assert set(verdicts) <= {"pass", "FAIL", "n/a"}
     assert verdicts.count("n/a") == 2  # the two comparisons with the peers' cold step
     fork = next(line for line in targets.splitlines() if line.startswith("fork copies 0 bytes"))
@@ -163,8 +164,13 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
     assert "| measure | uwf | LangGraph | Burr | uwf/best-peer |" in text
     assert "| target | measured | pass/fail |" in text
     startup = text.split("## Start-up, as a multiple of a bare interpreter", 1)[1]
+    for target in ("uwf thread show ≤ 1.25×", "uwf --help ≤ 1.15×"):
+        line = next(x for x in targets.splitlines() if x.startswith(target))
+        ratio, verdict = [c.strip() for c in line.split(" | ")][1:]
+        assert ratio.endswith(" ms)") and "× (" in ratio and verdict in ("pass", "FAIL")
     ratios = [x for x in startup.splitlines() if x.rstrip(" |").endswith("×")]
     assert [r.split(" | ")[0] for r in ratios] == [
+        '| python -c "import typer"',
         "| uwf --help",
         "| uwf thread show",
         "| uwf thread step + uwf-mock",

@@ -232,3 +232,12 @@ def test_canonical_rejects_non_json(value: Any, message: str) -> None:
     with pytest.raises(InvalidInput) as info:
         node_hash(TYPE, value)
     assert str(info.value) == message
+
+
+def test_the_written_out_schema_hashes_are_the_schemas_hashes() -> None:
+    """uwf's type hashes are constants (no hashing at start-up); they must be what the
+    schemas hash to. A failure here means a schema changed: that is a new protocol type, and
+    every stored node of the old one keeps the old hash. Update HASHES only on purpose."""
+    from uwf.protocol import schemas
+
+    assert schemas.hashes() == schemas.computed_hashes()

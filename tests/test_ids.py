@@ -86,6 +86,7 @@ def test_alphabet_is_crockford() -> None:
         "0123456789AB ",
         " 0123456789AB",
         "0123456789AB\n",
+        "0123456789ABC\n",  # 13 digits and a newline (a regex's $ would let it by)
         "G000000000000",  # first digit above F: more than 64 bits
         "Z000000000000",
     ],
@@ -197,6 +198,7 @@ def test_ids_sort_by_time() -> None:
         "01ARZ3NDEKTSV4RRFFQ69G5F/V",
         "81ARZ3NDEKTSV4RRFFQ69G5FAV",  # time above 2^48 - 1
         "0123456789ABC",  # a CAS hash, not a thread id
+        "01ARZ3NDEKTSV4RRFFQ69G5FAV\n",
     ],
 )
 def test_invalid_thread_ids(text: str) -> None:

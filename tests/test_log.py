@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from uwf.util.log import TAG_RE, TAGS, ProcessLog
+from uwf.util.log import TAG_PATTERN, TAGS, ProcessLog
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "uwf"
 CROCKFORD8 = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8}$")
@@ -173,7 +173,7 @@ def test_yaml_format(cli: Any, three_days: None) -> None:
 def test_tags_are_valid_and_distinct() -> None:
     for tag in TAGS:
         assert CROCKFORD8.match(tag), tag
-        assert TAG_RE.match(tag)
+        assert re.fullmatch(TAG_PATTERN, tag)
     # A repeated key in the TAGS dict literal would vanish silently: read the literal itself.
     tree = ast.parse((SRC / "util" / "log.py").read_text(encoding="utf-8"))
     literal = next(

@@ -110,7 +110,7 @@ def write_workflow(tmp_path: Path, name: str, roles: list[str]) -> Path:
 
 
 @pytest.mark.parametrize(
-    "name", ["--rm", "-x", "../etc", "a/b", ".hidden", "a b", "x" * 65, "$(id)", "~root"]
+    "name", ["--rm", "-x", "../etc", "a/b", ".hidden", "a b", "x" * 65, "$(id)", "~root", "wf\n"]
 )
 def test_a_workflow_name_that_looks_like_a_flag_or_a_path_is_refused(
     tmp_path: Path, name: str
@@ -127,13 +127,15 @@ def test_a_workflow_name_that_looks_like_a_flag_or_a_path_is_refused(
     assert f"  - name: {describe(name)} is not a plain identifier ({NAME_RULE})" in lines
 
 
-@pytest.mark.parametrize("role", ["--help", "-v", "../../etc", "a/b", "x;rm", "$HOME", "."])
+@pytest.mark.parametrize(
+    "role", ["--help", "-v", "../../etc", "a/b", "x;rm", "$HOME", ".", "planner\n"]
+)
 def test_a_role_name_that_looks_like_a_flag_or_a_path_is_refused(tmp_path: Path, role: str) -> None:
     path = write_workflow(tmp_path, "wf", [role])
     with pytest.raises(InvalidInput) as info:
         load_file(path)
     where = (
-        f"roles.{role}" if re.match(r"^[A-Za-z0-9_$-]+$", role) else f"roles[{json.dumps(role)}]"
+        f"roles.{role}" if re.fullmatch(r"[A-Za-z0-9_$-]+", role) else f"roles[{json.dumps(role)}]"
     )
     assert (
         f"  - {where}: role name is not a plain identifier ({NAME_RULE})"

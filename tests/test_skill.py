@@ -106,7 +106,7 @@ def test_agent_kit_copy_is_up_to_date() -> None:
 
 
 def test_module_entry_check() -> None:
-    from uwf.cli.reference import main
+    from uwf.cli.reference.__main__ import main
 
     code = main(["--check"])
     assert code == 0, "run `python -m uwf.cli.reference --write`"

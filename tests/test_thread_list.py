@@ -144,6 +144,29 @@ def test_running_means_the_step_lock_is_held(cli: Any, root: Path, pop: Populati
     assert names(pop, list_ok(cli, "--status", "idle")) == ["idle_5", "idle_1"]
 
 
+def test_show_reads_no_kernel_lock_list_for_a_released_lock(
+    cli: Any, root: Path, pop: Population, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A released step lock leaves an empty lock file: `thread show` says idle without
+    reading /proc/locks (~10 ms); a record left by a killed holder is still checked."""
+    from uwf.backend.fs import locks as locks_module
+
+    thread = pop.ids["idle_5"]
+    with RootFiles(root).hold_step(thread):
+        pass
+    lock_file = root / "locks" / f"{thread}.lock"
+    assert lock_file.exists() and lock_file.stat().st_size == 0
+
+    def unwanted() -> None:
+        raise AssertionError("read /proc/locks")
+
+    with monkeypatch.context() as m:
+        m.setattr(locks_module, "held_flock_inodes", unwanted)
+        assert cli("thread", "show", thread).json()["status"] == "idle"
+    lock_file.write_text('{"pid":999999999,"host":"elsewhere","since":1}')  # a SIGKILLed holder
+    assert cli("thread", "show", thread).json()["status"] == "idle"
+
+
 def test_show_says_idle_like_list(cli: Any, pop: Population) -> None:
     thread = pop.ids["idle_5"]
     assert cli("thread", "show", thread).json()["status"] == "idle"

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
@@ -29,8 +28,11 @@ from uwf.util.ulid import ThreadId
 HISTORY_STATUSES = ("completed", "killed", "max_rounds")
 
 
-@dataclass(frozen=True)
-class ThreadInfo:
+# The records below are NamedTuples, not frozen dataclasses: every command imports this module,
+# and a frozen dataclass costs ~0.4 ms to define (docs/performance.md, "Start-up").
+
+
+class ThreadInfo(NamedTuple):
     """What a thread's active record holds besides its head.
 
     Written when the thread is created (``thread start``, ``thread fork``), so that listing
@@ -45,8 +47,7 @@ class ThreadInfo:
         return {k: v for k, v in (("workflow", self.workflow), ("task", self.task)) if v}
 
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(NamedTuple):
     """A thread whose agent deferred its step ("not now", exit 75): it waits at ``head`` for
     ``role``, e.g. for a person to answer. A mark for another head than the thread's is stale
     and never shown: any head move ends the wait."""
@@ -63,19 +64,17 @@ class Waiting:
         return out
 
 
-@dataclass(frozen=True)
-class ActiveThread:
+class ActiveThread(NamedTuple):
     """An active thread: its head, what was recorded when it was created, and whether it
     waits (``waiting`` is None unless it waits at this very head)."""
 
     thread: ThreadId
     head: NodeHash
-    info: ThreadInfo = field(default_factory=ThreadInfo)
+    info: ThreadInfo = ThreadInfo()
     waiting: Waiting | None = None
 
 
-@dataclass(frozen=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):
     """One archived thread: ``{"thread","workflow","head","completedAt","status"}``."""
 
     thread: ThreadId
@@ -94,8 +93,7 @@ class HistoryEntry:
         }
 
 
-@dataclass(frozen=True)
-class Holder:
+class Holder(NamedTuple):
     """Who holds a thread's step lock, as far as the holder recorded it."""
 
     thread: ThreadId

@@ -11,8 +11,7 @@ import abc
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas import codec
 from uwf.util.base32 import check_hash, is_hash
@@ -20,8 +19,7 @@ from uwf.util.errors import CorruptNode, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(NamedTuple):
     type: str
     payload: Any
     timestamp: int
@@ -33,8 +31,7 @@ class Node:
         return out
 
 
-@dataclass(frozen=True)
-class NodeInfo:
+class NodeInfo(NamedTuple):
     """What ``cas gc`` needs to judge a node it is about to collect."""
 
     type: str

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from uwf.util import jsonfmt
 from uwf.util.errors import UwfError, exit_code
 from uwf.util.root import storage_root
 
@@ -69,6 +68,8 @@ def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
 
 
 def render(value: Any, fmt: Format | None = None, default: Format = Format.json) -> str:
+    from uwf.util import jsonfmt  # not at import: `uwf --help` prints no JSON
+
     if resolve_format(fmt, default) is Format.yaml:
         return jsonfmt.dump_yaml(value)
     return jsonfmt.dumps(value) + "\n"
@@ -86,6 +87,8 @@ def emit_markdown(text: str) -> None:
 
 def emit_stream(value: Any, fmt: Format | None = None) -> None:
     """Print one item of a stream as it happens: a JSON line, or a YAML document (``---``)."""
+    from uwf.util import jsonfmt
+
     if resolve_format(fmt) is Format.yaml:
         typer.echo("---\n" + jsonfmt.dump_yaml(value), nl=False)
     else:

@@ -12,8 +12,8 @@ app = typer.Typer(
 
 
 @app.command("cli")
-def cli() -> None:
+def cli(ctx: typer.Context) -> None:
     """Print the uwf CLI reference (markdown, generated from the commands themselves)."""
-    from uwf.cli.reference import live_reference  # imports uwf.cli.main, which imports us
+    from uwf.cli.reference import render_reference
 
-    emit_markdown(live_reference())
+    emit_markdown(render_reference(ctx.find_root().command))

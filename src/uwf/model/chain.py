@@ -8,8 +8,7 @@ newest first and stops where the caller stops, so a bounded read costs bounded I
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
@@ -17,8 +16,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     hash: NodeHash
     payload: dict[str, Any]
     timestamp: int
@@ -42,8 +40,7 @@ class Step:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     hash: NodeHash
     payload: dict[str, Any]
     timestamp: int

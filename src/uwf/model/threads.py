@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from uwf.backend.base import Backend
 from uwf.model import chain
@@ -11,8 +11,7 @@ from uwf.util.errors import NotActive, NotFound, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
 
 
-@dataclass(frozen=True)
-class ThreadRef:
+class ThreadRef(NamedTuple):
     """A thread's head, whether it is active, and its status (``active`` or the history's)."""
 
     thread: ThreadId

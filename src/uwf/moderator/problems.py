@@ -27,7 +27,7 @@ class Problems:
 
 def seg(key: Any) -> str:
     """One path segment of a problem location: ``.key`` or ``["odd key"]``."""
-    if isinstance(key, str) and _SEG_RE.match(key):
+    if isinstance(key, str) and _SEG_RE.fullmatch(key):  # fullmatch: no "\n" before $
         return f".{key}"
     return f"[{json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)}]"
 

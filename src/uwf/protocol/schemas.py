@@ -1,30 +1,29 @@
-"""The four schemas uwf registers, and their hashes (computed, never looked up).
+"""The four schemas uwf registers, and their hashes (derived from them, never looked up).
 
-Because a hash is content-derived, the engine and every agent compute the same type hashes
+Because a hash is content-derived, the engine and every agent know the same type hashes
 without reading anything; the schema nodes are written only by commands that write nodes.
+The hashes are written out below rather than computed in every process (~0.3 ms of CBOR and
+xxh64 at each start-up); ``tests/test_cas_hash.py`` computes them from the schemas, so they
+cannot drift (a changed schema is a new protocol type, and that test says so).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from uwf.cas import codec
-from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
 
 CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
 
 # Workflow and role names are plain identifiers, so nothing from a workflow can become a
 # flag, a path or a shell word where uwf passes a name to an agent.
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"  # compiled on first use, not at import
 
 
 def is_name(text: object) -> bool:
     """True for a plain identifier usable as a workflow or role name."""
-    return isinstance(text, str) and NAME_RE.match(text) is not None
+    return isinstance(text, str) and re.fullmatch(NAME_PATTERN, text) is not None
 
 
 ROLE_DEFINITION: dict[str, Any] = {
@@ -98,8 +97,7 @@ STEP_NODE: dict[str, Any] = {
 TEXT: dict[str, Any] = {"title": "Text", "type": "string"}
 
 
-@dataclass(frozen=True)
-class SchemaHashes:
+class SchemaHashes(NamedTuple):
     meta: str
     workflow: str
     start: str
@@ -107,8 +105,24 @@ class SchemaHashes:
     text: str
 
 
-@functools.cache
+HASHES = SchemaHashes(
+    meta="3JBQDPMJ22J9Z",
+    workflow="F10A124M1A914",
+    start="41ZBT64VX5FRH",
+    step="C81ATBJW36ZSB",
+    text="DNCF1BA0Z9WWX",
+)
+
+
 def hashes() -> SchemaHashes:
+    return HASHES
+
+
+def computed_hashes() -> SchemaHashes:
+    """The hashes of the schemas above, computed (what ``HASHES`` must equal)."""
+    from uwf.cas import codec
+    from uwf.cas.schema import meta_hash
+
     meta = meta_hash()
     return SchemaHashes(
         meta=meta,

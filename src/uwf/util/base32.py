@@ -7,37 +7,58 @@ becomes part of a path.
 
 from __future__ import annotations
 
-import base64
-import re
+import functools
 from typing import NewType
 
 from uwf.util.errors import InvalidInput
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-HASH_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{13}$")
+HASH_LEN = 13
 _MAX64 = (1 << 64) - 1
 
 NodeHash = NewType("NodeHash", str)
 """The hash of a CAS node: 13 Crockford characters, checked (see ``check_hash``)."""
 
 
-_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+@functools.cache
+def _pairs() -> tuple[str, ...]:
+    """Every two-digit string, indexed by its 10-bit value (built on first use: ~30 µs)."""
+    return tuple(a + b for a in ALPHABET for b in ALPHABET)
 
 
 def encode64(value: int) -> str:
     """Write an unsigned 64-bit integer as 13 Crockford digits.
 
-    Done in C: as 80 bits the value is 16 RFC 4648 base32 digits, the first three always
-    zero, the rest the 13 digits wanted once the alphabet is translated.
+    The first digit is the top 4 bits, the other twelve are six 10-bit pairs from a table:
+    ~0.4 µs, a third of going through ``base64.b32encode``, and no ``base64``/``struct``
+    import at start-up.
     """
     if not 0 <= value <= _MAX64:
         raise ValueError(f"not an unsigned 64-bit value: {value}")
-    return base64.b32encode(value.to_bytes(10, "big"))[3:].translate(_FROM_RFC4648).decode()
+    p = _pairs()
+    return (
+        ALPHABET[value >> 60]
+        + p[(value >> 50) & 1023]
+        + p[(value >> 40) & 1023]
+        + p[(value >> 30) & 1023]
+        + p[(value >> 20) & 1023]
+        + p[(value >> 10) & 1023]
+        + p[value & 1023]
+    )
 
 
 def is_hash(text: object) -> bool:
-    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits."""
-    return isinstance(text, str) and HASH_RE.match(text) is not None and text[0] <= "F"
+    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits.
+
+    ``strip(ALPHABET)`` leaves nothing exactly when every character is a digit (no regex: it
+    would be compiled by every command at start-up, and ``$`` would let a final newline by).
+    """
+    return (
+        isinstance(text, str)
+        and len(text) == HASH_LEN
+        and text[0] <= "F"
+        and not text.strip(ALPHABET)
+    )
 
 
 def check_hash(text: str, what: str = "hash") -> NodeHash:

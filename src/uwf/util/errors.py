@@ -12,7 +12,6 @@ some errors have codes of their own (``loop_code``): 3 the thread is not active,
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 
@@ -20,7 +19,11 @@ import sys
 def oneline(text: str) -> str:
     """``text`` as is when it is one printable line, else JSON-quoted: a value from the user
     never splits an error message over two lines."""
-    return text if text.isprintable() else json.dumps(text)
+    if text.isprintable():
+        return text
+    import json  # not at import: `uwf --help` loads this module and needs no JSON
+
+    return json.dumps(text)
 
 
 class UwfError(Exception):

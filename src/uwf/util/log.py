@@ -16,7 +16,7 @@ from typing import Any
 
 from uwf.util import jsonfmt
 
-TAG_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8}$")
+TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use, not at import
 
 # Every tag used anywhere in uwf, with what it marks. tests/test_log.py checks that each is
 # valid, that none repeats, and that every tag used in the source is listed here.
@@ -53,7 +53,7 @@ class ProcessLog:
         self.context.update({k: v for k, v in context.items() if v})
 
     def write(self, tag: str, msg: str, **extra: Any) -> None:
-        if not TAG_RE.match(tag):
+        if not re.fullmatch(TAG_PATTERN, tag):
             raise ValueError(f"invalid log tag: {tag}")
         ts = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         entry: dict[str, Any] = {"ts": ts, "pid": self.pid, "tag": tag, "msg": msg}

@@ -12,20 +12,20 @@ import time
 
 from uwf.util.errors import InvalidInput, oneline
 
-_RELATIVE = re.compile(r"^(\d+)(d|h|m)$")
+_RELATIVE = r"(\d+)(d|h|m)"  # patterns compiled on first use, not at import
 _UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = r"\d{4}-\d{2}-\d{2}"
 
 
 def parse_time_ms(text: str, now_ms: int | None = None) -> int:
     value = text.strip()
     if now_ms is None:
         now_ms = time.time_ns() // 1_000_000
-    m = _RELATIVE.match(value)
+    m = re.fullmatch(_RELATIVE, value)
     if m:
         return now_ms - int(m.group(1)) * _UNIT_MS[m.group(2)]
     try:
-        if _DATE.match(value):
+        if re.fullmatch(_DATE, value):
             day = _dt.date.fromisoformat(value)
             moment = _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.UTC)
         else:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import time
 from typing import NewType
 
 from uwf.util.base32 import ALPHABET, describe
 from uwf.util.errors import InvalidInput
 
-ULID_RE = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 _INDEX = {c: i for i, c in enumerate(ALPHABET)}
 
 ThreadId = NewType("ThreadId", str)
@@ -27,7 +25,13 @@ def new_thread_id(now_ms: int | None = None) -> ThreadId:
 
 
 def is_thread_id(text: object) -> bool:
-    return isinstance(text, str) and ULID_RE.match(text) is not None
+    """26 Crockford digits, the first 0-7 (48 bits of time); checked like ``is_hash``."""
+    return (
+        isinstance(text, str)
+        and len(text) == 26
+        and text[0] in "01234567"
+        and not text.strip(ALPHABET)
+    )
 
 
 def check_thread_id(text: str) -> ThreadId:

@@ -7,14 +7,15 @@ click command that Typer builds, using only public Command/Group/Parameter attri
 
     python -m uwf.cli.reference --write
 
+(that entry, in ``__main__.py``, is the only part that imports the app of ``cli/main.py``: the
+renderer gets the root command from its caller, so ``uwf skill cli`` never imports it back.)
+
 Hidden commands are the old v0.5.0 names kept as aliases: a hidden command whose callback
 is the same function as a visible one is listed as an alias of it; any other hidden command
 or option is left out.
 """
 
-import argparse
 import inspect
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,24 @@ def _summary(command: Any) -> str:
 
 
 def _is_group(command: Any) -> bool:
-    return isinstance(getattr(command, "commands", None), dict)
+    return callable(getattr(command, "list_commands", None))
+
+
+def _subcommands(ctx: Any) -> list[tuple[str, Any, Any]]:
+    """(name, command, its context) of every subcommand of ``ctx``'s group, in its order.
+
+    Through the public ``list_commands``/``get_command``, so that the lazy root group
+    (cli/lazy.py) builds every command it knows, hidden ones included.
+    """
+    import typer
+
+    group = ctx.command
+    out = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is not None:
+            out.append((name, command, typer.Context(command, info_name=name, parent=ctx)))
+    return out
 
 
 def _is_option(param: Any) -> bool:
@@ -152,14 +170,14 @@ def _usage(path: str, params: list[Any]) -> str:
     return " ".join(parts)
 
 
-def _walk(command: Any, path: str, hidden: bool = False) -> list[tuple[str, Any, bool]]:
-    """Every leaf command under ``command`` as (path, command, hidden), in registration order."""
+def _walk(ctx: Any, path: str, hidden: bool = False) -> list[tuple[str, Any, bool]]:
+    """Every leaf command under ``ctx``'s group as (path, command, hidden), in its order."""
     out: list[tuple[str, Any, bool]] = []
-    for name, sub in command.commands.items():
+    for name, sub, sub_ctx in _subcommands(ctx):
         sub_path = f"{path} {name}"
         sub_hidden = hidden or bool(getattr(sub, "hidden", False))
         if _is_group(sub):
-            out.extend(_walk(sub, sub_path, sub_hidden))
+            out.extend(_walk(sub_ctx, sub_path, sub_hidden))
         else:
             out.append((sub_path, sub, sub_hidden))
     return out
@@ -185,10 +203,13 @@ def _command_entry(
 
 def render_reference(command: Any, prog: str = "uwf") -> str:
     """The markdown reference of the click command tree ``command`` (the root group)."""
+    import typer
+
+    ctx = typer.Context(command, info_name=prog)
     root_params = [p for p in command.params if not getattr(p, "hidden", False)]
     global_opts = {opt: _choices(p) for p in root_params if _is_option(p) for opt in p.opts}
 
-    leaves = _walk(command, prog)
+    leaves = _walk(ctx, prog)
     visible_by_target: dict[Any, str] = {}
     for path, cmd, hidden in leaves:
         target = _target(cmd)
@@ -208,7 +229,7 @@ def render_reference(command: Any, prog: str = "uwf") -> str:
     lines.append("")
     lines.extend(_param_line(p)[2:] for p in root_params)
 
-    for name, sub in command.commands.items():
+    for name, sub, sub_ctx in _subcommands(ctx):
         if getattr(sub, "hidden", False):
             continue
         lines.extend(["", f"## {prog} {name}", ""])
@@ -216,7 +237,7 @@ def render_reference(command: Any, prog: str = "uwf") -> str:
             summary = _summary(sub)
             if summary:
                 lines.extend([summary, ""])
-            for path, cmd, hidden in _walk(sub, f"{prog} {name}"):
+            for path, cmd, hidden in _walk(sub_ctx, f"{prog} {name}"):
                 if not hidden:
                     lines.extend(_command_entry(path, cmd, global_opts, aliases.get(path, [])))
         else:
@@ -230,56 +251,4 @@ def render_reference(command: Any, prog: str = "uwf") -> str:
 
 def reference_path() -> Path:
     """Where the agent kit reads the embedded copy (found by path: the CLI never imports it)."""
-    return Path(__file__).resolve().parent.parent / "agent_kit" / "cli_reference.md"
-
-
-def live_reference() -> str:
-    """The reference of the real ``uwf`` app."""
-    import typer
-
-    from uwf.cli.main import app
-
-    return render_reference(typer.main.get_command(app))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m uwf.cli.reference",
-        description="Print the uwf CLI reference, or write/check the agent kit's copy.",
-    )
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help=f"write {reference_path()}")
-    action.add_argument(
-        "--check", action="store_true", help="exit 1 if the agent kit's copy is out of date"
-    )
-    args = parser.parse_args(argv)
-    text = live_reference()
-    target = reference_path()
-    if args.write:
-        from uwf.util import fsio
-
-        fsio.atomic_write(target, text.encode())
-        print(f"wrote {target}")
-        return 0
-    if args.check:
-        current = _read_text(target)
-        if current != text:
-            print(
-                f"{target} is out of date: run python -m uwf.cli.reference --write",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    sys.stdout.write(text)
-    return 0
-
-
-def _read_text(path: Path) -> str | None:
-    from uwf.util import fsio
-
-    data = fsio.read_bytes(path)
-    return None if data is None else data.decode("utf-8")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return Path(__file__).resolve().parents[2] / "agent_kit" / "cli_reference.md"
