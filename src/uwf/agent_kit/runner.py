@@ -15,35 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from uwf.agent_kit.context import AgentContext, build_context
+from uwf.model import turns as model_turns
+from uwf.model.turns import TURN_SCHEMA, detail_schema
 from uwf.util.errors import Interrupted, UwfError, report
 
-MAX_CORRECTIONS = 2
+__all__ = ["TURN_SCHEMA", "Agent", "RunResult", "cli", "detail_schema", "execute", "main"]
 
-TURN_SCHEMA: dict[str, Any] = {
-    "title": "AgentTurn",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["index", "role", "content"],
-    "properties": {
-        "index": {"type": "integer", "minimum": 0},
-        "role": {"type": "string"},
-        "content": {"type": "string"},
-        "toolCalls": {
-            "anyOf": [
-                {"type": "null"},
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["name", "args"],
-                        "properties": {"name": {"type": "string"}, "args": {"type": "string"}},
-                    },
-                },
-            ]
-        },
-        "reasoning": {"anyOf": [{"type": "null"}, {"type": "string"}]},
-    },
-}
+MAX_CORRECTIONS = 2
 
 
 @dataclass
@@ -88,26 +66,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
     """Store each turn as an AgentTurn node; return their hashes in order."""
-    turn_type = ctx.store.put_schema(TURN_SCHEMA)
-    return [ctx.store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
-
-
-def detail_schema(
-    title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
-    ``turns`` (refs to AgentTurn nodes)."""
-    return {
-        "title": title,
-        "type": "object",
-        "additionalProperties": False,
-        "required": [*properties, "turns"],
-        "properties": {
-            **properties,
-            **(optional or {}),
-            "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
-        },
-    }
+    return model_turns.store_turns(ctx.store, turns)
 
 
 #: The fields of a detail that records a model session (``uwf-builtin``, ``uwf-hermes``).
