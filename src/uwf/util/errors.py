@@ -15,7 +15,6 @@ from __future__ import annotations
 import signal
 import sys
 
-
 DEFER_EXIT = 75  # EX_TEMPFAIL: an agent that exits with it defers its step ("not now")
 
 
