@@ -164,7 +164,7 @@ def list_(
         str | None,
         typer.Option(
             "--status",
-            help="idle, running, completed, killed, max_rounds (comma-separated), or active.",
+            help="idle, running, waiting, completed, killed, max_rounds (comma-separated), or active.",
             show_default=False,
         ),
     ] = None,

@@ -112,9 +112,15 @@ def own(detail: Any) -> Cost:
 
 
 def step_cost(store: Store, step: chain.Step) -> dict[str, Any]:
-    """``{durationMs, usage}`` of one step as recorded (None where not recorded)."""
-    ms, usage = recorded(_payload(store, step.payload.get("detail")))
-    return {"durationMs": ms, "usage": usage.usage_json() if usage is not None else None}
+    """``{durationMs, usage, cost}`` of one step: what its detail records (None where it
+    does not), and the step's own :class:`Cost` (for sums)."""
+    detail = _payload(store, step.payload.get("detail"))
+    ms, usage = recorded(detail)
+    return {
+        "durationMs": ms,
+        "usage": usage.usage_json() if usage is not None else None,
+        "cost": own(detail),
+    }
 
 
 def total(store: Store, head: chain.Start | chain.Step) -> Cost:

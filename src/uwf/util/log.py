@@ -36,7 +36,6 @@ TAGS: dict[str, str] = {
     "P4W7H2M9": "moderator failed",
     "D7W2K9M4": "agent deferred: thread waits",
     "E3N8V5Q1": "step written by hand (thread answer)",
-    "G9T4R6B2": "thread forked with an edited output",
 }
 
 
