@@ -14,12 +14,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
 from uwf.util.errors import Interrupted, UwfError, report
 
-__all__ = ["TURN_SCHEMA", "Agent", "RunResult", "cli", "detail_schema", "execute", "main"]
+__all__ = [
+    "TURN_SCHEMA",
+    "Agent",
+    "RunResult",
+    "cli",
+    "cost_fields",
+    "detail_schema",
+    "execute",
+    "main",
+]
 
 MAX_CORRECTIONS = 2
 
@@ -31,6 +41,7 @@ class RunResult:
     output: str
     detail: str  # hash of the detail node; after corrections it should cover every run
     session: str | None = None
+    output_hash: str | None = None  # the output node, when the agent stored it (no extract)
 
 
 class Agent(Protocol):
@@ -85,8 +96,10 @@ def store_session_detail(
     model: str,
     duration_ms: int,
     turns: list[dict[str, Any]],
+    extra: dict[str, Any] | None = None,
 ) -> str:
-    """Store the turns, then a ``SESSION_FIELDS`` detail under ``schema``; its hash."""
+    """Store the turns, then a ``SESSION_FIELDS`` detail (plus ``extra`` and the cost fields)
+    under ``schema``; its hash."""
     refs = store_turns(ctx, turns)
     return ctx.store.put(
         ctx.store.put_schema(schema),
@@ -96,11 +109,15 @@ def store_session_detail(
             "duration": max(0, duration_ms),
             "turnCount": len(refs),
             "turns": refs,
+            **(extra or {}),
+            **cost_fields(ctx),
         },
     )
 
 
-def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:
+def _extract(
+    agent: Agent, ctx: AgentContext, first: RunResult, span: otel.Span
+) -> tuple[str, RunResult]:
     """The output hash, and the last run (whose detail covers the corrections too).
 
     Each correction prompt names what the role schema rejected (``notes: False is not of
@@ -108,20 +125,31 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
     """
     from uwf.agent_kit import extract, frontmatter, prompts
 
+    if first.output_hash is not None:
+        span.event("extract", {"method": "agent"})
+        return first.output_hash, first
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
         found = frontmatter.offer(result.output, ctx.schema_hash, ctx.store)
         if found.hash is not None:
+            span.event("extract", {"method": "frontmatter", "corrections": attempt})
             return found.hash, result
         problems = found.problems
         if attempt == MAX_CORRECTIONS:
             break
+        span.event("correction", {"attempt": attempt + 1})
         again = agent.resume(ctx, result.session, prompts.correction_message(problems))
         if again is None:
             break
         result = again
-    output_hash = extract.extract(ctx.root, result.output, ctx.schema_hash, ctx.store)
+    calls = ctx.meter.usage.calls if ctx.meter.usage else 0
+    output_hash = extract.extract(
+        ctx.root, result.output, ctx.schema_hash, ctx.store, on_reply=ctx.meter.add
+    )
     if output_hash is not None:
+        span.event("extract", {"method": "llm"})
+        if ctx.meter.usage and ctx.meter.usage.calls > calls:  # the extract's tokens count too
+            result.detail = _with_cost(ctx, result.detail)
         return output_hash, result
     raw = " ".join(result.output[:500].split())
     what = (
@@ -135,33 +163,69 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
     )
 
 
-def execute(agent: Agent, argv: Sequence[str]) -> str:
-    """Run the whole agent flow and return the new StepNode's hash."""
-    from uwf.agent_kit import prompts
-    from uwf.backend import open_backend
-    from uwf.config.config import apply_dotenv
+def cost_fields(ctx: AgentContext, *, duration: bool = True) -> dict[str, Any]:
+    """The cost fields of this step's detail as of now (docs/format.md, "Cost"): its duration
+    (unless ``duration`` is False: ``uwf-mock`` stays reproducible), the tokens of the model
+    calls ``ctx.meter`` saw, and the chain's total."""
+    from uwf.model import cost
+
+    ms = ctx.meter.elapsed_ms() if duration else None
+    return cost.fields(ctx.store, ctx.head_node, ms, ctx.meter.usage)
+
+
+def _with_cost(ctx: AgentContext, detail: str) -> str:
+    """The detail again with up-to-date cost fields, when it records cost at all."""
+    node = ctx.store.get(detail)
+    payload = node.payload if node is not None else None
+    if node is None or not isinstance(payload, dict) or "total" not in payload:
+        return detail
+    fresh = cost_fields(ctx, duration="durationMs" in payload)
+    return str(ctx.store.put(node.type, {**payload, **fresh}))
+
+
+def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
+    """Run the agent, extract its output and write the StepNode; its hash."""
     from uwf.protocol import schemas
 
-    thread, role, edge_prompt = parse_args(argv)
-    backend = open_backend()
-    apply_dotenv(backend.root)
-    ctx = build_context(backend, thread, role, edge_prompt)
-    if ctx.schema is not None:
-        ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
     first = agent.run(ctx)
-    output_hash, last = _extract(agent, ctx, first)
+    output_hash, last = _extract(agent, ctx, first, span)
     step: dict[str, Any] = {
         "start": ctx.start.hash,
         "prev": ctx.prev,
-        "role": role,
+        "role": ctx.role,
         "output": output_hash,
         "detail": last.detail,  # unlike v0.5.0 (first run only): corrections stay visible
         "agent": agent.label,
-        "edgePrompt": edge_prompt,
+        "edgePrompt": ctx.edge_prompt,
         "depth": ctx.depth + 1,
     }
     h = schemas.ensure(ctx.store)
     return str(ctx.store.put(h.step, step))
+
+
+def execute(agent: Agent, argv: Sequence[str]) -> str:
+    """Run the whole agent flow and return the new StepNode's hash. With tracing on it is one
+    span, a child of the step's (``TRACEPARENT``), with an event per correction and extract."""
+    from uwf.agent_kit import prompts
+    from uwf.backend import open_backend
+    from uwf.config.config import apply_dotenv
+
+    thread, role, edge_prompt = parse_args(argv)
+    attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
+    with otel.span("uwf.agent", attributes) as span:
+        try:
+            backend = open_backend()
+            apply_dotenv(backend.root)
+            ctx = build_context(backend, thread, role, edge_prompt)
+            if ctx.schema is not None:
+                ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
+            h = _step_node(agent, ctx, span)
+        except UwfError as exc:
+            span.set("uwf.exit_code", exc.exit_code)
+            span.fail(exc.message)
+            raise
+        span.set("uwf.step", h)
+        return h
 
 
 def main(agent: Agent, argv: Sequence[str] | None = None) -> None:

@@ -21,8 +21,7 @@ from uwf.engine.step.plan import plan_step
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model import answer, chain
 from uwf.model.threads import not_active, require_active
-from uwf.moderator.evaluate import ModeratorError, evaluate
-from uwf.util.base32 import NodeHash, check_hash
+from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
 from uwf.util.log import ProcessLog
 
@@ -38,20 +37,6 @@ def _step_node(backend: Backend, node_hash: str, what: str) -> chain.Step:
 def _prev_of(backend: Backend, step: chain.Step) -> chain.Start | chain.Step:
     """The node a step follows: its previous StepNode, or its StartNode."""
     return chain.load_head(backend.nodes, step.prev or step.start)
-
-
-def _accept(
-    backend: Backend, workflow: dict[str, Any], role: str, output: dict[str, Any]
-) -> NodeHash:
-    """Check a person's output against the role's schema and the graph; store it."""
-    schema_hash, schema = answer.role_schema(backend.nodes, workflow, role)
-    output = answer.clean(output, schema)
-    answer.check(role, schema, output)
-    try:
-        evaluate(workflow["graph"], role, output)
-    except ModeratorError as exc:
-        raise InvalidInput(f"the graph cannot route this output: {exc}") from None
-    return NodeHash(backend.nodes.put(schema_hash, output))
 
 
 def edit_template(backend: Backend, node_hash: str) -> str:
@@ -86,7 +71,7 @@ def fork_edited(
     start = chain.start_of(store, original)
     workflow = chain.load_workflow(store, start.workflow)
     given = answer.parse_answer(text)
-    output = _accept(backend, workflow, original.role, given.output)
+    output = answer.accept(store, workflow, original.role, given.output)
     head = answer.write_step(
         store,
         _prev_of(backend, original),
@@ -168,7 +153,9 @@ def answer_step(
             )
         lock.note(role=plan.role, agent="uwf thread answer")
         store = backend.nodes
-        output_hash = _accept(backend, chain.load_workflow(store, plan.workflow), plan.role, output)
+        output_hash = answer.accept(
+            store, chain.load_workflow(store, plan.workflow), plan.role, output
+        )
         h = answer.write_step(
             store,
             chain.load_head(store, head),

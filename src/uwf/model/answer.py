@@ -106,6 +106,21 @@ def check(role: str, schema: Any, output: dict[str, Any]) -> None:
         )
 
 
+def accept(store: Store, workflow: dict[str, Any], role: str, output: dict[str, Any]) -> str:
+    """Check a person's output against the role's schema (``clean`` first) and the graph's
+    routing; store it and return its hash."""
+    from uwf.moderator.evaluate import ModeratorError, evaluate
+
+    schema_hash, schema = role_schema(store, workflow, role)
+    output = clean(output, schema)
+    check(role, schema, output)
+    try:
+        evaluate(workflow["graph"], role, output)
+    except ModeratorError as exc:
+        raise InvalidInput(f"the graph cannot route this output: {exc}") from None
+    return store.put(schema_hash, output)
+
+
 def _field_lines(field: emits.Field, values: dict[str, Any]) -> list[str]:
     notes = ["required"] if field.required else ["optional"]
     choices = field.choices
@@ -185,6 +200,26 @@ def user() -> str | None:
         return None
 
 
+def store_detail(
+    store: Store,
+    prev: chain.Start | chain.Step,
+    body: str,
+    detail: dict[str, Any],
+    duration_ms: int | None = None,
+) -> str:
+    """A HumanDetail for a step after ``prev``: ``detail`` (``via``, ``editedFrom``), who
+    wrote it, the cost fields, and its content as one turn; the detail's hash."""
+    turns = store_turns(store, [{"role": "assistant", "content": body}] if body.strip() else [])
+    who = user()
+    payload = {
+        **detail,
+        **({"user": who} if who else {}),
+        **cost.fields(store, prev, duration_ms, None),
+        "turns": turns,
+    }
+    return store.put(store.put_schema(HUMAN_DETAIL), payload)
+
+
 def write_step(
     store: Store,
     prev: chain.Start | chain.Step,
@@ -196,17 +231,9 @@ def write_step(
     detail: dict[str, Any],
     duration_ms: int | None = None,
 ) -> NodeHash:
-    """Store a person's step after ``prev``: its content as one turn, a HumanDetail (with
-    ``detail`` and the cost fields) and the StepNode; the StepNode's hash."""
-    turns = store_turns(store, [{"role": "assistant", "content": body}] if body.strip() else [])
-    who = user()
-    payload = {
-        **detail,
-        **({"user": who} if who else {}),
-        **cost.fields(store, prev, duration_ms, None),
-        "turns": turns,
-    }
-    detail_hash = store.put(store.put_schema(HUMAN_DETAIL), payload)
+    """Store a person's step after ``prev``: its detail (``store_detail``) and the StepNode;
+    the StepNode's hash."""
+    detail_hash = store_detail(store, prev, body, detail, duration_ms)
     start = chain.start_of(store, prev)
     step = {
         "start": start.hash,
