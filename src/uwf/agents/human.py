@@ -93,9 +93,7 @@ class HumanAgent:
     def run(self, ctx: AgentContext) -> runner.RunResult:
         tty = terminal()
         if tty is None:
-            raise Deferred(
-                f"no terminal to ask a person on: answer with uwf thread answer {ctx.thread}"
-            )
+            raise Deferred("no terminal to ask a person on")
         try:
             with open(tty, "w", encoding="utf-8") as out:
                 out.write(context_text(ctx))
@@ -113,7 +111,7 @@ class HumanAgent:
 
         taken = answer.edit_answer(text, take, tty=tty)
         if taken is None:
-            raise Deferred(f"no answer given: answer later with uwf thread answer {ctx.thread}")
+            raise Deferred("the answer template came back unchanged")
         output_hash, body = taken
         detail = answer.store_detail(
             ctx.store, ctx.head_node, body, {"via": "uwf-human"}, ctx.meter.elapsed_ms()

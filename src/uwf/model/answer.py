@@ -100,10 +100,8 @@ def check(role: str, schema: Any, output: dict[str, Any]) -> None:
 
     problems = validate(schema, output)
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise SchemaViolation(
-            f'output rejected by the schema of role "{role}": {problems[0]}{more}'
-        )
+        shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+        raise SchemaViolation(f'output rejected by the schema of role "{role}": {shown}')
 
 
 def accept(store: Store, workflow: dict[str, Any], role: str, output: dict[str, Any]) -> str:

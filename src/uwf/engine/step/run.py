@@ -83,11 +83,10 @@ def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> D
         since = known.since
     backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
     log.write("D7W2K9M4", f"agent deferred role={plan.role} reason={reason}")
+    said = f" ({reason})" if reason else ""
     return Deferred(
-        f"agent deferred the step ({plan.argv[0]})"
-        + (f": {reason}" if reason else "")
-        + f"; thread {plan.thread} waits for {plan.role} (run the step again later, or write "
-        f"it by hand: uwf thread answer {plan.thread})"
+        f"thread {plan.thread} waits for {plan.role}: the agent deferred the step{said}; "
+        f"answer it with uwf thread answer {plan.thread}, or step it again later"
     )
 
 
