@@ -23,6 +23,7 @@ from uwf.model import answer, chain
 from uwf.model.threads import not_active, require_active
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
 
 
@@ -52,7 +53,7 @@ def edit_template(backend: Backend, node_hash: str) -> str:
     return answer.template(
         schema,
         output if isinstance(output, dict) else {},
-        last_assistant_content(store, step_node.payload.get("detail")) or "",
+        split(last_assistant_content(store, step_node.payload.get("detail")) or "")[1],
         notes=[
             f"Edit the output of step {step_node.hash} ({step_node.role}); save and quit to "
             "fork the thread from the edited step.",

@@ -35,7 +35,8 @@ HUMAN_DETAIL = detail_schema(
     "HumanDetail",
     {"via": {"type": "string"}},
     optional={
-        "editedFrom": {"type": "string", "format": "cas_ref"},
+        # a plain hash, not a cas_ref: step-details would expand the whole original chain
+        "editedFrom": {"type": "string", "minLength": 13, "maxLength": 13},
         "user": {"type": "string"},
         **cost.COST_FIELDS,
     },
