@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import BIN, EXAMPLES
+from test_builtin import doc_block
 
 WRITE = "---\nstatus: _\nfiles: [docs/install.md]\nsummary: How to install.\n---\nFirst draft."
 REWRITE = "---\nstatus: _\nfiles: [docs/install.md]\nsummary: With the extras.\n---\nSecond."
@@ -163,6 +164,26 @@ def test_cron_loop_with_a_person_as_reviewer_runs_to_end(
     assert [json.loads(x)["role"] for x in log.read_text().splitlines()] == ["writer", "writer"]
 
 
+def test_the_documented_config_makes_the_reviewer_a_person(
+    cli: Any, cli_proc: Any, root: Path, tmp_path: Path
+) -> None:
+    import yaml
+
+    config = yaml.safe_load(doc_block("human-config"))
+    scenario = tmp_path / "writer.yaml"
+    scenario.write_text(yaml.safe_dump({"roles": {"writer": [WRITE]}}))
+    config["agents"]["mock"] = {"command": "uwf-mock", "args": ["--scenario", str(scenario)]}
+    config["defaultAgent"] = "mock"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(yaml.safe_dump(config))
+    assert cli("workflow", "put", str(EXAMPLES / "write-docs.yaml")).code == 0
+    thread = cli("thread", "start", "write-docs", "-p", "Document it").json()["thread"]
+    ran = cli_proc("thread", "step", thread, "-c", "5")
+    assert ran.code == 6, ran.err
+    assert [line["role"] for line in ran.jsonl()] == ["writer"]
+    assert cli("thread", "show", thread).json()["waiting"]["role"] == "reviewer"
+
+
 def test_answer_refusals_change_nothing(
     cli: Any, cli_proc: Any, docs_thread: Any, root: Path, snapshot: Any
 ) -> None:
@@ -257,9 +278,7 @@ def test_uwf_human_on_a_terminal_asks_again_on_a_rejection(
     assert "Review the documentation in" in screen
     # the template came from the role's schema; the second run showed the rejection on top
     first = editor.seen(0)
-    assert "status:  # required, approved | rejected" in first
-    assert "comments:  # required, string" in first
-    assert "# What to change, or why it is good as it is." in first
+    assert first.rstrip("\n") == doc_block("human-template").rstrip("\n")  # as documented
     second = editor.seen(1)
     assert second.startswith(
         '---\n# rejected: output rejected by the schema of role "reviewer": at /status: '
