@@ -205,6 +205,14 @@ def mock_detail(ran: Ran, visit: int, content: str) -> dict[str, Any]:
     return {
         "scenario": ran.scenario_path,
         "visit": visit,
+        # uwf-mock records no cost of its own; it carries the chain's total on (all zero here)
+        "total": {
+            "durationMs": 0,
+            "promptTokens": 0,
+            "completionTokens": 0,
+            "totalTokens": 0,
+            "calls": 0,
+        },
         "turns": [{"index": 0, "role": "assistant", "content": content}],
     }
 

@@ -179,7 +179,11 @@ def _with_cost(ctx: AgentContext, detail: str) -> str:
     payload = node.payload if node is not None else None
     if node is None or not isinstance(payload, dict) or "total" not in payload:
         return detail
+    schema = ctx.store.get(node.type)
+    found = schema.payload if schema is not None else None
+    declared = found.get("properties") or {} if isinstance(found, dict) else {}
     fresh = cost_fields(ctx, duration="durationMs" in payload)
+    fresh = {key: value for key, value in fresh.items() if key in declared}
     return str(ctx.store.put(node.type, {**payload, **fresh}))
 
 

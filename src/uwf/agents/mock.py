@@ -33,8 +33,13 @@ ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
 DETAIL = runner.detail_schema(
     "MockDetail",
     {"scenario": {"type": "string"}, "visit": {"type": "integer"}},
-    # the run of an `attempts` entry; the chain's cost total (no duration: reproducible steps)
-    optional={"attempt": {"type": "integer", "minimum": 1}, "total": COST_FIELDS["total"]},
+    # the run of an `attempts` entry; the cost: the LLM extract's tokens when it ran, and the
+    # chain's total (no duration, so that the steps stay reproducible)
+    optional={
+        "attempt": {"type": "integer", "minimum": 1},
+        "usage": COST_FIELDS["usage"],
+        "total": COST_FIELDS["total"],
+    },
 )
 
 USAGE = "usage: uwf-mock [--scenario FILE] <thread-id> <role>"
