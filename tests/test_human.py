@@ -195,7 +195,7 @@ def test_answer_refusals_change_nothing(
         (
             ["--status", "maybe", "--set", "comments=x"],
             1,
-            'error: output rejected by the schema of role "reviewer": at /status: '
+            'error: output rejected by the schema of role "reviewer": status: '
             "'maybe' is not one of ['approved', 'rejected']",
         ),
         (
@@ -281,7 +281,7 @@ def test_uwf_human_on_a_terminal_asks_again_on_a_rejection(
     assert first.rstrip("\n") == doc_block("human-template").rstrip("\n")  # as documented
     second = editor.seen(1)
     assert second.startswith(
-        '---\n# rejected: output rejected by the schema of role "reviewer": at /status: '
+        '---\n# rejected: output rejected by the schema of role "reviewer": status: '
         "'maybe' is not one of ['approved', 'rejected']\nstatus: maybe"
     )
     assert editor.runs() == 2

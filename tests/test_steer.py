@@ -76,7 +76,7 @@ def test_fork_with_a_rejected_output_names_the_field_and_creates_nothing(
     assert (bad.code, bad.err.strip()) == (
         1,
         "error: output rejected by the schema of role \"developer\": 'filesChanged' is a "
-        "required property; at /summary: 3 is not of type 'string'",
+        "required property; summary: 3 is not of type 'string'",
     )
     start = cli("thread", "steps", thread).json()["steps"][0]["hash"]
     cases = [
@@ -114,7 +114,7 @@ def test_fork_edit_opens_the_editor_on_the_output_and_asks_again(
     assert "filesChanged:  # required, array\n- a.py\n" in shown
     assert "summary: did it  # required, string" in shown
     assert shown.endswith("---\n\nImplemented.\n")  # the step's content after the block
-    assert '# rejected: output rejected by the schema of role "developer": at /filesChanged:' in (
+    assert '# rejected: output rejected by the schema of role "developer": filesChanged:' in (
         editor.seen(1)
     )
     details = cli("thread", "step-details", forked.json()["head"], "--format", "json").json()

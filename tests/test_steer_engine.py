@@ -82,7 +82,7 @@ def test_answer_writes_the_waiting_role_through_the_checks(
     with pytest.raises(SchemaViolation) as err:
         steer.answer_step(backend, thread, fields={"status": "maybe", "comments": "hmm"})
     assert err.value.message == (
-        'output rejected by the schema of role "reviewer": at /status: '
+        'output rejected by the schema of role "reviewer": status: '
         "'maybe' is not one of ['approved', 'rejected']"
     )
     with pytest.raises(SchemaViolation) as err:

@@ -31,7 +31,7 @@ from uwf.util.jsonfmt import dumps
 if TYPE_CHECKING:
     from uwf.cas.store import Store
 
-__all__ = ["candidate", "fast_path", "parse", "parse_standard", "split", "validate_standard"]
+__all__ = ["candidate", "offer", "parse", "parse_standard", "split", "validate_standard"]
 
 STATUSES = ("done", "needs_input", "in_progress", "failed")
 SCOPES = ("role", "thread")

@@ -97,9 +97,9 @@ def clean(output: dict[str, Any], schema: Any) -> dict[str, Any]:
 
 def check(role: str, schema: Any, output: dict[str, Any]) -> None:
     """SchemaViolation naming the field when ``output`` does not satisfy the role's schema."""
-    from uwf.cas.schema import validate
+    from uwf.cas.schema import field_problems
 
-    problems = validate(schema, output)
+    problems = field_problems(schema, output)
     if problems:
         shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
         raise SchemaViolation(f'output rejected by the schema of role "{role}": {shown}')
