@@ -32,11 +32,13 @@ from unittest import mock
 from harness import Usage, file_usage
 
 from uwf.backend.fs import FsBackend
+from uwf.model.cost import Cost
 from uwf.util.base32 import NodeHash
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_FILE = REPO / "examples" / "solve-issue.yaml"
 BIN = Path(sys.executable).parent
+ZERO = Cost().total_json()  # the cost total uwf-mock's details carry (it records no cost)
 
 # The no-op loop: planner once, then developer and reviewer for ever (the reviewer rejects).
 SCENARIO: dict[str, str] = {
@@ -142,7 +144,8 @@ class ChainBuilder:
             output, turn, payload = self._output(role)
             detail = self.store.put(
                 self.detail_type,
-                {"scenario": self.scenario, "visit": visits[role], "turns": [turn]},
+                # uwf-mock carries the chain's cost total on (all zero: it records none)
+                {"scenario": self.scenario, "visit": visits[role], "total": ZERO, "turns": [turn]},
             )
             prev = self.store.put(
                 self.types.step,

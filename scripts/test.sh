@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh machine: set up .venv with the dev, hermes and ui extras, then
+# The whole test suite from a fresh machine: set up .venv with the dev, hermes, ui and otel extras, then
 # run the linters, the type checker, the layer contracts and pytest. Any failure fails the run.
 # UWF_FRESH_VENV=1 (set by .ci/run) rebuilds the venv from scratch.
 # The browser tests need Debian's chromium (and the graph tests Graphviz's dot): installed with
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 if [ "${UWF_FRESH_VENV:-0}" = 1 ]; then rm -rf .venv; fi
 if [ ! -x .venv/bin/pytest ] || [ pyproject.toml -nt .venv/.installed ]; then
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev,hermes,ui]'
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev,hermes,ui,otel]'
   touch .venv/.installed
 fi
 if [ ! -x /usr/bin/chromium ] || ! command -v dot >/dev/null; then

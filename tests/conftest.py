@@ -92,7 +92,7 @@ def cli_proc() -> Any:
             [exe, *[str(a) for a in args]],
             capture_output=True,
             text=True,
-            input=input,
+            input="" if input is None else input,  # never our terminal (agents get UWF_TTY)
             env=full_env,
             timeout=timeout,
         )

@@ -229,9 +229,10 @@ class LLMServer:
             "usage", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         )
         if request.body.get("stream") is True:
-            return _Answer(
-                200, b"", "text/event-stream", _sse_events(ident, model, message, finish)
-            )
+            options = request.body.get("stream_options")
+            wants = isinstance(options, dict) and options.get("include_usage") is True
+            events = _sse_events(ident, model, message, finish, usage if wants else None)
+            return _Answer(200, b"", "text/event-stream", events)
         return _json_answer(
             200,
             {
@@ -253,16 +254,30 @@ def _json_answer(status: int, value: Any) -> _Answer:
     return _Answer(status, json.dumps(value).encode())
 
 
-def _sse_events(ident: str, model: str, message: dict[str, Any], finish: str) -> list[bytes]:
-    """The message as OpenAI-style streaming chunks, ending with ``data: [DONE]``."""
+def _sse_events(
+    ident: str,
+    model: str,
+    message: dict[str, Any],
+    finish: str,
+    usage: dict[str, Any] | None = None,
+) -> list[bytes]:
+    """The message as OpenAI-style streaming chunks, ending with ``data: [DONE]``; with
+    ``usage`` (the request asked ``stream_options.include_usage``) a last chunk without
+    choices carries it, as OpenAI sends it."""
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    def chunk(
+        delta: dict[str, Any] | None, finish_reason: str | None = None, **extra: Any
+    ) -> bytes:
+        choices = (
+            [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+        )
         payload = {
             "id": ident,
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            "choices": choices,
+            **extra,
         }
         return f"data: {json.dumps(payload)}\n\n".encode()
 
@@ -279,6 +294,8 @@ def _sse_events(ident: str, model: str, message: dict[str, Any], finish: str) ->
             piece = {"index": index, "function": {"arguments": args[i : i + STREAM_PIECE]}}
             events.append(chunk({"tool_calls": [piece]}))
     events.append(chunk({}, finish))
+    if usage is not None:
+        events.append(chunk(None, usage=usage))
     events.append(b"data: [DONE]\n\n")
     return events
 

@@ -192,7 +192,9 @@ def test_step_details(cli: Any, cli_proc: Any, thread: str, tmp_path: Path) -> N
     assert isinstance(detail["durationMs"], int) and 300 <= detail["durationMs"] < 30_000
     assert detail["stderr"] == "working on planner\n"
     assert detail["turns"] == [{"index": 0, "role": "assistant", "content": PLAN + "\n"}]
-    assert set(detail) == {"command", "exitCode", "durationMs", "stderr", "turns"}
+    assert set(detail) == {"command", "exitCode", "durationMs", "stderr", "total", "turns"}
+    assert detail["total"]["durationMs"] == detail["durationMs"]  # the first step's cost
+    assert detail["total"]["calls"] == 0  # no model call: the command answered with frontmatter
 
 
 # -- (d) corrections -------------------------------------------------------------------------

@@ -646,7 +646,7 @@ CASES: list[Case] = [
         "thread",
         "thread list --status bogus",
         1,
-        "error: Invalid status: bogus. Must be one of: idle, running, completed, killed, "
+        "error: Invalid status: bogus. Must be one of: idle, running, waiting, completed, killed, "
         "max_rounds, active",
     ),
     case(

@@ -47,6 +47,15 @@ SESSION_ID = re.compile(r"^\d{8}_\d{6}_[0-9a-f]+$")
 STEP_TIMEOUT = 300  # seconds for a subprocess `uwf` running Hermes steps
 
 
+def usage_of(i: int) -> dict[str, int]:
+    """What the model server reports for the i-th reply of the end-to-end test."""
+    return {
+        "prompt_tokens": 100 * (i + 1),
+        "completion_tokens": i + 1,
+        "total_tokens": 101 * (i + 1),
+    }
+
+
 # -- fixtures -----------------------------------------------------------------------------------
 
 
@@ -161,7 +170,9 @@ def test_solve_issue_end_to_end(
             }
         )
     )
-    hermes.server.reply(PLAN, DEV, REJECT, DEV_AGAIN, APPROVE)
+    # each reply reports its tokens (in the stream's last chunk, as Hermes asks for them)
+    texts = [PLAN, DEV, REJECT, DEV_AGAIN, APPROVE]
+    hermes.server.reply(*({"content": text, "usage": usage_of(i)} for i, text in enumerate(texts)))
 
     r = cli_proc("thread", "step", thread, "-c", "10", timeout=STEP_TIMEOUT)
     assert r.code == 0, r.err
@@ -204,8 +215,18 @@ def test_solve_issue_end_to_end(
         "filesChanged": ["a.py", "test_a.py"],
         "summary": "added tests",
     }
-    texts = [PLAN, DEV, REJECT, DEV_AGAIN, APPROVE]
     found = [details(cli, s["hash"]) for s in steps]
+    # Each step's tokens come from its session's export: a re-entry counts only its own run.
+    for i, step in enumerate(steps):
+        assert step["usage"] == {
+            "promptTokens": usage_of(i)["prompt_tokens"],
+            "completionTokens": usage_of(i)["completion_tokens"],
+            "totalTokens": usage_of(i)["total_tokens"],
+            "calls": 1,
+        }, i
+    spent = cli("thread", "show", thread).json()["cost"]
+    assert spent["promptTokens"] == sum(usage_of(i)["prompt_tokens"] for i in range(5))
+    assert spent["calls"] == 5 and spent["durationMs"] == sum(s["durationMs"] for s in steps)
     for detail, text in zip(found, texts, strict=True):
         assert SESSION_ID.match(detail["sessionId"]), detail
         assert detail["model"] == MODEL

@@ -134,7 +134,7 @@ def store(root: Path) -> Store:
 
 def test_steps_lists_start_then_steps_oldest_first(cli: Any, active: Ran) -> None:
     out = ok(cli, "thread", "steps", active.thread).json()
-    assert list(out) == ["thread", "workflow", "steps"]
+    assert list(out) == ["thread", "workflow", "steps", "cost"]
     assert (out["thread"], out["workflow"]) == (active.thread, active.workflow)
     steps = out["steps"]
     assert steps[0] == {
@@ -160,8 +160,9 @@ def test_steps_lists_start_then_steps_oldest_first(cli: Any, active: Ran) -> Non
             "detail": node["payload"]["detail"],  # a hash, not expanded
             "agent": "uwf-mock",
             "timestamp": node["timestamp"],
+            "durationMs": None,  # uwf-mock records no duration and no model call
+            "usage": None,
         }
-        assert list(entry) == ["hash", "role", "output", "detail", "agent", "timestamp"]
     assert steps[1]["role"] == "planner"
 
 
@@ -204,6 +205,14 @@ def mock_detail(ran: Ran, visit: int, content: str) -> dict[str, Any]:
     return {
         "scenario": ran.scenario_path,
         "visit": visit,
+        # uwf-mock records no cost of its own; it carries the chain's total on (all zero here)
+        "total": {
+            "durationMs": 0,
+            "promptTokens": 0,
+            "completionTokens": 0,
+            "totalTokens": 0,
+            "calls": 0,
+        },
         "turns": [{"index": 0, "role": "assistant", "content": content}],
     }
 

@@ -38,6 +38,9 @@ def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenar
     ]
     assert thread not in (root / "threads.yaml").read_text()
     show = cli_proc("thread", "show", thread).json()
+    spent = show.pop("cost")  # uwf-mock records no duration and no model call
+    assert spent["calls"] == spent["totalTokens"] == spent["durationMs"] == 0
+    assert spent["elapsedMs"] >= 0
     assert show == {
         "workflow": wf_hash,
         "thread": thread,

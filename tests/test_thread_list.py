@@ -26,7 +26,7 @@ from rootfiles import RootFiles, open_store
 from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 
-STATUSES = "idle, running, completed, killed, max_rounds, active"
+STATUSES = "idle, running, waiting, completed, killed, max_rounds, active"
 
 
 def jan(day: int) -> int:

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from uwf.adapters import otel
 from uwf.util.errors import UwfError
 from uwf.util.numbers import positive_seconds
 
@@ -94,12 +96,14 @@ class Client:
         *,
         timeout: float,
         limit_hint: str = f"${TIMEOUT_ENV}",
+        on_reply: Callable[[Reply], None] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.model = model
         self.timeout = timeout
         self.limit_hint = limit_hint  # what sets the limit, named in the timeout message
+        self.on_reply = on_reply  # sees every reply (an agent counts its tokens)
         self._http: Any = None
 
     def chat(
@@ -111,7 +115,8 @@ class Client:
         response_format: dict[str, Any] | None = None,
         max_tokens: int | None = None,
     ) -> Reply:
-        """``POST /chat/completions``; only the given options are sent."""
+        """``POST /chat/completions``; only the given options are sent. With tracing on, each
+        call is a span ``chat <model>`` with the GenAI attributes (model, token counts)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         for key, value in (
             ("tools", tools),
@@ -121,7 +126,13 @@ class Client:
         ):
             if value is not None:
                 body[key] = value
-        return parse_completion(self._request("POST", "/chat/completions", body))
+        attributes = _request_attributes(self) if otel.tracer() is not None else None
+        with otel.span(f"chat {self.model}", attributes) as span:
+            reply = parse_completion(self._request("POST", "/chat/completions", body))
+            _reply_attributes(span, reply)
+        if self.on_reply is not None:
+            self.on_reply(reply)
+        return reply
 
     def list_models(self) -> list[str]:
         """The model ids of ``GET /models``, in the server's order."""
@@ -159,6 +170,28 @@ class Client:
             return resp.json()
         except ValueError:
             raise LLMError(f"LLM invalid JSON response: {_quote(resp.text)}") from None
+
+
+def _request_attributes(client: Client) -> dict[str, Any]:
+    """The OpenTelemetry GenAI attributes of a chat request."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(client.base_url)
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": client.model,
+        "server.address": parts.hostname,
+        "server.port": parts.port,
+    }
+
+
+def _reply_attributes(span: otel.Span, reply: Reply) -> None:
+    span.set("gen_ai.response.model", reply.model)
+    if reply.finish_reason:
+        span.set("gen_ai.response.finish_reasons", [reply.finish_reason])
+    if reply.usage is not None:
+        span.set("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
+        span.set("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
 
 
 def _quote(text: str) -> str:

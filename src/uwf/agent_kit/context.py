@@ -18,6 +18,7 @@ from typing import Any
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
 from uwf.model import chain
+from uwf.model.cost import Meter
 from uwf.model.turns import last_assistant_content
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
@@ -73,6 +74,7 @@ class AgentContext:
     schema_hash: str
     schema: dict[str, Any] | None
     format_instruction: str = ""
+    meter: Meter = field(default_factory=Meter)  # the step's duration and model calls so far
     _since: tuple[list[StepView], StepView | None] | None = field(default=None, repr=False)
 
     @property

@@ -7,6 +7,7 @@ retries); its failures are the adapter's ``LLM …`` lines, the extract's own ar
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from uwf.util.errors import UwfError
@@ -53,8 +54,15 @@ def extract_json(client: Client, schema: Any, raw: str) -> Any:
         raise ExtractError(f"failed to parse extracted JSON: {exc}") from None
 
 
-def extract(root: Any, raw: str, schema_hash: str, store: Any) -> str | None:
+def extract(
+    root: Any,
+    raw: str,
+    schema_hash: str,
+    store: Any,
+    on_reply: Callable[[Any], None] | None = None,
+) -> str | None:
     """Run the fallback if a model is configured; the output hash, or None if no model.
+    ``on_reply`` sees the model's reply (the kit counts its tokens).
 
     Raises ExtractError when a model is configured but the extraction fails.
     """
@@ -70,7 +78,11 @@ def extract(root: Any, raw: str, schema_hash: str, store: Any) -> str | None:
     schema_node = store.get(schema_hash)
     schema = schema_node.payload if schema_node is not None else {}
     client = llm.Client(
-        spec.base_url, spec.api_key, spec.model, timeout=llm.resolve_timeout(llm.EXTRACT_TIMEOUT)
+        spec.base_url,
+        spec.api_key,
+        spec.model,
+        timeout=llm.resolve_timeout(llm.EXTRACT_TIMEOUT),
+        on_reply=on_reply,
     )
     try:
         value = extract_json(client, schema, raw)

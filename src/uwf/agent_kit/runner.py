@@ -14,36 +14,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
+from uwf.model import turns as model_turns
+from uwf.model.turns import TURN_SCHEMA, detail_schema
 from uwf.util.errors import Interrupted, UwfError, report
 
-MAX_CORRECTIONS = 2
+__all__ = [
+    "TURN_SCHEMA",
+    "Agent",
+    "RunResult",
+    "cli",
+    "cost_fields",
+    "detail_schema",
+    "execute",
+    "main",
+]
 
-TURN_SCHEMA: dict[str, Any] = {
-    "title": "AgentTurn",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["index", "role", "content"],
-    "properties": {
-        "index": {"type": "integer", "minimum": 0},
-        "role": {"type": "string"},
-        "content": {"type": "string"},
-        "toolCalls": {
-            "anyOf": [
-                {"type": "null"},
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["name", "args"],
-                        "properties": {"name": {"type": "string"}, "args": {"type": "string"}},
-                    },
-                },
-            ]
-        },
-        "reasoning": {"anyOf": [{"type": "null"}, {"type": "string"}]},
-    },
-}
+MAX_CORRECTIONS = 2
 
 
 @dataclass
@@ -53,6 +41,7 @@ class RunResult:
     output: str
     detail: str  # hash of the detail node; after corrections it should cover every run
     session: str | None = None
+    output_hash: str | None = None  # the output node, when the agent stored it (no extract)
 
 
 class Agent(Protocol):
@@ -88,26 +77,7 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
     """Store each turn as an AgentTurn node; return their hashes in order."""
-    turn_type = ctx.store.put_schema(TURN_SCHEMA)
-    return [ctx.store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
-
-
-def detail_schema(
-    title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
-    ``turns`` (refs to AgentTurn nodes)."""
-    return {
-        "title": title,
-        "type": "object",
-        "additionalProperties": False,
-        "required": [*properties, "turns"],
-        "properties": {
-            **properties,
-            **(optional or {}),
-            "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
-        },
-    }
+    return model_turns.store_turns(ctx.store, turns)
 
 
 #: The fields of a detail that records a model session (``uwf-builtin``, ``uwf-hermes``).
@@ -126,8 +96,10 @@ def store_session_detail(
     model: str,
     duration_ms: int,
     turns: list[dict[str, Any]],
+    extra: dict[str, Any] | None = None,
 ) -> str:
-    """Store the turns, then a ``SESSION_FIELDS`` detail under ``schema``; its hash."""
+    """Store the turns, then a ``SESSION_FIELDS`` detail (plus ``extra`` and the cost fields)
+    under ``schema``; its hash."""
     refs = store_turns(ctx, turns)
     return ctx.store.put(
         ctx.store.put_schema(schema),
@@ -137,11 +109,15 @@ def store_session_detail(
             "duration": max(0, duration_ms),
             "turnCount": len(refs),
             "turns": refs,
+            **(extra or {}),
+            **cost_fields(ctx),
         },
     )
 
 
-def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, RunResult]:
+def _extract(
+    agent: Agent, ctx: AgentContext, first: RunResult, span: otel.Span
+) -> tuple[str, RunResult]:
     """The output hash, and the last run (whose detail covers the corrections too).
 
     Each correction prompt names what the role schema rejected (``notes: False is not of
@@ -149,20 +125,31 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
     """
     from uwf.agent_kit import extract, frontmatter, prompts
 
+    if first.output_hash is not None:
+        span.event("extract", {"method": "agent"})
+        return first.output_hash, first
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
         found = frontmatter.offer(result.output, ctx.schema_hash, ctx.store)
         if found.hash is not None:
+            span.event("extract", {"method": "frontmatter", "corrections": attempt})
             return found.hash, result
         problems = found.problems
         if attempt == MAX_CORRECTIONS:
             break
+        span.event("correction", {"attempt": attempt + 1})
         again = agent.resume(ctx, result.session, prompts.correction_message(problems))
         if again is None:
             break
         result = again
-    output_hash = extract.extract(ctx.root, result.output, ctx.schema_hash, ctx.store)
+    calls = ctx.meter.usage.calls if ctx.meter.usage else 0
+    output_hash = extract.extract(
+        ctx.root, result.output, ctx.schema_hash, ctx.store, on_reply=ctx.meter.add
+    )
     if output_hash is not None:
+        span.event("extract", {"method": "llm"})
+        if ctx.meter.usage and ctx.meter.usage.calls > calls:  # the extract's tokens count too
+            result.detail = _with_cost(ctx, result.detail)
         return output_hash, result
     raw = " ".join(result.output[:500].split())
     what = (
@@ -176,33 +163,73 @@ def _extract(agent: Agent, ctx: AgentContext, first: RunResult) -> tuple[str, Ru
     )
 
 
-def execute(agent: Agent, argv: Sequence[str]) -> str:
-    """Run the whole agent flow and return the new StepNode's hash."""
-    from uwf.agent_kit import prompts
-    from uwf.backend import open_backend
-    from uwf.config.config import apply_dotenv
+def cost_fields(ctx: AgentContext, *, duration: bool = True) -> dict[str, Any]:
+    """The cost fields of this step's detail as of now (docs/format.md, "Cost"): its duration
+    (unless ``duration`` is False: ``uwf-mock`` stays reproducible), the tokens of the model
+    calls ``ctx.meter`` saw, and the chain's total."""
+    from uwf.model import cost
+
+    ms = ctx.meter.elapsed_ms() if duration else None
+    return cost.fields(ctx.store, ctx.head_node, ms, ctx.meter.usage)
+
+
+def _with_cost(ctx: AgentContext, detail: str) -> str:
+    """The detail again with up-to-date cost fields, when it records cost at all."""
+    node = ctx.store.get(detail)
+    payload = node.payload if node is not None else None
+    if node is None or not isinstance(payload, dict) or "total" not in payload:
+        return detail
+    schema = ctx.store.get(node.type)
+    found = schema.payload if schema is not None else None
+    declared = found.get("properties") or {} if isinstance(found, dict) else {}
+    fresh = cost_fields(ctx, duration="durationMs" in payload)
+    fresh = {key: value for key, value in fresh.items() if key in declared}
+    return str(ctx.store.put(node.type, {**payload, **fresh}))
+
+
+def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
+    """Run the agent, extract its output and write the StepNode; its hash."""
     from uwf.protocol import schemas
 
-    thread, role, edge_prompt = parse_args(argv)
-    backend = open_backend()
-    apply_dotenv(backend.root)
-    ctx = build_context(backend, thread, role, edge_prompt)
-    if ctx.schema is not None:
-        ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
     first = agent.run(ctx)
-    output_hash, last = _extract(agent, ctx, first)
+    output_hash, last = _extract(agent, ctx, first, span)
     step: dict[str, Any] = {
         "start": ctx.start.hash,
         "prev": ctx.prev,
-        "role": role,
+        "role": ctx.role,
         "output": output_hash,
         "detail": last.detail,  # unlike v0.5.0 (first run only): corrections stay visible
         "agent": agent.label,
-        "edgePrompt": edge_prompt,
+        "edgePrompt": ctx.edge_prompt,
         "depth": ctx.depth + 1,
     }
     h = schemas.ensure(ctx.store)
     return str(ctx.store.put(h.step, step))
+
+
+def execute(agent: Agent, argv: Sequence[str]) -> str:
+    """Run the whole agent flow and return the new StepNode's hash. With tracing on it is one
+    span, a child of the step's (``TRACEPARENT``), with an event per correction and extract."""
+    from uwf.agent_kit import prompts
+    from uwf.backend import open_backend
+    from uwf.config.config import apply_dotenv
+
+    thread, role, edge_prompt = parse_args(argv)
+    attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
+    with otel.span("uwf.agent", attributes) as span:
+        try:
+            backend = open_backend()
+            apply_dotenv(backend.root)
+            ctx = build_context(backend, thread, role, edge_prompt)
+            if ctx.schema is not None:
+                ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
+            h = _step_node(agent, ctx, span)
+        except UwfError as exc:
+            span.set("uwf.exit_code", exc.exit_code)
+            span.fail(exc.message)
+            raise
+        span.set("uwf.step", h)
+        return h
 
 
 def main(agent: Agent, argv: Sequence[str] | None = None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
+from uwf.model.cost import COST_FIELDS
 from uwf.util.errors import AgentFailed, UsageError
 
 USAGE = "usage: uwf-cmd -- <command> [args…] <thread-id> <role>"
@@ -54,6 +55,7 @@ DETAIL = runner.detail_schema(
         "durationMs": {"type": "integer"},
         "stderr": {"type": "string"},
     },
+    {"usage": COST_FIELDS["usage"], "total": COST_FIELDS["total"]},
 )
 STDERR_KEEP = 20_000
 
@@ -109,9 +111,9 @@ class CmdAgent:
             {
                 "command": ran["argv"],
                 "exitCode": ran["code"],
-                "durationMs": ran["durationMs"],
                 "stderr": ran["stderr"],
                 "turns": turns,
+                **runner.cost_fields(ctx),  # durationMs: the whole step so far, corrections too
             },
         )
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
+from uwf.model.cost import COST_FIELDS
 from uwf.util import yamlio
 from uwf.util.errors import InvalidInput, UsageError, UwfError
 
@@ -32,7 +33,13 @@ ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
 DETAIL = runner.detail_schema(
     "MockDetail",
     {"scenario": {"type": "string"}, "visit": {"type": "integer"}},
-    optional={"attempt": {"type": "integer", "minimum": 1}},  # the run of an `attempts` entry
+    # the run of an `attempts` entry; the cost: the LLM extract's tokens when it ran, and the
+    # chain's total (no duration, so that the steps stay reproducible)
+    optional={
+        "attempt": {"type": "integer", "minimum": 1},
+        "usage": COST_FIELDS["usage"],
+        "total": COST_FIELDS["total"],
+    },
 )
 
 USAGE = "usage: uwf-mock [--scenario FILE] <thread-id> <role>"
@@ -148,7 +155,8 @@ class MockAgent:
             entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
         output = _play({"output": entry} if isinstance(entry, str) else entry)
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
-        detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, "turns": turns})
+        total = runner.cost_fields(ctx, duration=False)
+        detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, **total, "turns": turns})
         return runner.RunResult(output, detail)
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:

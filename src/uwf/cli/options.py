@@ -37,6 +37,37 @@ FormatOpt = Annotated[
     ),
 ]
 
+ThreadArg = Annotated[
+    str, typer.Argument(help="Thread id (a 26-character ULID).", show_default=False)
+]
+StepHashArg = Annotated[
+    str, typer.Argument(help="Hash of a StepNode (13 characters).", show_default=False)
+]
+
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="Agent command line, split like a shell would (overrides config).",
+        show_default=False,
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Seconds before the agent's process group is killed "
+        "(default: config agentTimeout, else none).",
+        show_default=False,
+    ),
+]
+WaitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Wait for a step already running on this thread instead of failing."
+    ),
+]
+
 QuotaOpt = Annotated[
     str,
     typer.Option("--quota", help="Character budget of the rendered markdown.", show_default=True),

@@ -8,11 +8,16 @@ from typing import Annotated
 import typer
 
 from uwf.cli.options import (
+    AgentOpt,
     Format,
     FormatOpt,
     GraphFormat,
     GraphFormatOpt,
     QuotaOpt,
+    StepHashArg,
+    ThreadArg,
+    TimeoutOpt,
+    WaitOpt,
     backend,
     emit,
     emit_graph,
@@ -27,13 +32,6 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-ThreadArg = Annotated[
-    str, typer.Argument(help="Thread id (a 26-character ULID).", show_default=False)
-]
-StepHashArg = Annotated[
-    str, typer.Argument(help="Hash of a StepNode (13 characters).", show_default=False)
-]
 
 
 @app.command()
@@ -68,14 +66,7 @@ def start(
 
 def _step(
     thread: ThreadArg,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="Agent command line, split like a shell would (overrides config).",
-            show_default=False,
-        ),
-    ] = None,
+    agent: AgentOpt = None,
     count: Annotated[
         str,
         typer.Option("--count", "-c", help="Run up to N steps, stopping when the thread is done."),
@@ -86,21 +77,8 @@ def _step(
             "--dry-run", help="Print the next role, its prompt and the agent command; run nothing."
         ),
     ] = False,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            help="Seconds before the agent's process group is killed "
-            "(default: config agentTimeout, else none).",
-            show_default=False,
-        ),
-    ] = None,
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait", help="Wait for a step already running on this thread instead of failing."
-        ),
-    ] = False,
+    timeout: TimeoutOpt = None,
+    wait: WaitOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Run one moderator -> agent -> extract cycle (or up to -c N of them).
@@ -119,6 +97,8 @@ def _step(
       3  the thread is not active (completed, killed, max rounds): nothing left to do
       4  busy: another step holds the thread (or moved its head meanwhile)
       5  the agent failed: exit code, timeout, no or a bad StepNode, rejected output
+      6  waiting: the agent deferred the step (exit 75; e.g. a person answers later with
+         uwf thread answer); the thread shows status waiting
       128+n  stopped by signal n (SIGINT, SIGTERM, SIGHUP); the head did not move
     """
     from uwf.engine import step
@@ -164,7 +144,8 @@ def list_(
         str | None,
         typer.Option(
             "--status",
-            help="idle, running, completed, killed, max_rounds (comma-separated), or active.",
+            help="idle, running, waiting, completed, killed, max_rounds (comma-separated), "
+            "or active.",
             show_default=False,
         ),
     ] = None,
@@ -244,12 +225,41 @@ def _fork(
     step_hash: Annotated[
         str, typer.Argument(help="A StartNode or StepNode hash to fork from.", show_default=False)
     ],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            metavar="FILE",
+            help="Fork from a copy of the step with this output instead: a frontmatter "
+            "document (its markdown body becomes the step's content) or YAML/JSON; '-' reads "
+            "stdin. Checked against the role's schema.",
+            show_default=False,
+        ),
+    ] = None,
+    edit: Annotated[
+        bool,
+        typer.Option(
+            "--edit",
+            help="Open $VISUAL/$EDITOR on the step's output (as frontmatter, with its content) "
+            "and fork from the edited copy; a rejected edit opens again.",
+        ),
+    ] = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Start a new thread whose head is an existing node (nothing is copied)."""
+    """Start a new thread whose head is an existing node (nothing is copied).
+
+    With --output or --edit, the new head is a new StepNode with the same start, prev and
+    role as the step and the edited output; its detail records that it was edited by hand
+    and from which step. Prints {"thread","forkedFrom"} ({"thread","head","forkedFrom"}
+    when edited).
+    """
+    from uwf.cli.steering import fork_edited
     from uwf.engine import threads
 
-    emit(threads.fork(backend(), step_hash), fmt)
+    if output is None and not edit:
+        emit(threads.fork(backend(), step_hash), fmt)
+        return
+    emit(fork_edited(backend(), step_hash, output, edit), fmt)
 
 
 app.command("fork")(_fork)
@@ -366,3 +376,13 @@ def export(
     data = text.encode("utf-8")
     fsio.atomic_write(html, data)
     emit({"thread": thread, "file": str(html), "bytes": len(data)})
+
+
+def _register_steering() -> None:
+    from uwf.cli import steering
+
+    app.command("rerun")(steering.rerun)
+    app.command("answer")(steering.answer)
+
+
+_register_steering()

@@ -107,7 +107,7 @@ def with_path(graph: Graph, steps: Sequence[tuple[str, str]], state: str) -> Gra
             marked.taken[last] = marked.taken.get(last, 0) + 1
         marked.visited.add(END)
         marked.current = END
-    elif state in ("idle", "running", "active"):
+    elif state in ("idle", "running", "waiting", "active"):
         marked.pending = last
         marked.current = graph.edges[last].target if last is not None else source
     else:

@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import HISTORY_STATUSES, Backend, ThreadInfo
-from uwf.model import chain
-from uwf.model.threads import ThreadRef, locate, require_active, workflow_of
+from uwf.model import chain, cost
+from uwf.model.threads import (
+    ThreadRef,
+    active_status,
+    locate,
+    require_active,
+    waiting_json,
+    workflow_of,
+)
 from uwf.protocol import schemas
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
@@ -21,7 +28,7 @@ from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import new_thread_id, now_ms, timestamp_ms
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", *HISTORY_STATUSES)
+LIST_STATUSES = ("idle", "running", "waiting", *HISTORY_STATUSES)
 TASK_LINE = 100  # characters of a task's first line recorded for listings
 
 
@@ -65,22 +72,31 @@ def start(
 
 
 def show(backend: Backend, thread: str) -> dict[str, Any]:
-    """``{workflow, thread, head, done, status, steps}`` — a few node reads, whatever the length."""
+    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``) — a few node
+    reads, whatever the length: the cost is the total the head's detail records
+    (docs/format.md, "Cost")."""
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
-    workflow = ref.workflow or chain.start_of(store, head).workflow
+    start = chain.start_of(store, head)
     status = ref.status
     if ref.active:
-        status = "running" if backend.locks.is_running(ref.thread) else "idle"
-    return {
-        "workflow": workflow,
+        status = active_status(ref.waiting, backend.locks.is_running(ref.thread))
+    out: dict[str, Any] = {
+        "workflow": ref.workflow or start.workflow,
         "thread": ref.thread,
         "head": ref.head,
         "done": not ref.active,
         "status": status,
         "steps": chain.depth_of(store, head),
     }
+    if ref.waiting is not None and ref.active:
+        out["waiting"] = waiting_json(ref.waiting)
+    out["cost"] = {
+        **cost.total(store, head).total_json(),
+        "elapsedMs": max(0, head.timestamp - start.timestamp),
+    }
+    return out
 
 
 def _parse_statuses(value: str | None) -> set[str] | None:
@@ -88,7 +104,7 @@ def _parse_statuses(value: str | None) -> set[str] | None:
         return None
     text = value.strip()
     if text == "active":
-        return {"idle", "running"}
+        return {"idle", "running", "waiting"}
     parts = [p.strip() for p in text.split(",")]
     for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
@@ -114,10 +130,16 @@ def _active_items(backend: Backend) -> list[dict[str, Any]]:
                 workflow = start_workflow[start_hash]
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
-        status = "running" if record.thread in running else "idle"
-        items.append(
-            {"thread": record.thread, "workflow": workflow, "head": record.head, "status": status}
-        )
+        status = active_status(record.waiting, record.thread in running)
+        item: dict[str, Any] = {
+            "thread": record.thread,
+            "workflow": workflow,
+            "head": record.head,
+            "status": status,
+        }
+        if record.waiting is not None:
+            item["waiting"] = waiting_json(record.waiting)
+        items.append(item)
     return items
 
 
@@ -190,7 +212,10 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
             "timestamp": start_node.timestamp,
         }
     ]
+    total = cost.Cost()
     for step in chain.steps_oldest_first(store, head):
+        spent = cost.step_cost(store, step)
+        total = total + spent.pop("cost")
         out.append(
             {
                 "hash": step.hash,
@@ -199,9 +224,18 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
                 "detail": step.payload.get("detail") or None,
                 "agent": step.payload.get("agent", ""),
                 "timestamp": step.timestamp,
+                **spent,
             }
         )
-    return {"thread": ref.thread, "workflow": start_node.workflow, "steps": out}
+    return {
+        "thread": ref.thread,
+        "workflow": start_node.workflow,
+        "steps": out,
+        "cost": {
+            **total.total_json(),
+            "elapsedMs": max(0, head.timestamp - start_node.timestamp),
+        },
+    }
 
 
 def fork(backend: Backend, node_hash: str) -> dict[str, Any]:

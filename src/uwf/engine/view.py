@@ -13,7 +13,7 @@ from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.model import chain
-from uwf.model.threads import locate
+from uwf.model.threads import active_status, locate
 from uwf.model.turns import last_assistant_content
 from uwf.moderator.evaluate import START, ModeratorError, evaluate, status_of
 from uwf.util.errors import UwfError
@@ -102,7 +102,7 @@ def timeline(
         boundary = record["timestamp"]
     status = ref.status
     if ref.active:
-        status = "running" if backend.locks.is_running(ref.thread) else "idle"
+        status = active_status(ref.waiting, backend.locks.is_running(ref.thread))
     return {
         "thread": thread,
         "workflow": start.workflow,

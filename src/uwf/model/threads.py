@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotActive, NotFound, UwfError
@@ -19,6 +19,20 @@ class ThreadRef(NamedTuple):
     active: bool
     status: str
     workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
+    waiting: Waiting | None = None  # an active thread whose agent deferred at this head
+
+
+def active_status(waiting: Waiting | None, running: bool) -> str:
+    """An active thread's status: ``running`` while a step holds its lock, ``waiting`` when
+    its agent deferred the step (a person answers later), else ``idle``."""
+    return "running" if running else "waiting" if waiting is not None else "idle"
+
+
+def waiting_json(waiting: Waiting) -> dict[str, object]:
+    """What ``thread show`` and ``thread list`` say of a wait: ``{role, since, reason?}``."""
+    out = waiting.as_json()
+    del out["head"]
+    return out
 
 
 def locate(backend: Backend, thread: str) -> ThreadRef:
@@ -26,7 +40,7 @@ def locate(backend: Backend, thread: str) -> ThreadRef:
     tid = check_thread_id(thread)
     record = backend.threads.get(tid)
     if record is not None:
-        return ThreadRef(tid, record.head, True, "active", record.info.workflow)
+        return ThreadRef(tid, record.head, True, "active", record.info.workflow, record.waiting)
     entry = backend.threads.history_entry(tid)
     if entry is not None:
         return ThreadRef(tid, entry.head, False, entry.status, entry.workflow)

@@ -1,10 +1,65 @@
-"""The turns of a step: what its detail node records of the agent's conversation."""
+"""The turns of a step: what its detail node records of the agent's conversation.
+
+``TURN_SCHEMA`` and ``detail_schema`` are the shapes uwf's agents (and the steps uwf writes
+for people: docs/format.md, "Steps written by hand") give their details, so that
+``thread read`` and the agents' history prompts can show a step's content.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from uwf.cas.store import Store
+
+TURN_SCHEMA: dict[str, Any] = {
+    "title": "AgentTurn",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["index", "role", "content"],
+    "properties": {
+        "index": {"type": "integer", "minimum": 0},
+        "role": {"type": "string"},
+        "content": {"type": "string"},
+        "toolCalls": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "args"],
+                        "properties": {"name": {"type": "string"}, "args": {"type": "string"}},
+                    },
+                },
+            ]
+        },
+        "reasoning": {"anyOf": [{"type": "null"}, {"type": "string"}]},
+    },
+}
+
+
+def detail_schema(
+    title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
+    ``turns`` (refs to AgentTurn nodes)."""
+    return {
+        "title": title,
+        "type": "object",
+        "additionalProperties": False,
+        "required": [*properties, "turns"],
+        "properties": {
+            **properties,
+            **(optional or {}),
+            "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
+        },
+    }
+
+
+def store_turns(store: Store, turns: list[dict[str, Any]]) -> list[str]:
+    """Store each turn as an AgentTurn node; return their hashes in order."""
+    turn_type = store.put_schema(TURN_SCHEMA)
+    return [store.put(turn_type, {"index": i, **t}) for i, t in enumerate(turns)]
 
 
 def turns(store: Store, detail_hash: Any) -> list[dict[str, Any]]:

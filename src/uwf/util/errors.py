@@ -15,6 +15,8 @@ from __future__ import annotations
 import signal
 import sys
 
+DEFER_EXIT = 75  # EX_TEMPFAIL: an agent that exits with it defers its step ("not now")
+
 
 def oneline(text: str) -> str:
     """``text`` as is when it is one printable line, else JSON-quoted: a value from the user
@@ -84,6 +86,18 @@ class AgentFailed(UwfError):
     """An agent process that failed, timed out or answered wrongly."""
 
     loop_code = 5
+
+
+class Deferred(UwfError):
+    """ "Not now": an agent deferred its step (a person must answer, a rate limit…).
+
+    An agent process exits 75 (EX_TEMPFAIL) with it; ``uwf thread step`` then records that
+    the thread waits for the role, leaves the head where it was and exits 6 (docs/format.md,
+    "The agent protocol").
+    """
+
+    exit_code = DEFER_EXIT
+    loop_code = 6
 
 
 class Interrupted(BaseException):

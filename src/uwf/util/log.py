@@ -34,6 +34,8 @@ TAGS: dict[str, str] = {
     "T3G8B5N2": "workflow rolled back",
     "N6J4S8P3": "agent timeout",
     "P4W7H2M9": "moderator failed",
+    "D7W2K9M4": "agent deferred: thread waits",
+    "E3N8V5Q1": "step written by hand (thread answer)",
 }
 
 

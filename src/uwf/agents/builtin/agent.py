@@ -20,11 +20,12 @@ from uwf.agent_kit.context import AgentContext
 from uwf.agents.builtin.loop import CORRECTION_TURNS, MAX_TURNS, final_output, run_loop, say
 from uwf.agents.builtin.messages import build_messages
 from uwf.agents.builtin.tools import COMMAND_TIMEOUT, TOOLS, Tools, command_env
+from uwf.model.cost import COST_FIELDS
 from uwf.util.errors import InvalidInput, UwfError
 
 LABEL = "uwf-builtin"
 
-DETAIL = runner.detail_schema("BuiltinDetail", runner.SESSION_FIELDS)
+DETAIL = runner.detail_schema("BuiltinDetail", runner.SESSION_FIELDS, COST_FIELDS)
 
 
 @dataclass
@@ -84,6 +85,7 @@ class BuiltinAgent:
             spec.model,
             timeout=llm.resolve_timeout(llm.AGENT_TIMEOUT, self.options.http_timeout),
             limit_hint=f"--http-timeout or ${llm.TIMEOUT_ENV}",
+            on_reply=ctx.meter.add,  # the step's tokens, for its detail
         )
         self.chat = ModelChat(client)
         self.tools = Tools(

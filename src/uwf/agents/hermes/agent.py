@@ -21,6 +21,7 @@ from uwf.agents.hermes.process import (
     run_hermes,
 )
 from uwf.agents.hermes.session import Run, run_of
+from uwf.model.cost import COST_FIELDS, Cost
 from uwf.util.errors import AgentFailed, UwfError
 
 AGENT = "hermes"  # the session-cache name: <root>/cache/hermes-sessions.json
@@ -30,7 +31,11 @@ LABEL = "uwf-hermes"
 # Hermes only ever writes assistant and tool turns (session.to_turn skips the rest), which
 # the shared shape holds as they are, so a schema of its own would only add a second type
 # for the same data.
-DETAIL = runner.detail_schema("HermesDetail", runner.SESSION_FIELDS)
+DETAIL = runner.detail_schema(
+    "HermesDetail",
+    runner.SESSION_FIELDS,
+    {**COST_FIELDS, "sessionUsage": COST_FIELDS["usage"]},  # the session's counters at the end
+)
 DETAIL["description"] = "A step run by the Hermes agent (see docs/agents.md, uwf-hermes)."
 
 
@@ -77,7 +82,13 @@ class HermesAgent:
         last = self.runs[-1]
         duration = round((last.end - self.runs[0].start) * 1000)
         turns = [t for run in self.runs for t in run.turns]
-        return runner.store_session_detail(ctx, DETAIL, last.session, last.model, duration, turns)
+        extra = {}
+        if last.usage is not None:
+            extra["sessionUsage"] = last.usage.usage_json()
+            ctx.meter.usage = _step_usage(ctx, last)
+        return runner.store_session_detail(
+            ctx, DETAIL, last.session, last.model, duration, turns, extra
+        )
 
     def _prompt(self, ctx: AgentContext, first_visit: bool) -> str:
         from uwf.agent_kit.prompts import build_agent_prompt
@@ -123,3 +134,27 @@ class HermesAgent:
         run = self._chat(ctx, message, resume=session)
         self.runs.append(run)
         return runner.RunResult(run.output, self._detail(ctx), run.session)
+
+
+def _step_usage(ctx: AgentContext, last: Run) -> Cost | None:
+    """This step's tokens: the session's counters now, less what they were at the end of the
+    role's last visit when that visit ran in the same session (None when that is unknown)."""
+    assert last.usage is not None
+    before = Cost()
+    previous = ctx.last_visit
+    if previous is not None and previous["agent"] == LABEL:
+        node = ctx.store.get(previous["detail"])
+        detail = node.payload if node is not None and isinstance(node.payload, dict) else {}
+        if detail.get("sessionId") == last.session:
+            known = Cost.of_json(detail.get("sessionUsage"))
+            if known is None:
+                return None
+            before = known
+    now = last.usage
+    return Cost(
+        0,
+        max(0, now.prompt_tokens - before.prompt_tokens),
+        max(0, now.completion_tokens - before.completion_tokens),
+        max(0, now.total_tokens - before.total_tokens),
+        max(0, now.calls - before.calls),
+    )

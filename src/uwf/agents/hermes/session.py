@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from uwf.model.cost import Cost
+
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -89,6 +91,16 @@ class Run:
     turns: list[dict[str, Any]]
     start: float  # unix seconds
     end: float
+    usage: Cost | None = None  # the session's token counters at the end of the run
+
+
+def session_usage(session: dict[str, Any]) -> Cost | None:
+    """The token counters of an exported session (cumulative over its runs), when it has them."""
+    counts = [session.get(key) for key in ("input_tokens", "output_tokens", "api_call_count")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+        return None
+    prompt, completion, calls = (int(c) for c in counts)  # type: ignore[arg-type]
+    return Cost(0, prompt, completion, prompt + completion, calls)
 
 
 def run_of(session: dict[str, Any], launched: float, resumed: bool) -> Run:
@@ -121,4 +133,5 @@ def run_of(session: dict[str, Any], launched: float, resumed: bool) -> Run:
         turns=turns,
         start=start,
         end=end,
+        usage=session_usage(session),
     )

@@ -13,12 +13,22 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
+from uwf.engine.step import tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.plan import StepPlan, plan_step
-from uwf.engine.step.run import Runner, agent_env, answered_hash, process_runner
+from uwf.engine.step.run import Runner, agent_env, answered_hash, defer, process_runner
 from uwf.model.threads import not_active, require_active
-from uwf.util.errors import Conflict, InvalidInput, NotActive, UwfError
+from uwf.util.errors import (
+    DEFER_EXIT,
+    Conflict,
+    Interrupted,
+    InvalidInput,
+    NotActive,
+    UwfError,
+    exit_code,
+)
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
 
@@ -47,12 +57,15 @@ def step(
     timeout: float | None = None,
     wait: bool = False,
     runner: Runner = process_runner,
+    edge_prompt: str | None = None,
 ) -> StepResult:
     """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
     _check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
     with backend.locks.step(tid, wait=wait) as lock:
-        return step_held(backend, lock, tid, agent=agent, timeout=timeout, runner=runner)
+        return step_held(
+            backend, lock, tid, agent=agent, timeout=timeout, runner=runner, edge_prompt=edge_prompt
+        )
 
 
 def step_held(
@@ -63,34 +76,65 @@ def step_held(
     agent: str | None = None,
     timeout: float | None = None,
     runner: Runner = process_runner,
+    edge_prompt: str | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
-    steps under one lock): re-read the head, plan, run, commit."""
+    steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
+    one span (docs/format.md, "Traces")."""
     head = backend.threads.head(thread)
     if head is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
     log = ProcessLog(backend.root, thread=thread)
-    try:
-        plan = plan_step(backend, thread, head, agent=agent, timeout=timeout)
-        log.bind(workflow=plan.workflow)
-        if plan.archive is not None:
-            status = archive(backend, plan, plan.archive, head, log)
-            return StepResult(plan.workflow, thread, head, None, True, status)
-        assert plan.role is not None
-        log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
-        lock.note(role=plan.role, agent=plan.argv[0])
-        log.write(
-            "R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:])
-        )
-        finished = runner(plan, agent_env(backend, plan), _stop_when_gone(backend, plan))
-        if finished.stopped:
-            raise _stopped(backend, thread)
-        h = answered_hash(plan, finished)
-        log.write("C6P9E3H7", f"agent returned hash={h}")
-        return commit_step(backend, plan, h, log)
-    except UwfError as exc:
-        log.write("B8T5N1V6", f"step failed: {exc.message}")
-        raise
+    with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
+        try:
+            plan = plan_step(
+                backend, thread, head, agent=agent, timeout=timeout, edge_prompt=edge_prompt
+            )
+            log.bind(workflow=plan.workflow)
+            tracing.planned(span, plan)
+            if plan.archive is not None:
+                status = archive(backend, plan, plan.archive, head, log)
+                result = StepResult(plan.workflow, thread, head, None, True, status)
+            else:
+                result = _run(backend, lock, plan, runner, log, span)
+            tracing.landed(span, result)
+            return result
+        except UwfError as exc:
+            log.write("B8T5N1V6", f"step failed: {exc.message}")
+            tracing.failed(span, exc.message, exit_code(exc, loop=True))
+            raise
+        except Interrupted as exc:
+            tracing.failed(span, exc.message, exc.exit_code)
+            raise
+
+
+def _run(
+    backend: Backend,
+    lock: StepLock,
+    plan: StepPlan,
+    runner: Runner,
+    log: ProcessLog,
+    span: otel.Span,
+) -> StepResult:
+    """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
+    assert plan.role is not None
+    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
+    lock.note(role=plan.role, agent=plan.argv[0])
+    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
+    span.event("spawn", {"uwf.agent": plan.argv[0]})
+    env = {**agent_env(backend, plan), **span.child_env()}
+    finished = runner(plan, env, _stop_when_gone(backend, plan))
+    span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
+    span.set("uwf.agent.exit_code", finished.code)
+    if finished.stopped:
+        raise _stopped(backend, plan.thread)
+    if finished.code == DEFER_EXIT and not finished.timed_out:
+        raise defer(backend, plan, finished, log)
+    h = answered_hash(plan, finished)
+    log.write("C6P9E3H7", f"agent returned hash={h}")
+    result = commit_step(backend, plan, h, log)
+    span.event("commit", {"uwf.head": h, "uwf.status": result.status})
+    return result
 
 
 def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:

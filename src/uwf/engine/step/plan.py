@@ -75,8 +75,13 @@ def plan_step(
     *,
     agent: str | None = None,
     timeout: float | None = None,
+    edge_prompt: str | None = None,
+    by: tuple[str, ...] | None = None,
 ) -> StepPlan:
-    """Decide the step of ``thread`` at ``head``. Reads a handful of nodes, writes nothing."""
+    """Decide the step of ``thread`` at ``head``. Reads a handful of nodes, writes nothing.
+
+    ``edge_prompt`` replaces the rendered edge prompt (``thread rerun --edge-prompt``);
+    ``by`` is who writes the step instead of a configured agent (``thread answer``)."""
     store = backend.nodes
     node = chain.load_head(store, head)
     start = chain.start_of(store, node)
@@ -104,11 +109,18 @@ def plan_step(
         )
     if base.limit is not None and base.depth >= base.limit:
         return replace(base, archive="max_rounds")
-    argv = agent_command(config, base.workflow_name, decision.role, agent)
+    if by is not None:
+        argv: tuple[str, ...] = by
+    else:
+        argv = (
+            *agent_command(config, base.workflow_name, decision.role, agent),
+            thread,
+            decision.role,
+        )
     return replace(
         base,
         role=decision.role,
-        prompt=decision.prompt,
-        argv=(*argv, thread, decision.role),
+        prompt=decision.prompt if edge_prompt is None else edge_prompt,
+        argv=argv,
         timeout=timeout if timeout is not None else config.agent_timeout,
     )

@@ -13,11 +13,15 @@ from typing import Protocol
 
 from uwf.adapters import process
 from uwf.adapters.process import Finished
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, Waiting
 from uwf.config.config import load_dotenv
 from uwf.engine.step.plan import StepPlan
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import AgentFailed
+from uwf.util.errors import AgentFailed, Deferred
+from uwf.util.log import ProcessLog
+from uwf.util.ulid import now_ms
+
+TTY_ENV = "UWF_TTY"
 
 
 class Runner(Protocol):
@@ -49,7 +53,41 @@ def agent_env(backend: Backend, plan: StepPlan) -> dict[str, str]:
         env.setdefault(key, value)
     env.update(backend.env())
     env["UWF_EDGE_PROMPT"] = plan.prompt
+    env.pop(TTY_ENV, None)
+    tty = terminal()
+    if tty is not None:
+        env[TTY_ENV] = tty
     return env
+
+
+def terminal() -> str | None:
+    """The path of uwf's terminal when its stdin is one (a person runs the step), else None.
+
+    Agents run with stdin closed in a session of their own; an agent that talks to a person
+    (``uwf-human``) opens this path instead (docs/format.md, "The agent protocol")."""
+    try:
+        return os.ttyname(0) if os.isatty(0) else None
+    except OSError:
+        return None
+
+
+def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> Deferred:
+    """The agent deferred its step (exit 75): record that the thread waits at its head for the
+    role (since the first deferral at this head) and return the error the step fails with."""
+    assert plan.role is not None
+    reason = stderr_summary(run.stderr_tail, 300).removeprefix("error: ") or None
+    record = backend.threads.get(plan.thread)
+    known = record.waiting if record is not None else None
+    since = now_ms()
+    if known is not None and known.head == plan.head and known.role == plan.role:
+        since = known.since
+    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
+    log.write("D7W2K9M4", f"agent deferred role={plan.role} reason={reason}")
+    said = f" ({reason})" if reason else ""
+    return Deferred(
+        f"thread {plan.thread} waits for {plan.role}: the agent deferred the step{said}; "
+        f"answer it with uwf thread answer {plan.thread}, or step it again later"
+    )
 
 
 def stderr_summary(text: str, limit: int = 500) -> str:

@@ -1,0 +1,154 @@
+"""`uwf thread rerun`, `thread answer` and the edits of `thread fork --output/--edit`:
+steering a thread by hand (docs/agents.md, "People as roles"). Registered on the thread
+group by ``uwf.cli.thread``."""
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from uwf.cli.options import (
+    AgentOpt,
+    FormatOpt,
+    StepHashArg,
+    ThreadArg,
+    TimeoutOpt,
+    WaitOpt,
+    backend,
+    emit_stream,
+    loop_contract,
+)
+from uwf.util.errors import InvalidInput, UsageError
+
+if TYPE_CHECKING:
+    from uwf.backend.base import Backend
+
+
+def read_text(path: str, what: str) -> str:
+    """A file's text ('-': stdin), as an error line when it cannot be read."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidInput(f"cannot read {what} {path}: {reason}") from None
+
+
+def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> dict[str, Any]:
+    """``thread fork --output FILE`` or ``--edit``: the new thread, or an error."""
+    from uwf.engine import steer
+
+    if output is not None and edit:
+        raise UsageError("give --output or --edit, not both")
+    if output is not None:
+        text = read_text(output, "output")
+        return steer.fork_edited(b, step_hash, text, via="thread fork --output")
+    from uwf.model.answer import edit_answer
+
+    began = time.monotonic()
+    text = steer.edit_template(b, step_hash)
+    forked = edit_answer(
+        text,
+        lambda written: steer.fork_edited(
+            b,
+            step_hash,
+            written,
+            via="thread fork --edit",
+            duration_ms=int((time.monotonic() - began) * 1000),
+        ),
+    )
+    if forked is None:
+        raise InvalidInput("the output was left unchanged: no thread was created")
+    return forked
+
+
+def rerun(
+    step_hash: StepHashArg,
+    agent: AgentOpt = None,
+    timeout: TimeoutOpt = None,
+    edge_prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--edge-prompt",
+            metavar="TEXT",
+            help="The instruction the role gets instead of the graph's edge prompt.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Run a step's role again from the step's parent, in a new thread.
+
+    Forks at the step's parent (its previous step, or the task) and runs the same role once,
+    with --agent, --timeout or --edge-prompt when given; the original thread is untouched.
+    Prints the step's line ({"workflow","thread","head","role","done","status"}, thread being
+    the new one) plus "rerunOf". Exit codes as for thread step (an error names the new
+    thread).
+    """
+    from uwf.engine import steer
+
+    with loop_contract():
+        emit_stream(
+            steer.rerun(
+                backend(), step_hash, agent=agent, timeout=timeout, edge_prompt=edge_prompt
+            ),
+            fmt,
+        )
+
+
+def answer(
+    thread: ThreadArg,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="The output's status field.", show_default=False),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="FIELD=VALUE",
+            help="An output field (repeatable); a VALUE that parses as JSON is that value "
+            "(true, 3, [1, 2]), else text.",
+            show_default=False,
+        ),
+    ] = None,
+    message: Annotated[
+        str | None,
+        typer.Option("--message", "-m", help="The step's content (markdown).", show_default=False),
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--file",
+            metavar="FILE",
+            help="The whole answer: frontmatter with the fields, then the content ('-': stdin).",
+            show_default=False,
+        ),
+    ] = None,
+    wait: WaitOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Write the step of the role a thread waits for, as a person.
+
+    The role is the one the thread waits for (status waiting: its agent deferred), or else
+    the one that runs next. The output is --file's frontmatter, then --status and --set over
+    it; the content is -m or --file's body. It is checked like an agent's step — the role's
+    schema (a rejection names the field), the graph's routing, the step lock — and
+    committed. Prints the step's line, as thread step does, with the same exit codes.
+    """
+    from uwf.engine import steer
+
+    if message is not None and file is not None:
+        raise UsageError("give -m or --file, not both")
+    fields = steer.parse_sets(sets or [])
+    if status is not None:
+        fields["status"] = status
+    text = read_text(file, "answer") if file is not None else None
+    with loop_contract():
+        result = steer.answer_step(
+            backend(), thread, fields=fields, text=text, message=message, wait=wait
+        )
+        emit_stream(result.as_json(), fmt)

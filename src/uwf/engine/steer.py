@@ -1,0 +1,171 @@
+"""Steering a thread by hand: fork with an edited output, re-run a step, answer a waiting role.
+
+Every function takes the backend and returns plain data. Nothing here rewrites a node: an
+edit is a new StepNode beside the old one (same ``start``, ``prev``, ``role``) at the head of
+a new thread; a re-run forks at the step's parent and runs the role again; an answer is the
+step a person writes for the role a thread waits for, committed like an agent's
+(docs/format.md, "Steps written by hand").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from uwf.backend.base import Backend
+from uwf.engine import threads
+from uwf.engine.step import StepResult, step
+from uwf.engine.step.commit import commit_step
+from uwf.engine.step.plan import plan_step
+from uwf.engine.step.run import Runner, process_runner
+from uwf.model import answer, chain
+from uwf.model.threads import not_active, require_active
+from uwf.util.base32 import check_hash
+from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.frontmatter import split
+from uwf.util.log import ProcessLog
+
+
+def _step_node(backend: Backend, node_hash: str, what: str) -> chain.Step:
+    h = check_hash(node_hash)
+    node = chain.load_head(backend.nodes, h)
+    if not isinstance(node, chain.Step):
+        raise InvalidInput(f"{what} needs a StepNode; {h} is a StartNode")
+    return node
+
+
+def _prev_of(backend: Backend, step: chain.Step) -> chain.Start | chain.Step:
+    """The node a step follows: its previous StepNode, or its StartNode."""
+    return chain.load_head(backend.nodes, step.prev or step.start)
+
+
+def edit_template(backend: Backend, node_hash: str) -> str:
+    """The text ``thread fork --edit`` opens: the step's output as frontmatter, its content
+    after it."""
+    from uwf.model.turns import last_assistant_content
+
+    step_node = _step_node(backend, node_hash, "thread fork --edit")
+    store = backend.nodes
+    workflow = chain.load_workflow(store, chain.start_of(store, step_node).workflow)
+    _, schema = answer.role_schema(store, workflow, step_node.role)
+    output = chain.output_of(store, step_node)
+    return answer.template(
+        schema,
+        output if isinstance(output, dict) else {},
+        split(last_assistant_content(store, step_node.payload.get("detail")) or "")[1],
+        notes=[
+            f"Edit the output of step {step_node.hash} ({step_node.role}); save and quit to "
+            "fork the thread from the edited step.",
+            "Leave it unchanged to create nothing.",
+        ],
+    )
+
+
+def fork_edited(
+    backend: Backend, node_hash: str, text: str, *, via: str, duration_ms: int | None = None
+) -> dict[str, Any]:
+    """A new thread whose head is a copy of a step with the output ``text`` gives (a
+    frontmatter document, or YAML/JSON), checked against the role's schema and the graph."""
+    original = _step_node(backend, node_hash, via)
+    store = backend.nodes
+    start = chain.start_of(store, original)
+    workflow = chain.load_workflow(store, start.workflow)
+    given = answer.parse_answer(text)
+    output = answer.accept(store, workflow, original.role, given.output)
+    head = answer.write_step(
+        store,
+        _prev_of(backend, original),
+        role=original.role,
+        edge_prompt=str(original.payload.get("edgePrompt") or ""),
+        output=output,
+        body=given.body,
+        detail={"via": via, "editedFrom": original.hash},
+        duration_ms=duration_ms,
+    )
+    thread = threads.fork(backend, head)["thread"]  # a new thread at the edited step
+    return {"thread": thread, "head": head, "forkedFrom": {"step": original.hash, "edited": True}}
+
+
+def rerun(
+    backend: Backend,
+    node_hash: str,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    edge_prompt: str | None = None,
+    runner: Runner = process_runner,
+) -> dict[str, Any]:
+    """Fork at a step's parent and run its role once more; the original is untouched."""
+    original = _step_node(backend, node_hash, "thread rerun")
+    parent = original.prev or original.start
+    forked = threads.fork(backend, parent)["thread"]
+    try:
+        result = step(
+            backend, forked, agent=agent, timeout=timeout, edge_prompt=edge_prompt, runner=runner
+        )
+    except UwfError as exc:
+        exc.message = f"{exc.message} (re-run thread {forked}, forked at {parent})"
+        exc.args = (exc.message,)
+        raise
+    return {**result.as_json(), "rerunOf": original.hash}
+
+
+def parse_sets(sets: Sequence[str]) -> dict[str, Any]:
+    """``--set field=value`` pairs; a value that parses as JSON is that value, else a string."""
+    out: dict[str, Any] = {}
+    for item in sets:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise InvalidInput(f"--set expects field=value, got: {oneline(item)}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[name.strip()] = value
+    return out
+
+
+def answer_step(
+    backend: Backend,
+    thread: str,
+    *,
+    fields: dict[str, Any],
+    text: str | None = None,
+    message: str | None = None,
+    wait: bool = False,
+) -> StepResult:
+    """Write the step of the role ``thread`` waits for (or runs next) from a person's answer:
+    ``text`` (a frontmatter document), then ``fields`` over it, ``message`` as its content;
+    checked and committed under the step lock like an agent's step."""
+    given = answer.parse_answer(text) if text is not None else answer.Answer({}, "")
+    output = {**given.output, **fields}
+    body = message if message is not None else given.body
+    tid, _ = require_active(backend, thread)
+    with backend.locks.step(tid, wait=wait) as lock:
+        head = backend.threads.head(tid)
+        if head is None:
+            raise not_active(backend, tid)
+        plan = plan_step(backend, tid, head, by=("uwf thread answer",))
+        if plan.role is None:
+            raise InvalidInput(
+                f"thread {tid} has no role to answer: it ends here ({plan.archive}); "
+                f"uwf thread step {tid} closes it"
+            )
+        lock.note(role=plan.role, agent="uwf thread answer")
+        store = backend.nodes
+        output_hash = answer.accept(
+            store, chain.load_workflow(store, plan.workflow), plan.role, output
+        )
+        h = answer.write_step(
+            store,
+            chain.load_head(store, head),
+            role=plan.role,
+            edge_prompt=plan.prompt,
+            output=output_hash,
+            body=body,
+            detail={"via": "thread answer"},
+        )
+        log = ProcessLog(backend.root, thread=tid, workflow=plan.workflow)
+        log.write("E3N8V5Q1", f"answered role={plan.role} step={h}")
+        return commit_step(backend, plan, h, log)
