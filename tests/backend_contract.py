@@ -513,6 +513,26 @@ try:
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
     elif op == "register":
         backend.registry.set(thread, NodeHash(a))
+    elif op == "attempt":  # non-waiting step-lock attempts for b seconds; how many refused
+        end, tries, busy = time.monotonic() + float(b), 0, 0
+        while time.monotonic() < end:
+            tries += 1
+            try:
+                with backend.locks.step(ThreadId(thread), wait=False):
+                    pass
+            except Busy:
+                busy += 1
+        print("tries", tries, flush=True)
+        print("ok" if busy == 0 else f"busy={busy}", flush=True)
+        sys.exit(0)
+    elif op == "read":  # "is a step running" for b seconds, as listings ask it
+        end, reads = time.monotonic() + float(b), 0
+        while time.monotonic() < end:
+            reads += 1
+            backend.locks.running()
+            backend.locks.is_running(ThreadId(thread))
+            backend.locks.holder(ThreadId(thread))
+        print("reads", reads, flush=True)
     print("ok", flush=True)
 except (Busy, Conflict) as exc:
     print(type(exc).__name__, flush=True)
@@ -573,6 +593,16 @@ class SharedBackendContract(BackendContract):
     ) -> None:
         outs = self._race(tmp_path, spec, [("hold", _thread(1), "-", "1.0")] * 3)
         assert sorted(outs) == ["Busy", "Busy", "ok"]
+
+    def test_readers_never_make_a_step_lock_attempt_fail(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        """Two processes ask "is a step running" in a tight loop while two others make
+        non-waiting step-lock attempts on the same threads: no attempt is refused."""
+        t, u = _thread(1), _thread(2)
+        jobs = [("attempt", t, "-", "1.5"), ("attempt", u, "-", "1.5")]
+        jobs += [("read", t, "-", "1.5"), ("read", u, "-", "1.5")]
+        assert self._race(tmp_path, spec, jobs) == ["ok"] * 4
 
     def test_a_killed_holder_releases_its_lock(
         self, backend: Backend, spec: str, tmp_path: Path

@@ -18,7 +18,7 @@ from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import Runner, agent_env, answered_hash, process_runner
 from uwf.model.threads import not_active, require_active
-from uwf.util.errors import Conflict, InvalidInput, NotActive, UwfError
+from uwf.util.errors import AgentFailed, Conflict, InvalidInput, NotActive, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
 
@@ -84,8 +84,13 @@ def step_held(
         )
         finished = runner(plan, agent_env(backend, plan), _stop_when_gone(backend, plan))
         if finished.stopped:
-            raise _stopped(backend, thread)
-        h = answered_hash(plan, finished)
+            raise _stopped(backend, thread, "the agent was stopped")
+        try:
+            h = answered_hash(plan, finished)
+        except AgentFailed:
+            if backend.threads.head(thread) != plan.head:  # e.g. killed: the agent saw it first
+                raise _stopped(backend, thread, "the step was not recorded") from None
+            raise
         log.write("C6P9E3H7", f"agent returned hash={h}")
         return commit_step(backend, plan, h, log)
     except UwfError as exc:
@@ -98,16 +103,15 @@ def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:
     return lambda: backend.threads.head(plan.thread) != plan.head
 
 
-def _stopped(backend: Backend, thread: ThreadId) -> UwfError:
-    """Why a running agent was stopped: its thread was archived, or its head moved."""
+def _stopped(backend: Backend, thread: ThreadId, outcome: str) -> UwfError:
+    """Why a step ended without a result: its thread was archived, or its head moved, while
+    the agent ran (``outcome``: what became of the step)."""
     head = backend.threads.head(thread)
     if head is not None:
-        return Conflict(
-            f"thread {thread} moved to {head} while its step ran; the agent was stopped"
-        )
+        return Conflict(f"thread {thread} moved to {head} while its step ran; {outcome}")
     entry = backend.threads.history_entry(thread)
     status = entry.status if entry is not None else "gone"
-    return NotActive(f"thread {thread} ended ({status}) while its step ran; the agent was stopped")
+    return NotActive(f"thread {thread} ended ({status}) while its step ran; {outcome}")
 
 
 def step_many(
