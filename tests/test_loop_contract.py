@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import BIN, DEV, EXAMPLES, ONE_REJECTION, PLAN, REJECT
+from conftest import BIN, DEV, ONE_REJECTION, PLAN, REJECT
 from rootfiles import RootFiles
 
 KEYS = {"workflow", "thread", "head", "role", "done", "status"}
@@ -87,14 +87,18 @@ def test_two_loops_on_one_thread_the_one_that_did_not_finish_exits_3(
     """Two ``-c 10 --wait`` loops on the same thread take turns. Together they print every
     step exactly once, in chain order; the loop that landed the last step exits 0, the other
     finds the thread finished by the other loop and exits 3."""
-    slow = {role: [{"output": o, "sleep": 0.1} for o in outs] for role, outs in ONE_REJECTION.items()}
+    slow = {
+        role: [{"output": o, "sleep": 0.1} for o in outs] for role, outs in ONE_REJECTION.items()
+    }
     agent = scenario(slow)
     thread = new_thread()
     loops = [uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent)]
     time.sleep(0.3)  # the first loop holds the thread: the second waits for its turn
     loops.append(uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent))
     results = [(p.communicate(timeout=120), p.returncode) for p in loops]
-    lines = {i: [json.loads(x) for x in out.splitlines()] for i, ((out, _), _) in enumerate(results)}
+    lines = {
+        i: [json.loads(x) for x in out.splitlines()] for i, ((out, _), _) in enumerate(results)
+    }
     finisher = next(i for i in lines if lines[i] and lines[i][-1]["done"])
     other = 1 - finisher
     assert results[finisher][1] == 0
@@ -106,7 +110,9 @@ def test_two_loops_on_one_thread_the_one_that_did_not_finish_exits_3(
     printed = sorted(lines[0] + lines[1], key=lambda x: heads.index(x["head"]))
     assert [x["head"] for x in printed] == heads  # every step once
     for mine in lines.values():  # each loop printed its own steps in chain order
-        assert [heads.index(x["head"]) for x in mine] == sorted(heads.index(x["head"]) for x in mine)
+        assert [heads.index(x["head"]) for x in mine] == sorted(
+            heads.index(x["head"]) for x in mine
+        )
     assert [x["status"] for x in printed] == ["active"] * 4 + ["completed"]
 
 

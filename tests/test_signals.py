@@ -55,9 +55,7 @@ def make_hang(directory: Path, *, ignore_term: bool = False) -> Hang:
     pids = directory / "hang.pids"
     script = directory / "hang.sh"
     script.write_text(
-        "#!/bin/sh\n"
-        + ("trap '' TERM\n" if ignore_term else "")
-        + f"echo $$ >> '{pids}'\n"
+        "#!/bin/sh\n" + ("trap '' TERM\n" if ignore_term else "") + f"echo $$ >> '{pids}'\n"
         "sleep 300 &\n"
         f"echo $! >> '{pids}'\n"
         f"sh -c 'sleep 301 & echo $! >> \"$0\"; wait' '{pids}' &\n"
@@ -128,7 +126,9 @@ def thread(new_thread: Any) -> str:
     return str(new_thread())
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
+)
 def test_a_signal_kills_the_agent_and_its_children(
     root: Path, thread: str, hang: Hang, sig: signal.Signals
 ) -> None:
@@ -247,3 +247,26 @@ def test_thread_kill_stops_the_running_agent_within_two_seconds(
     assert out == ""
     entry = RootFiles(root).backend.threads.history_entry(thread)  # type: ignore[arg-type]
     assert entry is not None and (entry.status, entry.head) == ("killed", head)
+
+
+def test_a_signal_inside_deferred_is_raised_at_the_end_of_the_block() -> None:
+    """``signals.deferred`` (around starting and killing a child): the block runs to its end,
+    then the held signal is raised, even when the block raised something else."""
+    from uwf.util.errors import Interrupted, UwfError
+    from uwf.util.signals import deferred, interrupt_on_signals
+
+    done = []
+    with pytest.raises(Interrupted) as err, interrupt_on_signals(), deferred():
+        with deferred():  # nested: held until the outermost block ends
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)  # the handler runs here, and holds the signal
+        done.append("inner")
+        time.sleep(0.05)
+        done.append("outer")
+    assert done == ["inner", "outer"] and err.value.signum == signal.SIGHUP
+    with pytest.raises(Interrupted), interrupt_on_signals(), deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        raise UwfError("the block failed")  # stopping wins over the block's own error
+    with interrupt_on_signals(), deferred():
+        pass  # nothing held from before
