@@ -244,9 +244,29 @@ def _fork(
     step_hash: Annotated[
         str, typer.Argument(help="A StartNode or StepNode hash to fork from.", show_default=False)
     ],
+    workflow: Annotated[
+        str | None,
+        typer.Option(
+            "--workflow",
+            help="Go on under this workflow version (a hash, file or name, as for thread "
+            "start): the chain is copied onto a new StartNode.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """Start a new thread whose head is an existing node (nothing is copied)."""
+    """Start a new thread whose head is an existing node (nothing is copied).
+
+    With --workflow, the new thread runs another version of the workflow (e.g. one fixed
+    after a step failed): every role the chain ran must exist there; the task and the steps
+    are copied onto a new StartNode of that version, sharing their outputs and details.
+    Prints {"thread","forkedFrom":{"step"}} (with --workflow also "workflow" and "head").
+    """
+    if workflow is not None:
+        from uwf.engine.refork import fork_onto
+
+        emit(fork_onto(backend(), step_hash, workflow), fmt)
+        return
     from uwf.engine import threads
 
     emit(threads.fork(backend(), step_hash), fmt)

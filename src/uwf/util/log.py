@@ -34,6 +34,7 @@ TAGS: dict[str, str] = {
     "T3G8B5N2": "workflow rolled back",
     "N6J4S8P3": "agent timeout",
     "P4W7H2M9": "moderator failed",
+    "W4F7K2Q9": "thread forked onto another workflow version",
 }
 
 
