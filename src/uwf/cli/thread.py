@@ -234,7 +234,11 @@ def read(
         bool, typer.Option("--start", help="Include the task section even with --before.")
     ] = False,
 ) -> None:
-    """Render a thread as markdown, newest steps first to fit the quota."""
+    """Render a thread as markdown, newest steps first to fit the quota.
+
+    Each step shows its role's goal (once per role), the edge prompt it was given and its
+    output (the last assistant turn of its detail).
+    """
     from uwf.engine.read import parse_quota, read_thread
 
     emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_))
