@@ -130,7 +130,7 @@ def thread(new_thread: Any) -> str:
     "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
 )
 def test_a_signal_kills_the_agent_and_its_children(
-    root: Path, thread: str, hang: Hang, sig: signal.Signals
+    cli: Any, root: Path, thread: str, hang: Hang, sig: signal.Signals
 ) -> None:
     head = RootFiles(root).head(thread)
     proc = uwf("thread", "step", thread, "--agent", hang.command)
@@ -143,6 +143,8 @@ def test_a_signal_kills_the_agent_and_its_children(
     assert_all_gone(pids, within=0.5)  # killed before uwf exited: nothing to wait for
     assert RootFiles(root).head(thread) == head
     assert RootFiles(root).backend.locks.running() == set()
+    logged = [e["msg"] for e in cli("log", "show", "--thread", thread).json()]
+    assert logged[-1] == f"step failed: interrupted ({sig.name})"  # the reason, in the log
 
 
 def test_timeout_leaves_no_orphan(root: Path, thread: str, hang: Hang) -> None:

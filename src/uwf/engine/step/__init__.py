@@ -18,7 +18,14 @@ from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import Runner, agent_env, answered_hash, process_runner
 from uwf.model.threads import not_active, require_active
-from uwf.util.errors import AgentFailed, Conflict, InvalidInput, NotActive, UwfError
+from uwf.util.errors import (
+    AgentFailed,
+    Conflict,
+    Interrupted,
+    InvalidInput,
+    NotActive,
+    UwfError,
+)
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
 
@@ -93,7 +100,7 @@ def step_held(
             raise
         log.write("C6P9E3H7", f"agent returned hash={h}")
         return commit_step(backend, plan, h, log)
-    except UwfError as exc:
+    except (UwfError, Interrupted) as exc:
         log.write("B8T5N1V6", f"step failed: {exc.message}")
         raise
 
