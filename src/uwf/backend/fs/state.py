@@ -40,7 +40,7 @@ THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workfl
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
-def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
+def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     """The top-level mapping of a state file: the fast path, else the safe YAML loader."""
     out: dict[str, Any] = {}
     for line in data.decode("utf-8", "replace").splitlines():
@@ -56,9 +56,9 @@ def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
     else:
         return out
     try:
-        loaded = yamlio.load(data, source=name, max_bytes=64 << 20)
+        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=path)
     except InvalidInput as exc:
-        raise InvalidInput(f"{name} is damaged: {exc}") from None
+        raise InvalidInput(f"{path.name} is damaged: {exc}") from None
     if not isinstance(loaded, dict):
         return {}
     return {str(k): v for k, v in loaded.items()}
@@ -89,7 +89,7 @@ class MappingFile:
         if data is None:
             return {}
         out = {}
-        for key, raw in _parse_mapping(data, self.path.name).items():
+        for key, raw in _parse_mapping(data, self.path).items():
             if self.key_ok(key):
                 value = self.decode(key, raw)
                 if value is not None:
