@@ -382,6 +382,15 @@ class BackendContract:
             backend.threads.archive(t, wf, "killed", 2000)
         assert len(backend.threads.history()) == 1
 
+    def test_archive_keeps_the_task_line(self, backend: Backend) -> None:
+        a, wf = _chain_node(backend, "a"), _chain_node(backend, "wf")
+        backend.threads.create(_thread(1), a, ThreadInfo(wf, "Fix the bug"))
+        backend.threads.archive(_thread(1), wf, "killed", 7)
+        entry = HistoryEntry(_thread(1), wf, a, 7, "killed", "Fix the bug")
+        assert backend.threads.history() == [entry]
+        assert backend.threads.history_entry(_thread(1)) == entry
+        assert entry.as_json()["task"] == "Fix the bug"
+
     def test_archive_with_an_expected_head(self, backend: Backend) -> None:
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
         t = _thread(1)

@@ -75,22 +75,30 @@ class ActiveThread(NamedTuple):
 
 
 class HistoryEntry(NamedTuple):
-    """One archived thread: ``{"thread","workflow","head","completedAt","status"}``."""
+    """One archived thread: ``{"thread","workflow","head","completedAt","status","task"?}``.
+
+    ``task`` is the active record's task line, carried over when the thread is archived (so
+    that listings read no node); entries written by older versions have none.
+    """
 
     thread: ThreadId
     workflow: NodeHash
     head: NodeHash
     completed_at: int  # unix ms
     status: str  # one of HISTORY_STATUSES
+    task: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "thread": self.thread,
             "workflow": self.workflow,
             "head": self.head,
             "completedAt": self.completed_at,
             "status": self.status,
         }
+        if self.task is not None:
+            out["task"] = self.task
+        return out
 
 
 class Holder(NamedTuple):
@@ -157,7 +165,8 @@ class ThreadTable(abc.ABC):
         at_ms: int,
         expected: NodeHash | None = None,
     ) -> NodeHash:
-        """Move an active thread to the archive with ``status``; return its head.
+        """Move an active thread to the archive with ``status``; return its head. The entry
+        keeps the task line the thread was created with (``ThreadInfo.task``).
 
         With ``expected``, only if the head is still that (else Conflict). NotActive when the
         thread is not active. A crash in the middle may leave the thread both active and

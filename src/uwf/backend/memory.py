@@ -149,10 +149,13 @@ class MemoryThreads(ThreadTable):
         if status not in HISTORY_STATUSES:
             raise ValueError(f"unknown history status: {status}")
         with self._mutex:
-            head = self._require(thread).head
+            record = self._require(thread)
+            head = record.head
             if expected is not None and head != expected:
                 raise Conflict(f"thread {thread} moved to {head} while archiving")
-            self._history.append(HistoryEntry(thread, workflow, head, at_ms, status))
+            self._history.append(
+                HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
+            )
             del self._active[thread]
         return head
 

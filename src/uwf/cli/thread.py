@@ -188,7 +188,11 @@ def list_(
     ] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """List threads, newest first (active only unless --all or --status)."""
+    """List threads, newest first (active only unless --all or --status).
+
+    Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
+    line of the thread's task (up to 100 characters) and createdAt its creation time (unix ms).
+    """
     from uwf.engine import threads
     from uwf.util.numbers import as_count, as_positive_int
 

@@ -115,10 +115,39 @@ def _active_items(backend: Backend) -> list[dict[str, Any]]:
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
         status = "running" if record.thread in running else "idle"
-        items.append(
-            {"thread": record.thread, "workflow": workflow, "head": record.head, "status": status}
-        )
+        items.append(_item(record.thread, workflow, record.head, status, record.info.task))
     return items
+
+
+def _item(thread: str, workflow: str, head: str, status: str, task: str | None) -> dict[str, Any]:
+    """One listed thread; ``createdAt`` (unix ms) comes from the ULID, ``task`` may be None
+    until ``_fill_tasks``."""
+    return {
+        "thread": thread,
+        "workflow": workflow,
+        "head": head,
+        "status": status,
+        "task": task,
+        "createdAt": timestamp_ms(thread),
+    }
+
+
+def _fill_tasks(backend: Backend, items: list[dict[str, Any]]) -> None:
+    """The task line of listed threads that recorded none (created by older versions), from
+    their StartNode: only for the items shown, one read per head and per StartNode."""
+    store = backend.nodes
+    tasks: dict[str, str | None] = {}  # StartNode hash -> task line
+    for item in items:
+        if item["task"] is not None:
+            continue
+        try:
+            node = chain.load_head(store, item["head"])
+            start_hash = node.hash if isinstance(node, chain.Start) else node.start
+            if start_hash not in tasks:
+                tasks[start_hash] = task_line(chain.start_of(store, node).prompt)
+            item["task"] = tasks[start_hash]
+        except UwfError:
+            continue  # an unreadable chain: the task stays unknown
 
 
 def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
@@ -127,14 +156,7 @@ def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
         if entry.thread in seen:
             continue
         seen.add(entry.thread)
-        items.append(
-            {
-                "thread": entry.thread,
-                "workflow": entry.workflow,
-                "head": entry.head,
-                "status": entry.status,
-            }
-        )
+        items.append(_item(entry.thread, entry.workflow, entry.head, entry.status, entry.task))
     return items
 
 
@@ -155,7 +177,11 @@ def list_threads(
     skip: int = 0,
     take: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter."""
+    """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter.
+
+    Each ``{"thread","workflow","head","status","task","createdAt"}``: ``task`` is the first
+    line of the task (recorded when the thread was created), ``createdAt`` unix ms.
+    """
     wanted = _parse_statuses(status)
     if skip < 0:
         raise InvalidInput("--skip must be a non-negative integer")
@@ -171,9 +197,11 @@ def list_threads(
         items = [i for i in items if i["status"] in wanted]
     if after_ms is not None or before_ms is not None:
         items = [i for i in items if _in_window(i["thread"], after_ms, before_ms)]
-    items.sort(key=lambda i: timestamp_ms(i["thread"]) or 0, reverse=True)
+    items.sort(key=lambda i: i["createdAt"] or 0, reverse=True)
     end = None if take is None else skip + take
-    return items[skip:end]
+    page = items[skip:end]
+    _fill_tasks(backend, page)
+    return page
 
 
 def steps(backend: Backend, thread: str) -> dict[str, Any]:

@@ -157,13 +157,14 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         or not isinstance(entry.get("workflow"), str)
     ):
         return None
-    completed = entry.get("completedAt")
+    completed, task = entry.get("completedAt"), entry.get("task")
     return HistoryEntry(
         thread=ThreadId(entry["thread"]),
         workflow=NodeHash(entry["workflow"]),
         head=NodeHash(entry["head"]),
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
+        task=task if isinstance(task, str) else None,
     )
 
 
@@ -297,10 +298,11 @@ class FsThreads(ThreadTable):
         if status not in HISTORY_STATUSES:
             raise ValueError(f"unknown history status: {status}")
         with self._edit() as records:
-            head = self._require(records, thread).head
+            record = self._require(records, thread)
+            head = record.head
             if expected is not None and head != expected:
                 raise Conflict(f"thread {thread} moved to {head} while archiving")
-            entry = HistoryEntry(thread, workflow, head, at_ms, status)
+            entry = HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
             fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
             del records[thread]
         return head
