@@ -293,6 +293,27 @@ def test_step_details_deep_expansion(cli: Any, store: Store) -> None:
     }
 
 
+# -- thread show --full ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["active", "completed"])
+def test_thread_show_full_lists_the_chain(
+    cli: Any, cli_proc: Any, request: Any, which: str
+) -> None:
+    """``thread show --full`` (seed 004's "the whole history"): what ``thread show`` says,
+    plus the chain as ``thread steps`` lists it; without --full, nothing more."""
+    ran: Ran = request.getfixturevalue(which)
+    brief = ok(cli, "thread", "show", ran.thread).json()
+    full = ok(cli_proc, "thread", "show", ran.thread, "--full").json()
+    chain = ok(cli, "thread", "steps", ran.thread).json()["steps"]
+    assert full == {**brief, "chain": chain}
+    assert [n["hash"] for n in chain] == [ran.start, *ran.heads]
+    assert [n.get("role") for n in chain] == [None, "planner", "developer", "reviewer"]
+    assert chain[3]["output"]["status"] == ("approved" if which == "completed" else "rejected")
+    yaml_out = ok(cli, "--format", "yaml", "thread", "show", ran.thread, "--full").out
+    assert yaml.safe_load(yaml_out) == full
+
+
 # -- step read -------------------------------------------------------------------------------
 
 

@@ -150,11 +150,23 @@ app.command("exec", hidden=True, help="Alias of `thread step` (v0.5.0 name).")(_
 
 
 @app.command()
-def show(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """Show a thread's head, status and number of steps."""
+def show(
+    thread: ThreadArg,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help='Also list the whole chain ("chain"), as `thread steps` does.'),
+    ] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Show a thread's head, status and number of steps.
+
+    Prints {"workflow","thread","head","done","status","steps"}; with --full also "chain": the
+    StartNode ({"hash","workflow","prompt","timestamp"}) and every step, oldest first
+    ({"hash","role","output","detail","agent","timestamp"}, the output expanded).
+    """
     from uwf.engine import threads
 
-    emit(threads.show(backend(), thread), fmt)
+    emit(threads.show(backend(), thread, full=full), fmt)
 
 
 @app.command("list")

@@ -64,8 +64,12 @@ def start(
     return {"workflow": wf_hash, "thread": thread}
 
 
-def show(backend: Backend, thread: str) -> dict[str, Any]:
-    """``{workflow, thread, head, done, status, steps}`` — a few node reads, whatever the length."""
+def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]:
+    """``{workflow, thread, head, done, status, steps}`` — a few node reads, whatever the length.
+
+    ``full`` adds ``chain``: the StartNode and every step, oldest first, as ``thread steps``
+    lists them (this walks the whole chain).
+    """
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
@@ -73,7 +77,7 @@ def show(backend: Backend, thread: str) -> dict[str, Any]:
     status = ref.status
     if ref.active:
         status = "running" if backend.locks.is_running(ref.thread) else "idle"
-    return {
+    out: dict[str, Any] = {
         "workflow": workflow,
         "thread": ref.thread,
         "head": ref.head,
@@ -81,6 +85,9 @@ def show(backend: Backend, thread: str) -> dict[str, Any]:
         "status": status,
         "steps": chain.depth_of(store, head),
     }
+    if full:
+        out["chain"] = _chain_entries(store, head)
+    return out
 
 
 def _parse_statuses(value: str | None) -> set[str] | None:
@@ -209,6 +216,12 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
+    entries = _chain_entries(store, head)
+    return {"thread": ref.thread, "workflow": entries[0]["workflow"], "steps": entries}
+
+
+def _chain_entries(store: Any, head: chain.Start | chain.Step) -> list[dict[str, Any]]:
+    """The StartNode, then every step oldest first, each with its output expanded."""
     start_node = chain.start_of(store, head)
     out: list[dict[str, Any]] = [
         {
@@ -229,7 +242,7 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
                 "timestamp": step.timestamp,
             }
         )
-    return {"thread": ref.thread, "workflow": start_node.workflow, "steps": out}
+    return out
 
 
 def fork(backend: Backend, node_hash: str) -> dict[str, Any]:
