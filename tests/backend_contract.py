@@ -489,6 +489,25 @@ class BackendContract:
         waiter.join(10)
         assert order == ["first", "second"]
 
+    def test_sweep_removes_the_locks_of_archived_threads_but_never_a_held_one(
+        self, backend: Backend
+    ) -> None:
+        t, u, v = _thread(1), _thread(2), _thread(3)
+        for x in (t, u, v):
+            with backend.locks.step(x, wait=False):
+                pass  # each leaves what a step lock leaves (a lock file, a lock object)
+        with backend.locks.step(v, wait=False):  # v: a step that a kill is stopping
+            assert backend.locks.sweep({t, v}, dry_run=True) == 1
+            assert backend.locks.sweep({t, v}) == 1  # t's
+            assert backend.locks.sweep({t, v}) == 0
+            assert backend.locks.running() == {v}
+            with pytest.raises(Busy), backend.locks.step(v, wait=False):
+                pass  # still held
+        assert backend.locks.sweep({t, v}) == 1  # v's, once released
+        assert backend.locks.sweep({t, u, v}, dry_run=True) == 1  # u was never swept
+        with backend.locks.step(t, wait=False):  # a late step still locks and sees it archived
+            assert backend.locks.running() == {t}
+
     def test_gc_lock_is_exclusive(self, backend: Backend) -> None:
         with backend.locks.gc():
             with pytest.raises(Busy) as err, backend.locks.gc():
@@ -612,6 +631,28 @@ class SharedBackendContract(BackendContract):
         jobs = [("attempt", t, "-", "1.5"), ("attempt", u, "-", "1.5")]
         jobs += [("read", t, "-", "1.5"), ("read", u, "-", "1.5")]
         assert self._race(tmp_path, spec, jobs) == ["ok"] * 4
+
+    def test_a_lock_another_process_holds_is_never_swept(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        (tmp_path / "go").touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, spec, "hold", t, "-", "60", str(tmp_path / "go")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            assert backend.locks.sweep({t}, dry_run=True) == 0
+            assert backend.locks.sweep({t}) == 0
+            assert backend.locks.running() == {t}
+            with pytest.raises(Busy), backend.locks.step(t, wait=False):
+                pass
+        finally:
+            proc.kill()
+            proc.wait(10)
+        assert backend.locks.sweep({t}) == 1
 
     def test_a_killed_holder_releases_its_lock(
         self, backend: Backend, spec: str, tmp_path: Path
