@@ -10,6 +10,7 @@ refusal.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import BIN, DEV, ONE_REJECTION, PLAN, REJECT
+from conftest import APPROVE, BIN, DEV, ONE_REJECTION, PLAN, REJECT, REPO
 from rootfiles import RootFiles
 
 KEYS = {"workflow", "thread", "head", "role", "done", "status"}
@@ -114,6 +115,54 @@ def test_two_loops_on_one_thread_the_one_that_did_not_finish_exits_3(
             heads.index(x["head"]) for x in mine
         )
     assert [x["status"] for x in printed] == ["active"] * 4 + ["completed"]
+
+
+def readme_loop() -> str:
+    """The shell loop of README.md, "Running from cron or CI"."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### Running from cron or CI") :]
+    return section[section.index("```sh\n") + 6 : section.index("\n```\n")]
+
+
+def test_the_readme_loop_retries_a_failed_agent_and_stops_when_the_thread_is_done(
+    root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """The loop README.md shows, run by sh against a real thread: the agent fails once (5,
+    retried), the steps land (0), the thread completes and the next step says 3: exit 0. An
+    agent that keeps failing makes it exit 5 after three tries."""
+    failing = {"output": "", "exit": 1, "stderr": "error: rate limited"}
+    agent = scenario(
+        {"planner": [{"attempts": [failing, PLAN]}], "developer": [DEV], "reviewer": [APPROVE]}
+    )
+    (root / "config.yaml").write_text(
+        f"agents:\n  mock: {{command: uwf-mock, args: ['--scenario', '{agent.split()[-1]}']}}\n"
+        "defaultAgent: mock\n"
+    )
+    loop = readme_loop()
+    thread = new_thread()
+    run = subprocess.run(
+        ["sh", "-c", loop], env={**os.environ, "thread": thread}, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in run.stdout.splitlines()]
+    assert [x["role"] for x in lines] == ["planner", "developer", "reviewer"]
+    assert lines[-1]["status"] == "completed"
+    errors = [x for x in run.stderr.splitlines() if x.startswith("error: ")]
+    assert errors == [
+        "error: agent command failed (uwf-mock) with exit code 1: error: rate limited",
+        f"error: thread not active: {thread} (status: completed)",
+    ]
+
+    (root / "config.yaml").write_text(
+        "agents:\n  broken: {command: uwf-mock, args: ['--scenario', '/nonexistent']}\n"
+        "defaultAgent: broken\n"
+    )
+    stuck = new_thread()
+    run = subprocess.run(
+        ["sh", "-c", loop], env={**os.environ, "thread": stuck}, capture_output=True, text=True
+    )
+    assert run.returncode == 5 and run.stdout == ""
+    assert len([x for x in run.stderr.splitlines() if x.startswith("error: agent")]) == 3
 
 
 STEPPER = textwrap.dedent(
