@@ -632,18 +632,23 @@ class SharedBackendContract(BackendContract):
         jobs += [("read", t, "-", "1.5"), ("read", u, "-", "1.5")]
         assert self._race(tmp_path, spec, jobs) == ["ok"] * 4
 
+    def _holder(self, spec: str, tmp_path: Path, thread: ThreadId) -> subprocess.Popen[str]:
+        """A process that holds the step lock of ``thread`` (for a minute, or until killed)."""
+        (tmp_path / "go").touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, spec, "hold", thread, "-", "60", str(tmp_path / "go")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
     def test_a_lock_another_process_holds_is_never_swept(
         self, backend: Backend, spec: str, tmp_path: Path
     ) -> None:
         t = _thread(1)
-        (tmp_path / "go").touch()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, spec, "hold", t, "-", "60", str(tmp_path / "go")],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        proc = self._holder(spec, tmp_path, t)
         try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
             assert backend.locks.sweep({t}, dry_run=True) == 0
             assert backend.locks.sweep({t}) == 0
             assert backend.locks.running() == {t}
@@ -658,13 +663,7 @@ class SharedBackendContract(BackendContract):
         self, backend: Backend, spec: str, tmp_path: Path
     ) -> None:
         t = _thread(1)
-        (tmp_path / "go").touch()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, spec, "hold", t, "-", "60", str(tmp_path / "go")],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        proc = self._holder(spec, tmp_path, t)
         assert backend.locks.running() == {t}
         holder = backend.locks.holder(t)
         assert holder is not None and holder.pid == proc.pid

@@ -50,6 +50,15 @@ def with_tester(d: dict[str, Any]) -> None:
     d["graph"]["tester"] = {"_": {"role": "reviewer", "prompt": "Review: {{report}}"}}
 
 
+def refused(cli: Any, root: Path, snapshot: Any, step: str, version: str) -> str:
+    """The error of ``thread fork <step> --workflow <version>``, which must write nothing."""
+    before = snapshot(root)
+    r = cli("thread", "fork", step, "--workflow", version)
+    assert r.code == 1 and r.out == ""
+    assert snapshot(root) == before  # nothing written
+    return str(r.err)
+
+
 @pytest.fixture
 def ran_two(cli: Any, new_thread: Any, scenario: Any) -> tuple[str, list[dict[str, Any]]]:
     """A solve-issue thread (v1) after planner and developer: (thread, its steps)."""
@@ -116,14 +125,10 @@ def test_a_role_the_chain_ran_must_exist_in_the_new_version(
 
     _, steps = ran_two
     v3 = cli("workflow", "put", str(variant(tmp_path, "v3", rename))).json()["hash"]
-    before = snapshot(root)
-    r = cli("thread", "fork", steps[2]["hash"], "--workflow", v3)
-    assert r.code == 1
-    assert r.err == (
+    assert refused(cli, root, snapshot, steps[2]["hash"], v3) == (
         f"error: cannot fork onto workflow solve-issue ({v3}): it has no role planner "
         "(the forked chain ran it)\n"
     )
-    assert snapshot(root) == before  # nothing written
 
 
 def test_outputs_are_checked_against_the_new_schemas_before_anything_is_written(
@@ -139,15 +144,11 @@ def test_outputs_are_checked_against_the_new_schemas_before_anything_is_written(
 
     _, steps = ran_two
     strict = cli("workflow", "put", str(variant(tmp_path, "strict", require_tests))).json()["hash"]
-    before = snapshot(root)
-    r = cli("thread", "fork", steps[2]["hash"], "--workflow", strict)
-    assert r.code == 1
-    assert r.err == (
+    assert refused(cli, root, snapshot, steps[2]["hash"], strict) == (
         f"error: cannot fork onto workflow solve-issue ({strict}): the output of step "
         f"{steps[2]['hash']} (developer) does not match the role's schema there: "
         "'tests' is a required property\n"
     )
-    assert snapshot(root) == before
 
     loose = cli("workflow", "put", str(variant(tmp_path, "loose", allow_tests))).json()["hash"]
     fork = cli("thread", "fork", steps[2]["hash"], "--workflow", loose).json()["thread"]

@@ -18,20 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import APPROVE, BIN, DEV, ONE_REJECTION, PLAN, REJECT, REPO
+from conftest import APPROVE, BIN, DEV, ONE_REJECTION, PLAN, REJECT, REPO, spawn_uwf
 from rootfiles import RootFiles
 
 KEYS = {"workflow", "thread", "head", "role", "done", "status"}
-
-
-def uwf(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
 
 
 def chain_heads(cli: Any, thread: str) -> list[str]:
@@ -66,7 +56,7 @@ def test_count_exits_3_when_the_thread_is_killed_between_its_steps(
     or while its agent ran."""
     agent = scenario({"planner": [PLAN], "developer": [{"output": DEV, "sleep": 60}]})
     thread = new_thread()
-    loop = uwf("thread", "step", thread, "-c", "10", "--agent", agent)
+    loop = spawn_uwf("thread", "step", thread, "-c", "10", "--agent", agent)
     assert loop.stdout is not None
     first = json.loads(loop.stdout.readline())  # printed (and flushed) as it landed
     assert first["role"] == "planner"
@@ -93,9 +83,9 @@ def test_two_loops_on_one_thread_the_one_that_did_not_finish_exits_3(
     }
     agent = scenario(slow)
     thread = new_thread()
-    loops = [uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent)]
+    loops = [spawn_uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent)]
     time.sleep(0.3)  # the first loop holds the thread: the second waits for its turn
-    loops.append(uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent))
+    loops.append(spawn_uwf("thread", "step", thread, "-c", "10", "--wait", "--agent", agent))
     results = [(p.communicate(timeout=120), p.returncode) for p in loops]
     lines = {
         i: [json.loads(x) for x in out.splitlines()] for i, ((out, _), _) in enumerate(results)

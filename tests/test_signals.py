@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, read_terminal, spawn_uwf
 from rootfiles import RootFiles
 
 
@@ -106,16 +106,6 @@ def assert_all_gone(pids: list[int], within: float) -> float:
     raise AssertionError(f"left in the process table after {within}s: {sorted(set(left))}")
 
 
-def uwf(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-
-
 @pytest.fixture
 def hang(tmp_path: Path) -> Hang:
     return make_hang(tmp_path)
@@ -133,7 +123,7 @@ def test_a_signal_kills_the_agent_and_its_children(
     cli: Any, root: Path, thread: str, hang: Hang, sig: signal.Signals
 ) -> None:
     head = RootFiles(root).head(thread)
-    proc = uwf("thread", "step", thread, "--agent", hang.command)
+    proc = spawn_uwf("thread", "step", thread, "--agent", hang.command)
     pids = hang.wait_running(proc)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
@@ -171,7 +161,7 @@ def test_sigkill_of_uwf_takes_the_agent_and_its_children(
     """uwf cannot catch SIGKILL: the agent's parent-death signal kills it, and a watchdog
     process that outlives uwf kills the rest of the agent's process group."""
     head = RootFiles(root).head(thread)
-    proc = uwf("thread", "step", thread, "--agent", hang.command)
+    proc = spawn_uwf("thread", "step", thread, "--agent", hang.command)
     pids = hang.wait_running(proc)
     proc.kill()
     proc.communicate(timeout=30)
@@ -186,7 +176,6 @@ def test_ctrl_c_on_a_terminal_prints_its_error_line(root: Path, thread: str, han
     which runs in a session of its own); uwf stops the agent and says why."""
     import fcntl
     import pty
-    import select
     import termios
 
     primary, secondary = pty.openpty()
@@ -203,19 +192,11 @@ def test_ctrl_c_on_a_terminal_prints_its_error_line(root: Path, thread: str, han
         preexec_fn=take_terminal,
     )
     os.close(secondary)
-    screen = b""
     try:
         pids = hang.wait_running()
         os.write(primary, b"\x03")  # Ctrl-C
         assert proc.wait(timeout=30) == 130
-        while select.select([primary], [], [], 0.2)[0]:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            screen += chunk
+        screen = read_terminal(primary)
     finally:
         proc.kill()
         os.close(primary)
@@ -232,7 +213,7 @@ def test_thread_kill_stops_the_running_agent_within_two_seconds(
     agent's group (SIGKILL after a short grace when SIGTERM is ignored) and exits 3."""
     hang = make_hang(tmp_path, ignore_term=ignore_term)
     head = RootFiles(root).head(thread)
-    proc = uwf("thread", "step", thread, "--agent", hang.command)
+    proc = spawn_uwf("thread", "step", thread, "--agent", hang.command)
     pids = hang.wait_running(proc)
     began = time.monotonic()
     killed = cli_proc("thread", "kill", thread)
