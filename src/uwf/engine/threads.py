@@ -14,7 +14,7 @@ from uwf.backend.base import HISTORY_STATUSES, Backend, ThreadInfo
 from uwf.model import chain
 from uwf.model.threads import ThreadRef, locate, require_active, workflow_of
 from uwf.protocol import schemas
-from uwf.util.base32 import check_hash
+from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
@@ -104,25 +104,37 @@ def _parse_statuses(value: str | None) -> set[str] | None:
     return set(parts)
 
 
-def _active_items(backend: Backend) -> list[dict[str, Any]]:
+class _Starts:
+    """The StartNodes of listed heads, each read once: only for threads created by versions
+    that recorded neither workflow nor task (``ThreadInfo``)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.store = backend.nodes
+        self.read: dict[str, chain.Start] = {}
+
+    def of(self, head: str) -> chain.Start:
+        node = chain.load_head(self.store, NodeHash(head))
+        start_hash = node.hash if isinstance(node, chain.Start) else node.start
+        if start_hash not in self.read:
+            self.read[start_hash] = chain.start_of(self.store, node)
+        return self.read[start_hash]
+
+
+def _active_items(backend: Backend, starts: _Starts) -> list[dict[str, Any]]:
     """The active threads as listed; the workflow is read from nodes only when not recorded."""
-    store = backend.nodes
     running = backend.locks.running()
-    start_workflow: dict[str, str] = {}
     items: list[dict[str, Any]] = []
     for record in backend.threads.active():
         workflow: str | None = record.info.workflow
+        task = record.info.task
         if workflow is None:
             try:
-                node = chain.load_head(store, record.head)
-                start_hash = node.hash if isinstance(node, chain.Start) else node.start
-                if start_hash not in start_workflow:
-                    start_workflow[start_hash] = chain.start_of(store, node).workflow
-                workflow = start_workflow[start_hash]
+                start = starts.of(record.head)
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
+            workflow, task = start.workflow, task or task_line(start.prompt)
         status = "running" if record.thread in running else "idle"
-        items.append(_item(record.thread, workflow, record.head, status, record.info.task))
+        items.append(_item(record.thread, workflow, record.head, status, task))
     return items
 
 
@@ -139,22 +151,15 @@ def _item(thread: str, workflow: str, head: str, status: str, task: str | None) 
     }
 
 
-def _fill_tasks(backend: Backend, items: list[dict[str, Any]]) -> None:
-    """The task line of listed threads that recorded none (created by older versions), from
-    their StartNode: only for the items shown, one read per head and per StartNode."""
-    store = backend.nodes
-    tasks: dict[str, str | None] = {}  # StartNode hash -> task line
+def _fill_tasks(starts: _Starts, items: list[dict[str, Any]]) -> None:
+    """The task line of listed threads that recorded none (archived by older versions), from
+    their StartNode: only for the items shown, after filters and pagination."""
     for item in items:
-        if item["task"] is not None:
-            continue
-        try:
-            node = chain.load_head(store, item["head"])
-            start_hash = node.hash if isinstance(node, chain.Start) else node.start
-            if start_hash not in tasks:
-                tasks[start_hash] = task_line(chain.start_of(store, node).prompt)
-            item["task"] = tasks[start_hash]
-        except UwfError:
-            continue  # an unreadable chain: the task stays unknown
+        if item["task"] is None:
+            try:
+                item["task"] = task_line(starts.of(item["head"]).prompt)
+            except UwfError:
+                continue  # an unreadable chain: the task stays unknown
 
 
 def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
@@ -197,7 +202,8 @@ def list_threads(
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
-    items = _active_items(backend)
+    starts = _Starts(backend)
+    items = _active_items(backend, starts)
     if all_ or (wanted is not None and bool(wanted & set(HISTORY_STATUSES))):
         items += _archived_items(backend, {item["thread"] for item in items})
     if wanted is not None:
@@ -207,7 +213,7 @@ def list_threads(
     items.sort(key=lambda i: i["createdAt"] or 0, reverse=True)
     end = None if take is None else skip + take
     page = items[skip:end]
-    _fill_tasks(backend, page)
+    _fill_tasks(starts, page)
     return page
 
 
