@@ -382,6 +382,15 @@ class BackendContract:
             backend.threads.archive(t, wf, "killed", 2000)
         assert len(backend.threads.history()) == 1
 
+    def test_archive_keeps_the_task_line(self, backend: Backend) -> None:
+        a, wf = _chain_node(backend, "a"), _chain_node(backend, "wf")
+        backend.threads.create(_thread(1), a, ThreadInfo(wf, "Fix the bug"))
+        backend.threads.archive(_thread(1), wf, "killed", 7)
+        entry = HistoryEntry(_thread(1), wf, a, 7, "killed", "Fix the bug")
+        assert backend.threads.history() == [entry]
+        assert backend.threads.history_entry(_thread(1)) == entry
+        assert entry.as_json()["task"] == "Fix the bug"
+
     def test_archive_with_an_expected_head(self, backend: Backend) -> None:
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
         t = _thread(1)
@@ -480,6 +489,25 @@ class BackendContract:
         waiter.join(10)
         assert order == ["first", "second"]
 
+    def test_sweep_removes_the_locks_of_archived_threads_but_never_a_held_one(
+        self, backend: Backend
+    ) -> None:
+        t, u, v = _thread(1), _thread(2), _thread(3)
+        for x in (t, u, v):
+            with backend.locks.step(x, wait=False):
+                pass  # each leaves what a step lock leaves (a lock file, a lock object)
+        with backend.locks.step(v, wait=False):  # v: a step that a kill is stopping
+            assert backend.locks.sweep({t, v}, dry_run=True) == 1
+            assert backend.locks.sweep({t, v}) == 1  # t's
+            assert backend.locks.sweep({t, v}) == 0
+            assert backend.locks.running() == {v}
+            with pytest.raises(Busy), backend.locks.step(v, wait=False):
+                pass  # still held
+        assert backend.locks.sweep({t, v}) == 1  # v's, once released
+        assert backend.locks.sweep({t, u, v}, dry_run=True) == 1  # u was never swept
+        with backend.locks.step(t, wait=False):  # a late step still locks and sees it archived
+            assert backend.locks.running() == {t}
+
     def test_gc_lock_is_exclusive(self, backend: Backend) -> None:
         with backend.locks.gc():
             with pytest.raises(Busy) as err, backend.locks.gc():
@@ -513,6 +541,26 @@ try:
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
     elif op == "register":
         backend.registry.set(thread, NodeHash(a))
+    elif op == "attempt":  # non-waiting step-lock attempts for b seconds; how many refused
+        end, tries, busy = time.monotonic() + float(b), 0, 0
+        while time.monotonic() < end:
+            tries += 1
+            try:
+                with backend.locks.step(ThreadId(thread), wait=False):
+                    pass
+            except Busy:
+                busy += 1
+        print("tries", tries, flush=True)
+        print("ok" if busy == 0 else f"busy={busy}", flush=True)
+        sys.exit(0)
+    elif op == "read":  # "is a step running" for b seconds, as listings ask it
+        end, reads = time.monotonic() + float(b), 0
+        while time.monotonic() < end:
+            reads += 1
+            backend.locks.running()
+            backend.locks.is_running(ThreadId(thread))
+            backend.locks.holder(ThreadId(thread))
+        print("reads", reads, flush=True)
     print("ok", flush=True)
 except (Busy, Conflict) as exc:
     print(type(exc).__name__, flush=True)
@@ -574,17 +622,48 @@ class SharedBackendContract(BackendContract):
         outs = self._race(tmp_path, spec, [("hold", _thread(1), "-", "1.0")] * 3)
         assert sorted(outs) == ["Busy", "Busy", "ok"]
 
-    def test_a_killed_holder_releases_its_lock(
+    def test_readers_never_make_a_step_lock_attempt_fail(
         self, backend: Backend, spec: str, tmp_path: Path
     ) -> None:
-        t = _thread(1)
+        """Two processes ask "is a step running" in a tight loop while two others make
+        non-waiting step-lock attempts on the same threads: no attempt is refused."""
+        t, u = _thread(1), _thread(2)
+        jobs = [("attempt", t, "-", "1.5"), ("attempt", u, "-", "1.5")]
+        jobs += [("read", t, "-", "1.5"), ("read", u, "-", "1.5")]
+        assert self._race(tmp_path, spec, jobs) == ["ok"] * 4
+
+    def _holder(self, spec: str, tmp_path: Path, thread: ThreadId) -> subprocess.Popen[str]:
+        """A process that holds the step lock of ``thread`` (for a minute, or until killed)."""
         (tmp_path / "go").touch()
         proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, spec, "hold", t, "-", "60", str(tmp_path / "go")],
+            [sys.executable, "-c", RACER, spec, "hold", thread, "-", "60", str(tmp_path / "go")],
             stdout=subprocess.PIPE,
             text=True,
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
+    def test_a_lock_another_process_holds_is_never_swept(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._holder(spec, tmp_path, t)
+        try:
+            assert backend.locks.sweep({t}, dry_run=True) == 0
+            assert backend.locks.sweep({t}) == 0
+            assert backend.locks.running() == {t}
+            with pytest.raises(Busy), backend.locks.step(t, wait=False):
+                pass
+        finally:
+            proc.kill()
+            proc.wait(10)
+        assert backend.locks.sweep({t}) == 1
+
+    def test_a_killed_holder_releases_its_lock(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._holder(spec, tmp_path, t)
         assert backend.locks.running() == {t}
         holder = backend.locks.holder(t)
         assert holder is not None and holder.pid == proc.pid

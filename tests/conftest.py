@@ -101,6 +101,33 @@ def cli_proc() -> Any:
     return invoke
 
 
+def spawn_uwf(*args: str) -> subprocess.Popen[str]:
+    """Start the installed ``uwf`` as a process of its own (to signal, kill or race it)."""
+    return subprocess.Popen(
+        [str(BIN / "uwf"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def read_terminal(primary: int) -> bytes:
+    """Everything a pseudo-terminal's other side wrote, until it is quiet for 0.5 s or closed."""
+    import select
+
+    screen = b""
+    while select.select([primary], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        screen += chunk
+    return screen
+
+
 def take_snapshot(path: Path) -> dict[str, bytes]:
     """Every file under ``path`` (except the debug log) with its bytes."""
     if not path.exists():

@@ -314,7 +314,7 @@ def _read_history(path: Path, problems: list[str], allow_torn: bool) -> tuple[li
             if not allow_torn:
                 problems.append(f"history.jsonl: line is not JSON: {raw!r}")
             continue
-        if not isinstance(entry, dict) or set(entry) != HISTORY_KEYS:
+        if not isinstance(entry, dict) or set(entry) - {"task"} != HISTORY_KEYS:
             problems.append(f"history.jsonl: not a history line: {raw!r}")
             continue
         if entry["status"] not in HISTORY_STATUSES:

@@ -640,7 +640,8 @@ def test_tool_call_writes_a_file_then_answers(
     read = cli_proc("thread", "read", thread)
     assert read.code == 0 and "**Agent:** uwf-builtin" in read.out and "The plan." in read.out
     step_read = cli_proc("step", "read", steps[1]["hash"])
-    assert "## Turn 2\n\nWrote 4 bytes to notes/plan.md" in step_read.out
+    assert '\n\n**Tool call:** `write_file`\n\n```\n{"path": "notes/plan.md"' in step_read.out
+    assert "## Turn 2: tool\n\nWrote 4 bytes to notes/plan.md" in step_read.out
     assert not (root / "sessions").exists()
     assert cli("cas", "verify").code == 0
 

@@ -105,6 +105,8 @@ def test_config_is_read_only(root: Path) -> None:
 def test_invalid_yaml(root: Path) -> None:
     message = load_error(root, "agents: [unclosed\n")
     assert message.startswith("invalid config.yaml: invalid YAML: ")
+    where = f'in "{root / "config.yaml"}", line 2, column 1'  # the file, not "<byte string>"
+    assert where in message and "<byte string>" not in message
 
 
 @pytest.mark.parametrize(

@@ -676,8 +676,8 @@ CASES: list[Case] = [
         "thread list",
         1,
         "error: threads.yaml is damaged: invalid YAML: while parsing a flow sequence in "
-        "\"<byte string>\", line 1, column 10 did not find expected ',' or ']' in "
-        '"<byte string>", line 2, column 1',
+        "\"{root}/threads.yaml\", line 1, column 10 did not find expected ',' or ']' in "
+        '"{root}/threads.yaml", line 2, column 1',
     ),
     case(
         "list-registry-bomb",

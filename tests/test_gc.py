@@ -25,6 +25,7 @@ from uwf.protocol import schemas
 from uwf.util import fsio
 
 HOUR_MS = 3_600_000
+NOTHING = {"locks": 0, "tempFiles": 0}  # no lock file or temp file left to sweep
 BAD_OUTPUT = "no frontmatter at all"
 
 
@@ -89,7 +90,7 @@ def test_bad_grace(cli: Any, root: Path, snapshot: Any, text: str) -> None:
 def test_empty_root_creates_nothing(cli: Any, root: Path) -> None:
     for args in ([], ["--dry-run"], ["--grace", "0"]):
         out = gc(cli, *args)
-        expected = {"scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
+        expected = {**NOTHING, "scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
         assert out == ({**expected, "dryRun": True} if args == ["--dry-run"] else expected)
     assert not root.exists()
 
@@ -100,8 +101,9 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
     h = schemas.hashes()
     assert nodes(root) == {h.meta, h.workflow, h.start, h.step, h.text, garbage}
     size = store.path(garbage).stat().st_size
-    assert gc(cli) == {"scanned": 6, "reachable": 5, "collected": 0, "bytes": 0}  # 1h grace
+    assert gc(cli) == {**NOTHING, "scanned": 6, "reachable": 5, "collected": 0, "bytes": 0}
     assert gc(cli, "--grace", "0", "--dry-run") == {
+        **NOTHING,
         "scanned": 6,
         "reachable": 5,
         "collected": 1,
@@ -109,10 +111,22 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
         "dryRun": True,
     }
     assert garbage in nodes(root)
-    assert gc(cli, "--grace", "0") == {"scanned": 6, "reachable": 5, "collected": 1, "bytes": size}
+    assert gc(cli, "--grace", "0") == {
+        **NOTHING,
+        "scanned": 6,
+        "reachable": 5,
+        "collected": 1,
+        "bytes": size,
+    }
     assert nodes(root) == {h.meta, h.workflow, h.start, h.step, h.text}
     assert store.index(h.text) == []  # collected hashes leave the type index
-    assert gc(cli, "--grace", "0") == {"scanned": 5, "reachable": 5, "collected": 0, "bytes": 0}
+    assert gc(cli, "--grace", "0") == {
+        **NOTHING,
+        "scanned": 5,
+        "reachable": 5,
+        "collected": 0,
+        "bytes": 0,
+    }
     verify_ok(cli)
     assert text_node(cli, "nobody refers to me") == garbage  # stored again, indexed again
     assert store.index(h.text) == [garbage]
@@ -450,4 +464,69 @@ def test_gc_beside_running_steps_loses_nothing(cli: Any, root: Path, tmp_path: P
         assert (show["done"], show["status"], show["steps"]) == (True, "completed", 5)
         assert "Approved." in ok(cli, "thread", "read", thread)
     gc(cli, "--grace", "0")
+    verify_ok(cli)
+
+
+# -- leftovers: step locks of archived threads, temp files of killed writers ----------------
+
+
+def test_gc_sweeps_the_locks_of_archived_threads(
+    cli: Any, cli_proc: Any, root: Path, solve_issue: str, scenario: Any
+) -> None:
+    """Lock files pile up one per thread that ever stepped; gc removes those of archived
+    threads — not an active thread's, and not one a process holds (a step being stopped)."""
+    agent = scenario()
+
+    def started() -> str:
+        thread = str(ok(cli, "thread", "start", "solve-issue", "-p", "x")["thread"])
+        assert cli("thread", "step", thread, "--agent", agent).code == 0
+        return thread
+
+    done, killed, stopping, active = started(), started(), started(), started()
+    assert cli("thread", "step", done, "-c", "9", "--agent", agent).code == 0
+    for thread in (killed, stopping):
+        ok(cli, "thread", "kill", thread)
+    locks = root / "locks"
+    assert {f"{t}.lock" for t in (done, killed, stopping, active)} <= set(os.listdir(locks))
+    with RootFiles(root).hold_step(stopping):
+        assert gc(cli, "--dry-run")["locks"] == 2
+        assert {f"{t}.lock" for t in (done, killed)} <= set(os.listdir(locks))
+        out = cli_proc("cas", "gc").json()  # the real command
+        assert out["locks"] == 2
+        left = set(os.listdir(locks))
+        assert f"{done}.lock" not in left and f"{killed}.lock" not in left
+        assert {f"{stopping}.lock", f"{active}.lock"} <= left
+    assert gc(cli)["locks"] == 1  # the stopped step let go of it
+    assert f"{stopping}.lock" not in os.listdir(locks)
+    assert cli("thread", "step", active, "--agent", agent).code == 0  # active threads step on
+    assert gc(cli)["locks"] == 0
+
+
+def test_gc_sweeps_old_temp_files_of_killed_writers(cli: Any, root: Path, solve_issue: str) -> None:
+    """``.tmp-*`` files that a SIGKILL between write and rename left: deleted once last
+    written before the cutoff (older than --grace), under their writer's lock."""
+    thread = str(ok(cli, "thread", "start", "solve-issue", "-p", "x")["thread"])
+    head = RootFiles(root).head(thread)
+    assert head is not None
+    fan = open_store(root).path(head).parent
+    old = [
+        fan / f".tmp-{head}.1.1",
+        root / "cas" / "index" / ".tmp-SOMETYPE.1.1",
+        root / ".tmp-threads.yaml.1.1",
+        root / ".tmp-registry.yaml.1.1",
+        root / ".tmp-config.yaml.1.1",
+    ]
+    young = [fan / f".tmp-{head}.2.2", root / ".tmp-threads.yaml.2.2"]
+    for path in old + young:
+        path.write_bytes(b"half a ")
+    then = time.time() - 2 * 3600
+    for path in old:
+        os.utime(path, (then, then))
+    assert gc(cli, "--dry-run")["tempFiles"] == len(old)
+    assert all(p.exists() for p in old + young)
+    assert gc(cli)["tempFiles"] == len(old)  # --grace 1h: the young ones stay
+    assert not any(p.exists() for p in old) and all(p.exists() for p in young)
+    assert gc(cli, "--grace", "0")["tempFiles"] == len(young)
+    assert not any(p.exists() for p in young)
+    assert ok(cli, "thread", "show", thread)["head"] == head
     verify_ok(cli)

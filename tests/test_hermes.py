@@ -256,7 +256,7 @@ def test_solve_issue_end_to_end(
     assert details_yaml.code == 0, details_yaml.err
     assert yaml.safe_load(details_yaml.out) == found[3]
     step_md = cli_proc("step", "read", steps[0]["hash"])
-    assert step_md.code == 0 and f"## Turn 1\n\n{PLAN}" in step_md.out
+    assert step_md.code == 0 and f"## Turn 1: assistant\n\n{PLAN}" in step_md.out
     assert cli("thread", "show", thread).json()["status"] == "completed"
 
 

@@ -122,6 +122,84 @@ def test_show_real_process_log(root: Path, cli: Any) -> None:
     assert cli("log", "list").json()[0]["name"] == log.path.name
 
 
+def test_show_take_keeps_the_last_entries_after_the_filters(cli: Any, three_days: None) -> None:
+    newest = cli("log", "show", "--take", "2").json()
+    assert [e["ts"] for e in newest] == ["2026-05-21T12:00:00.000Z", "2026-05-22T08:00:00.000Z"]
+    assert [e["ts"] for e in cli("log", "show", "--thread", "T2", "--take", "5").json()] == [
+        "2026-05-20T09:00:00.000Z"
+    ]
+    assert cli("log", "show", "--thread", "T1", "--take", "1").json() == [
+        entry("2026-05-22T08:00:00.000Z", "300-3", thread="T1")
+    ]
+    for bad in ("0", "x", "-1"):
+        r = cli("log", "show", "--take", bad)
+        assert (r.code, r.err) == (1, f"error: --take must be a positive integer, got: {bad}\n")
+
+
+def test_show_follow_prints_new_entries_as_they_are_written(root: Path, three_days: None) -> None:
+    """``log show --follow`` through the real CLI: the last entries, then each new one (a new
+    day's file too; a line still being written waits for its newline) as one JSON line, until
+    Ctrl-C, which ends it with exit 0."""
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "uwf"),
+            "log",
+            "show",
+            "-f",
+            "--thread",
+            "T1",
+            "--take",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+
+    def next_line() -> Any:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "no line within 30 s"
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    try:
+        assert next_line() == entry("2026-05-22T08:00:00.000Z", "300-3", thread="T1")
+        write_log(root, "2026-05-22", entry("2026-05-22T09:00:00.000Z", "9-9", thread="T2"))
+        write_log(root, "2026-05-22", entry("2026-05-22T09:30:00.000Z", "9-9", thread="T1"))
+        assert next_line()["ts"] == "2026-05-22T09:30:00.000Z"  # T2's entry was filtered out
+        later = entry("2026-05-23T00:00:01.000Z", "9-9", thread="T1")
+        path = root / "logs" / "2026-05-23.jsonl"  # midnight: a new file
+        text = json.dumps(later) + "\n"
+        path.write_text(text[:20])
+        with open(path, "a") as fh:
+            fh.write(text[20:])
+        assert next_line() == later
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out, err) == (0, "", "")
+
+
+def test_a_failed_step_is_logged_with_its_reason(cli: Any, new_thread: Any, scenario: Any) -> None:
+    thread = new_thread()
+    agent = scenario({"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]})
+    assert cli("thread", "step", thread, "--agent", agent).code == 5
+    failed = cli("log", "show", "--thread", thread, "--take", "1").json()
+    assert [(e["tag"], e["msg"]) for e in failed] == [
+        (
+            "B8T5N1V6",
+            "step failed: agent command failed (uwf-mock) with exit code 4: simulated crash",
+        )
+    ]
+
+
 # -- clean -----------------------------------------------------------------------------------------
 
 

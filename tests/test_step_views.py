@@ -302,6 +302,27 @@ def test_step_details_deep_expansion(cli: Any, store: Store) -> None:
     }
 
 
+# -- thread show --full ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["active", "completed"])
+def test_thread_show_full_lists_the_chain(
+    cli: Any, cli_proc: Any, request: Any, which: str
+) -> None:
+    """``thread show --full`` (seed 004's "the whole history"): what ``thread show`` says,
+    plus the chain as ``thread steps`` lists it; without --full, nothing more."""
+    ran: Ran = request.getfixturevalue(which)
+    brief = ok(cli, "thread", "show", ran.thread).json()
+    full = ok(cli_proc, "thread", "show", ran.thread, "--full").json()
+    chain = ok(cli, "thread", "steps", ran.thread).json()["steps"]
+    assert full == {**brief, "chain": chain}
+    assert [n["hash"] for n in chain] == [ran.start, *ran.heads]
+    assert [n.get("role") for n in chain] == [None, "planner", "developer", "reviewer"]
+    assert chain[3]["output"]["status"] == ("approved" if which == "completed" else "rejected")
+    yaml_out = ok(cli, "--format", "yaml", "thread", "show", ran.thread, "--full").out
+    assert yaml.safe_load(yaml_out) == full
+
+
 # -- step read -------------------------------------------------------------------------------
 
 
@@ -315,7 +336,7 @@ def step_read(cli: Any, step: str, *args: str) -> str:
 
 def test_step_read_of_a_mock_step(cli: Any, active: Ran) -> None:
     assert step_read(cli, active.heads[2]) == (
-        header(active.heads[2], "reviewer", "uwf-mock") + f"\n\n## Turn 1\n\n{REJECT}\n"
+        header(active.heads[2], "reviewer", "uwf-mock") + f"\n\n## Turn 1: assistant\n\n{REJECT}\n"
     )
 
 
@@ -330,9 +351,35 @@ def test_step_read_shows_every_turn_verbatim(cli: Any, store: Store) -> None:
     turns = [put_turn(store, i, r, c) for i, (r, c) in enumerate(zip(roles, contents, strict=True))]
     _, step = put_step(store, put_detail(store, turns))
     expected = header(step)
-    for i, c in enumerate(contents):
-        expected += f"\n\n## Turn {i + 1}\n\n{c}"
+    for i, (r, c) in enumerate(zip(roles, contents, strict=True)):
+        expected += f"\n\n## Turn {i + 1}: {r}\n\n{c}"  # labelled with who spoke
     assert step_read(cli, step) == expected + "\n"
+
+
+def test_step_read_shows_tool_calls(cli: Any, store: Store) -> None:
+    """A turn that only calls tools is no longer an empty turn: each call is shown with its
+    arguments, and every turn says who spoke."""
+    turn_type = store.put_schema(TURN_SCHEMA)
+    calls = [
+        {"name": "read_file", "args": '{"path": "notes/plan.md"}'},
+        {"name": "run_command", "args": '{"command": "pytest -q"}'},
+    ]
+    turns = [
+        store.put(turn_type, {"index": 0, "role": "assistant", "content": "", "toolCalls": calls}),
+        put_turn(store, 1, "tool", "the plan"),
+        store.put(
+            turn_type,
+            {"index": 2, "role": "assistant", "content": "Done.", "toolCalls": None},
+        ),
+    ]
+    _, step = put_step(store, put_detail(store, turns))
+    assert step_read(cli, step) == header(step) + (
+        "\n\n## Turn 1: assistant"
+        '\n\n**Tool call:** `read_file`\n\n```\n{"path": "notes/plan.md"}\n```'
+        '\n\n**Tool call:** `run_command`\n\n```\n{"command": "pytest -q"}\n```'
+        "\n\n## Turn 2: tool\n\nthe plan"
+        "\n\n## Turn 3: assistant\n\nDone.\n"
+    )
 
 
 def test_step_read_numbers_turns_by_index_or_position(cli: Any, store: Store) -> None:
@@ -341,7 +388,10 @@ def test_step_read_numbers_turns_by_index_or_position(cli: Any, store: Store) ->
     )
     by_index = [put_turn(store, 5, "assistant", "five"), put_turn(store, 7, "tool", "seven")]
     _, step = put_step(store, put_detail(store, [*by_index, MISSING]))
-    assert step_read(cli, step) == header(step) + "\n\n## Turn 6\n\nfive\n\n## Turn 8\n\nseven\n"
+    assert (
+        step_read(cli, step)
+        == header(step) + "\n\n## Turn 6: assistant\n\nfive\n\n## Turn 8: tool\n\nseven\n"
+    )
 
     no_index = [
         store.put(loose_type, {"role": "assistant", "content": "first"}),
@@ -350,7 +400,10 @@ def test_step_read_numbers_turns_by_index_or_position(cli: Any, store: Store) ->
         store.put(loose_type, {"role": "tool", "content": "second"}),
     ]
     _, step = put_step(store, put_detail(store, no_index))
-    assert step_read(cli, step) == header(step) + "\n\n## Turn 1\n\nfirst\n\n## Turn 2\n\nsecond\n"
+    assert (
+        step_read(cli, step)
+        == header(step) + "\n\n## Turn 1: assistant\n\nfirst\n\n## Turn 2: tool\n\nsecond\n"
+    )
 
 
 def test_step_read_header_only_without_turns(cli: Any, store: Store) -> None:
@@ -394,14 +447,14 @@ def test_step_read_small_quota_keeps_the_newest_turns(
     text = step_read(cli, step, "--quota", "700")
     assert len(text) <= 700 + 200
     assert text.startswith(header(step) + "\n\n" + OMITTED + "\n\n## Turn ")
-    assert text.endswith(f"## Turn 6\n\n{contents[5]}\n")
-    assert "## Turn 1\n" not in text
+    assert text.endswith(f"## Turn 6: assistant\n\n{contents[5]}\n")
+    assert "## Turn 1:" not in text
 
 
 def test_step_read_quota_1_still_shows_one_turn(cli: Any, long_step: tuple[str, list[str]]) -> None:
     step, contents = long_step
     assert step_read(cli, step, "--quota", "1") == (
-        header(step) + f"\n\n{OMITTED}\n\n## Turn 6\n\n{contents[5]}\n"
+        header(step) + f"\n\n{OMITTED}\n\n## Turn 6: assistant\n\n{contents[5]}\n"
     )
 
 
@@ -410,12 +463,12 @@ def test_step_read_quota_boundary(cli: Any, long_step: tuple[str, list[str]]) ->
     step, contents = long_step
 
     def cost(n: int) -> int:
-        return len(f"## Turn {n}\n\n{contents[n - 1]}")
+        return len(f"## Turn {n}: assistant\n\n{contents[n - 1]}")
 
     two = len(header(step)) + 200 + cost(6) + cost(5) + 2
-    assert "## Turn 5\n" in step_read(cli, step, "--quota", str(two))
-    assert "## Turn 4\n" not in step_read(cli, step, "--quota", str(two))
-    assert "## Turn 5\n" not in step_read(cli, step, "--quota", str(two - 1))
+    assert "## Turn 5:" in step_read(cli, step, "--quota", str(two))
+    assert "## Turn 4:" not in step_read(cli, step, "--quota", str(two))
+    assert "## Turn 5:" not in step_read(cli, step, "--quota", str(two - 1))
     everything = len(header(step)) + 200 + sum(cost(n) for n in range(1, 7)) + 2 * 5
     assert OMITTED not in step_read(cli, step, "--quota", str(everything))
     assert OMITTED in step_read(cli, step, "--quota", str(everything - 1))

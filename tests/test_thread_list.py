@@ -14,6 +14,8 @@ commands.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,16 +44,18 @@ class Population:
     start: str
     ids: dict[str, str]  # name -> thread id
 
-    def row(self, name: str) -> dict[str, str]:
+    def row(self, name: str) -> dict[str, Any]:
         status = name.rstrip("0123456789_")
         return {
             "thread": self.ids[name],
             "workflow": self.workflow,
             "head": self.start,
             "status": status,
+            "task": "listed",  # recorded by none of them: read from their StartNode
+            "createdAt": jan(DAYS[name]),
         }
 
-    def rows(self, *names: str) -> list[dict[str, str]]:
+    def rows(self, *names: str) -> list[dict[str, Any]]:
         return [self.row(n) for n in names]
 
 
@@ -94,7 +98,8 @@ def names(pop: Population, rows: list[dict[str, Any]]) -> list[str]:
 def test_default_lists_active_threads_only_newest_first(cli: Any, pop: Population) -> None:
     rows = list_ok(cli)
     assert rows == pop.rows("idle_5", "running", "idle_1")
-    assert [list(r) for r in rows] == [["thread", "workflow", "head", "status"]] * 3
+    keys = ["thread", "workflow", "head", "status", "task", "createdAt"]
+    assert [list(r) for r in rows] == [keys] * 3
 
 
 def test_all_adds_archived_threads_with_their_history_status(cli: Any, pop: Population) -> None:
@@ -256,7 +261,7 @@ def test_last_history_line_of_a_thread_wins(cli: Any, root: Path, pop: Populatio
     other = store.put(schemas.hashes().start, {"workflow": pop.workflow, "prompt": "again"})
     state.append_history(thread, pop.workflow, other, "killed", jan(21))
     rows = [r for r in list_ok(cli, "--all") if r["thread"] == thread]
-    assert rows == [{"thread": thread, "workflow": pop.workflow, "head": other, "status": "killed"}]
+    assert rows == [{**pop.row("completed"), "head": other, "status": "killed", "task": "again"}]
     assert list_ok(cli, "--status", "completed") == []
     show = cli("thread", "show", thread).json()
     assert (show["head"], show["status"], show["done"]) == (other, "killed", True)
@@ -347,6 +352,30 @@ def test_statuses_from_real_commands(cli: Any, root: Path, solve_issue: str, sce
     # newest first by creation time (the first 10 ULID characters)
     times = [r["thread"][:10] for r in rows]
     assert times == sorted(times, reverse=True)
+    assert {r["task"] for r in rows} == {"task"}  # recorded at start, kept in the history
+    history = (root / "history.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["task"] == "task" for line in history)
+    assert [r["createdAt"] for r in rows] == sorted((r["createdAt"] for r in rows), reverse=True)
+
+
+def test_task_and_creation_time(cli: Any, cli_proc: Any, root: Path, solve_issue: str) -> None:
+    """The task's first non-blank line (shortened to 100 characters) and the creation time
+    (unix ms, from the ULID) — recorded when the thread is started or forked, so listing a
+    thread reads none of its nodes."""
+    long = "  \n\n  Fix the login bug " + "x" * 200 + "\nsecond line\n"
+    before = int(time.time() * 1000)
+    thread = cli("thread", "start", "solve-issue", "-p", long).json()["thread"]
+    after = int(time.time() * 1000)
+    (row,) = cli_proc("thread", "list").json()
+    assert row["task"] == ("Fix the login bug " + "x" * 200)[:99] + "…"
+    assert before - 1 <= row["createdAt"] <= after
+    start = cli("thread", "show", thread).json()["head"]
+    (root / "cas" / "objects" / start[:2] / start).unlink()  # no node is read for the list
+    assert cli_proc("thread", "list").json() == [row]
+    started = cli("thread", "start", "solve-issue", "-p", "second").json()["thread"]
+    forked = cli("thread", "fork", cli("thread", "show", started).json()["head"]).json()
+    listed = {r["thread"]: r["task"] for r in cli("thread", "list").json()}
+    assert listed[forked["thread"]] == "second"  # a fork records its task too
 
 
 # -- bad options: one exact line, exit 1 -----------------------------------------------------

@@ -165,12 +165,25 @@ def test_full_rendering_of_one_step(cli: Any, root: Path, tmp_path: Path, scenar
         + SEPARATOR
         + f"## Step 1: worker `{step}`\n**Agent:** uwf-mock | **Time:** {utc(node.timestamp)}"
         + prompt_part("worker")
+        + "\n\n<edge-prompt>\nBegin.\n</edge-prompt>"  # the prompt of the edge it took
         + f"\n\n<output>\n{run.outputs[0]}\n</output>"
         + "\n"  # one final newline is added to the markdown
     )
     assert read(cli, run.thread) == expected
     # the raw output (markdown headings, <, >, &) appears verbatim, never escaped
     assert "&lt;" not in expected and "# Heading\n\n## Sub *heading*" in expected
+
+
+def test_each_step_shows_the_edge_prompt_it_was_given(
+    cli: Any, tmp_path: Path, scenario: Any
+) -> None:
+    """The edge prompt (the rendered prompt of the graph edge that chose the role) of every
+    step, before its output; a step without one (an agent that did not record it) shows none."""
+    put_workflow(cli, tmp_path, "trio", ["planner", "coder", "tester"])
+    run = run_thread(cli, scenario, "trio", ["planner", "coder", "tester", "coder"])
+    blocks = read(cli, run.thread, "--quota", HUGE).rstrip("\n").split(SEPARATOR)[1:]
+    given = [re.findall(r"<edge-prompt>\n(.*?)\n</edge-prompt>\n\n<output>", b) for b in blocks]
+    assert given == [["Begin."], ["Over to coder."], ["Over to tester."], ["Over to coder."]]
 
 
 def test_no_heading_style_sections(cli: Any, tmp_path: Path, scenario: Any) -> None:

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT
+from conftest import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal
 from uwf.backend.fs import FsBackend
 from uwf.engine.follow import Follower
 
@@ -172,7 +172,6 @@ def test_watch_on_a_terminal_shows_a_live_status_line(
 ) -> None:
     """With stdout a terminal, a spinner line names the running step; the lines are the same."""
     import pty
-    import select
 
     thread = new_thread()
     agent = scenario({"planner": [{"output": PLAN, "sleep": 1.0}]})
@@ -190,15 +189,7 @@ def test_watch_on_a_terminal_shows_a_live_status_line(
         assert stepper.wait(timeout=60) == 0
         assert cli("thread", "kill", thread).code == 0
         assert watch.wait(timeout=30) == 0
-        screen = b""
-        while select.select([primary], [], [], 0.5)[0]:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal closed with the process
-                break
-            if not chunk:
-                break
-            screen += chunk
+        screen = read_terminal(primary)
     finally:
         watch.kill()
         os.close(primary)

@@ -5,17 +5,21 @@ through ``run``:
 
 * its own process group (session), so that it and all its children are killed as one;
 * on Linux, a parent-death signal: if the process that spawned it dies, even of SIGKILL,
-  the child gets SIGKILL too (its own children die with it only if they do the same, which
-  every uwf agent does, since they spawn through this module);
+  the child gets SIGKILL too;
+* a watchdog: a tiny process of its own session that holds one end of a pipe from us and,
+  should we die without finishing (SIGKILL, the OOM killer), kills the child's whole group —
+  the children the child started included, which no parent-death signal reaches;
 * stdin closed or fed from a string; stdout captured up to a bound (the tail is kept) or
   whole; stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
 * a timeout, a ``should_stop`` callback polled twice a second, a signal or any exception
-  in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period.
+  in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period. When the
+  child exits by itself, what it left running in its group is killed too.
 
 ``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
 :class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
-Ctrl-C unwinds through ``run`` and takes the agent's group down with it (docs/errors.md,
-"Signals").
+Ctrl-C unwinds through ``run`` and takes the agent's group down with it; a signal that
+arrives while the child is being started or killed waits for that to finish
+(``signals.deferred``). docs/errors.md, "Signals".
 """
 
 from __future__ import annotations
@@ -34,11 +38,28 @@ from pathlib import Path
 from typing import IO, Any
 
 from uwf.util.errors import UwfError
+from uwf.util.signals import deferred
 
 STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
+STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
+
+# The watchdog: waits for the end of its stdin, a pipe whose other end only we hold. The end
+# comes when we die (nobody writes to it): it then kills the group. When we finish with the
+# group ourselves, we SIGKILL the watchdog first.
+WATCHDOG = """
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+while os.read(0, 512):
+    pass
+try:
+    os.killpg(int(sys.argv[1]), signal.SIGKILL)
+except OSError:
+    pass
+"""
 
 
 class CannotStart(UwfError):
@@ -81,7 +102,15 @@ def _parent_death_hook() -> Callable[[], None] | None:
 
 
 def kill_group(proc: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there."""
+    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there.
+
+    A signal to us in the meantime waits until the group is gone (a second Ctrl-C must not
+    leave the children running)."""
+    with deferred():
+        _kill_group(proc, grace)
+
+
+def _kill_group(proc: subprocess.Popen[Any], grace: float) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -189,8 +218,41 @@ def _wait(
             kill_group(proc)
             return True, False
         if should_stop is not None and should_stop():
-            kill_group(proc)
+            kill_group(proc, STOP_GRACE)
             return False, True
+
+
+def _watchdog(pgid: int) -> tuple[subprocess.Popen[bytes], int] | None:
+    """Start the watchdog of group ``pgid``; (its process, our end of its pipe)."""
+    if not sys.executable:  # an embedding interpreter that cannot start Python: no watchdog
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", WATCHDOG, str(pgid)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    return proc, write_end
+
+
+def _release(watchdog: tuple[subprocess.Popen[bytes], int] | None) -> None:
+    """We finished with the group ourselves: stop the watchdog (before its pipe closes, so
+    that it never kills anything), then reap it."""
+    if watchdog is None:
+        return
+    proc, write_end = watchdog
+    with deferred():
+        proc.kill()
+        proc.wait()
+        os.close(write_end)
 
 
 def run(
@@ -216,7 +278,40 @@ def run(
     ``what`` ("agent command not found: …").
     """
     began = time.monotonic()
-    proc = _start(argv, env, stdin is not None, what, cwd)
+    with deferred():  # a signal now would leave a child that nobody kills
+        proc = _start(argv, env, stdin is not None, what, cwd)
+        watchdog = _watchdog(proc.pid)
+    try:
+        out, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
+        timed_out, stopped = _wait(proc, timeout, should_stop)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        _release(watchdog)
+    for worker in workers:
+        worker.join(timeout=5)
+    kept = out if stdout_limit is None else out[-stdout_limit:]
+    return Finished(
+        code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
+        stdout=bytes(kept).decode("utf-8", "replace"),
+        stderr_tail=tail.text(),
+        timed_out=timed_out,
+        stopped=stopped,
+        duration_ms=int((time.monotonic() - began) * 1000),
+    )
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    stdin: str | None,
+    stdout_limit: int | None,
+    stderr_prefix: str | None,
+    stderr_keep: int,
+) -> tuple[bytearray, _Tail, list[threading.Thread]]:
+    """Start the threads that feed stdin and drain stdout and stderr."""
     assert proc.stdout is not None and proc.stderr is not None
     out = bytearray()
     tail = _Tail(stderr_keep)
@@ -231,19 +326,4 @@ def run(
         )
     for worker in workers:
         worker.start()
-    try:
-        timed_out, stopped = _wait(proc, timeout, should_stop)
-    except BaseException:
-        kill_group(proc)
-        raise
-    for worker in workers:
-        worker.join(timeout=5)
-    kept = out if stdout_limit is None else out[-stdout_limit:]
-    return Finished(
-        code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        stdout=bytes(kept).decode("utf-8", "replace"),
-        stderr_tail=tail.text(),
-        timed_out=timed_out,
-        stopped=stopped,
-        duration_ms=int((time.monotonic() - began) * 1000),
-    )
+    return out, tail, workers

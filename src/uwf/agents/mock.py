@@ -91,7 +91,7 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read scenario {path}: {exc}") from None
-    data = yamlio.load(text, source=f"scenario {path}")
+    data = yamlio.load(text, source=f"scenario {path}", path=path)
     roles = data.get("roles") if isinstance(data, dict) else None
     if not isinstance(roles, dict):
         raise InvalidInput(f"scenario {path} must be a mapping with a 'roles' mapping")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -75,22 +76,30 @@ class ActiveThread(NamedTuple):
 
 
 class HistoryEntry(NamedTuple):
-    """One archived thread: ``{"thread","workflow","head","completedAt","status"}``."""
+    """One archived thread: ``{"thread","workflow","head","completedAt","status","task"?}``.
+
+    ``task`` is the active record's task line, carried over when the thread is archived (so
+    that listings read no node); entries written by older versions have none.
+    """
 
     thread: ThreadId
     workflow: NodeHash
     head: NodeHash
     completed_at: int  # unix ms
     status: str  # one of HISTORY_STATUSES
+    task: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "thread": self.thread,
             "workflow": self.workflow,
             "head": self.head,
             "completedAt": self.completed_at,
             "status": self.status,
         }
+        if self.task is not None:
+            out["task"] = self.task
+        return out
 
 
 class Holder(NamedTuple):
@@ -157,7 +166,8 @@ class ThreadTable(abc.ABC):
         at_ms: int,
         expected: NodeHash | None = None,
     ) -> NodeHash:
-        """Move an active thread to the archive with ``status``; return its head.
+        """Move an active thread to the archive with ``status``; return its head. The entry
+        keeps the task line the thread was created with (``ThreadInfo.task``).
 
         With ``expected``, only if the head is still that (else Conflict). NotActive when the
         thread is not active. A crash in the middle may leave the thread both active and
@@ -226,6 +236,16 @@ class Locks(abc.ABC):
     def gc(self) -> contextlib.AbstractContextManager[None]:
         """Hold the gc lock: a second ``cas gc`` fails at once (Busy)."""
 
+    @abc.abstractmethod
+    def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
+        """Remove what the step locks of ``archived`` threads left behind (lock files, holder
+        records); return how many threads' were (or, ``dry_run``, would be) removed.
+
+        Only for threads in the history: an archived thread never becomes active again, so
+        its lock is never needed again. A lock some process holds right now (a step that a
+        ``thread kill`` is stopping) is never removed.
+        """
+
 
 class Backend(abc.ABC):
     """A storage backend: the four parts, plus the local root of this machine.
@@ -248,6 +268,12 @@ class Backend(abc.ABC):
     def env(self) -> dict[str, str]:
         """What an agent's environment needs to open this same backend."""
         return {"WORKFLOW_STORAGE_ROOT": str(self.root)}
+
+    def sweep_temp_files(self, cutoff_ms: int, *, dry_run: bool = False) -> int:
+        """Delete the temp files that writers killed mid-write left, last written before
+        ``cutoff_ms`` (unix ms); return how many were (or, ``dry_run``, would be) deleted. A
+        backend that writes no temp files has none."""
+        return 0
 
     def close(self) -> None:  # noqa: B027 - optional hook: connections, pools
         """Release what the backend holds open."""

@@ -10,7 +10,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import (
@@ -149,10 +149,13 @@ class MemoryThreads(ThreadTable):
         if status not in HISTORY_STATUSES:
             raise ValueError(f"unknown history status: {status}")
         with self._mutex:
-            head = self._require(thread).head
+            record = self._require(thread)
+            head = record.head
             if expected is not None and head != expected:
                 raise Conflict(f"thread {thread} moved to {head} while archiving")
-            self._history.append(HistoryEntry(thread, workflow, head, at_ms, status))
+            self._history.append(
+                HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
+            )
             del self._active[thread]
         return head
 
@@ -218,6 +221,21 @@ class MemoryLocks(Locks):
 
     def holder(self, thread: ThreadId) -> Holder | None:
         return self._holders.get(thread)
+
+    def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
+        swept = 0
+        with self._mutex:
+            for thread in set(archived) & set(self._locks):
+                lock = self._locks[thread]
+                if not lock.acquire(blocking=False):
+                    continue  # held: a step still stopping
+                try:
+                    if not dry_run:
+                        del self._locks[thread]
+                    swept += 1
+                finally:
+                    lock.release()
+        return swept
 
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:

@@ -165,12 +165,15 @@ def gc(
     ] = "1h",
     fmt: FormatOpt = None,
 ) -> None:
-    """Delete the nodes nothing can reach; print {"scanned","reachable","collected","bytes"}.
+    """Delete the nodes nothing can reach, and leftovers.
 
-    Roots: every registry entry and every stored version of a registered workflow, every
-    active and archived thread head, and uwf's schemas; from them gc follows references and
-    node types. An unreachable node is deleted only when its last put is older than the grace
-    period, and steps still running are protected even with --grace 0. Reads every node.
+    Prints {"scanned","reachable","collected","bytes","locks","tempFiles"}. Roots: every
+    registry entry and every stored version of a registered workflow, every active and
+    archived thread head, and uwf's schemas; from them gc follows references and node types.
+    An unreachable node is deleted only when its last put is older than the grace period, and
+    steps still running are protected even with --grace 0. Reads every node. Then it removes
+    the step locks of archived threads (never one a process holds) and the temp files that
+    writers killed mid-write left, when older than the grace period.
     """
     from uwf.engine.gc import gc as collect_garbage
 

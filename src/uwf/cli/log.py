@@ -4,7 +4,8 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, emit, root
+from uwf.cli.options import FormatOpt, emit, emit_stream, root
+from uwf.util.errors import Interrupted
 
 app = typer.Typer(
     help="Read and prune the process debug log (<root>/logs/YYYY-MM-DD.jsonl, one file per "
@@ -34,12 +35,40 @@ def show(
     date: Annotated[
         str | None, typer.Option("--date", help="Only the file of this day (YYYY-MM-DD).")
     ] = None,
+    take: Annotated[
+        str | None,
+        typer.Option(
+            "--take", help="Only the last N entries (after the filters).", show_default=False
+        ),
+    ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Then keep printing new entries as they are written, until Ctrl-C.",
+        ),
+    ] = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Show log entries, oldest first; filters combine."""
-    from uwf.engine import logs
+    """Show log entries, oldest first; filters combine.
 
-    emit(logs.show_logs(root(), thread=thread, process=process, date=date), fmt)
+    Prints a JSON array; with --follow one JSON object per line (JSON Lines; --format yaml:
+    one YAML document per entry) as entries are written, until Ctrl-C or SIGTERM (exit 0).
+    """
+    from uwf.engine import logs
+    from uwf.util.numbers import positive_int
+
+    n = positive_int(take, "--take") if take is not None else None
+    if not follow:
+        emit(logs.show_logs(root(), thread=thread, process=process, date=date, take=n), fmt)
+        return
+    entries = logs.follow_logs(root(), thread=thread, process=process, date=date, take=n)
+    try:
+        for entry in entries:
+            emit_stream(entry, fmt)
+    except (KeyboardInterrupt, Interrupted):
+        return  # Ctrl-C is how --follow ends
 
 
 @app.command("clean")

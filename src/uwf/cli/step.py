@@ -19,7 +19,11 @@ def read(
     step_hash: thread_cli.StepHashArg,
     quota: QuotaOpt = "4000",
 ) -> None:
-    """Render one step's turns as markdown, newest turns first to fit the quota."""
+    """Render one step's turns as markdown, newest turns first to fit the quota.
+
+    Each turn is headed with its number and who spoke (assistant, tool, user), then its text
+    and every tool call it made, with the call's arguments.
+    """
     from uwf.engine.read import parse_quota, read_step
 
     emit_markdown(read_step(backend(), step_hash, parse_quota(quota)))

@@ -130,11 +130,23 @@ app.command("exec", hidden=True, help="Alias of `thread step` (v0.5.0 name).")(_
 
 
 @app.command()
-def show(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """Show a thread's head, status and number of steps."""
+def show(
+    thread: ThreadArg,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help='Also list the whole chain ("chain"), as `thread steps` does.'),
+    ] = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Show a thread's head, status and number of steps.
+
+    Prints {"workflow","thread","head","done","status","steps"}; with --full also "chain": the
+    StartNode ({"hash","workflow","prompt","timestamp"}) and every step, oldest first
+    ({"hash","role","output","detail","agent","timestamp"}, the output expanded).
+    """
     from uwf.engine import threads
 
-    emit(threads.show(backend(), thread), fmt)
+    emit(threads.show(backend(), thread, full=full), fmt)
 
 
 @app.command("list")
@@ -169,7 +181,11 @@ def list_(
     ] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """List threads, newest first (active only unless --all or --status)."""
+    """List threads, newest first (active only unless --all or --status).
+
+    Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
+    line of the thread's task (up to 100 characters) and createdAt its creation time (unix ms).
+    """
     from uwf.engine import threads
     from uwf.util.numbers import as_count, as_positive_int
 
@@ -215,7 +231,11 @@ def read(
         bool, typer.Option("--start", help="Include the task section even with --before.")
     ] = False,
 ) -> None:
-    """Render a thread as markdown, newest steps first to fit the quota."""
+    """Render a thread as markdown, newest steps first to fit the quota.
+
+    Each step shows its role's goal (once per role), the edge prompt it was given and its
+    output (the last assistant turn of its detail).
+    """
     from uwf.engine.read import parse_quota, read_thread
 
     emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_))
@@ -244,16 +264,36 @@ def _fork(
             "and fork from the edited copy; a rejected edit opens again.",
         ),
     ] = False,
+    workflow: Annotated[
+        str | None,
+        typer.Option(
+            "--workflow",
+            help="Go on under this workflow version (a hash, file or name, as for thread "
+            "start): the chain is copied onto a new StartNode.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Start a new thread whose head is an existing node (nothing is copied).
 
     With --output or --edit, the new head is a new StepNode with the same start, prev and
     role as the step and the edited output; its detail records that it was edited by hand
-    and from which step. Prints {"thread","forkedFrom"} ({"thread","head","forkedFrom"}
-    when edited).
+    and from which step. With --workflow, the new thread runs another version of the
+    workflow (e.g. one fixed after a step failed): every role the chain ran must exist there;
+    the task and the steps are copied onto a new StartNode of that version, sharing their
+    outputs and details. Prints {"thread","forkedFrom"} ({"thread","head","forkedFrom"} when
+    edited; also "workflow" with --workflow).
     """
     from uwf.cli.steering import fork_edited
+
+    if workflow is not None:
+        if output is not None or edit:
+            raise UsageError("--workflow cannot be combined with --output or --edit")
+        from uwf.engine.refork import fork_onto
+
+        emit(fork_onto(backend(), step_hash, workflow), fmt)
+        return
     from uwf.engine import threads
 
     if output is None and not edit:

@@ -106,7 +106,7 @@ def load_config(root: Path) -> Config:
     if data is None:
         return Config(root=root)
     try:
-        raw = yamlio.load(data, source=CONFIG_FILE)
+        raw = yamlio.load(data, source=CONFIG_FILE, path=path)
     except InvalidInput as exc:
         raise InvalidInput(_PREFIX + exc.message) from None
     return parse_config(raw, root=root)

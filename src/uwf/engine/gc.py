@@ -18,6 +18,11 @@ is everything they reach: what gc keeps is closed under references and types, so
 ``cas verify`` passes after any gc. Corrupt unreachable nodes are kept for ``cas verify`` to
 report. Collected hashes leave the type index.
 
+**Leftovers.** Then the step locks of archived threads (``Locks.sweep``: never one a process
+holds; a thread in the history never becomes active again) and the temp files that writers
+killed mid-write left, last written before the cutoff (``Backend.sweep_temp_files``: each
+deleted under its writer's lock, so a write in flight keeps its temp file).
+
 **Running beside other commands.**
 
 * Two gcs never run at once (``Locks.gc``; the second fails at once).
@@ -52,7 +57,7 @@ from uwf.cas.store import Store
 from uwf.protocol import schemas
 from uwf.util.base32 import is_hash
 from uwf.util.errors import CorruptNode, InvalidInput, UwfError
-from uwf.util.ulid import now_ms
+from uwf.util.ulid import ThreadId, now_ms
 
 DEFAULT_GRACE = "1h"
 BATCH = 256  # nodes deleted per hold of the sweep lock, so writers are never held up long
@@ -70,19 +75,38 @@ def parse_grace(text: str) -> int:
 
 
 def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
-    """Collect unreachable nodes; ``{"scanned","reachable","collected","bytes"}``.
+    """Collect unreachable nodes, the step locks of archived threads and old temp files;
+    ``{"scanned","reachable","collected","bytes","locks","tempFiles"}``.
 
     With ``dry_run`` nothing is deleted; the counts say what would be (and ``"dryRun"``).
     """
     grace_ms = parse_grace(grace)
-    result: dict[str, Any] = {"scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
+    result: dict[str, Any] = {
+        "scanned": 0,
+        "reachable": 0,
+        "collected": 0,
+        "bytes": 0,
+        "locks": 0,
+        "tempFiles": 0,
+    }
     if dry_run:
         result["dryRun"] = True
     if next(iter(backend.nodes.iter_hashes()), None) is None:  # nothing stored: create nothing
         return result
     with backend.locks.gc():
+        cutoff = now_ms() - grace_ms
         result.update(_gc(backend, grace_ms, dry_run))
+        result["locks"] = backend.locks.sweep(_archived_only(backend), dry_run=dry_run)
+        result["tempFiles"] = backend.sweep_temp_files(cutoff, dry_run=dry_run)
     return result
+
+
+def _archived_only(backend: Backend) -> set[ThreadId]:
+    """The threads in the history and not active: their step locks are never needed again
+    (a thread in the history never becomes active again; one in both files after a hand edit
+    stays active, so its lock is kept)."""
+    active = {record.thread for record in backend.threads.active()}
+    return {entry.thread for entry in backend.threads.history()} - active
 
 
 def _gc(backend: Backend, grace_ms: int, dry_run: bool) -> dict[str, int]:

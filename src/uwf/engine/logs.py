@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,24 +61,57 @@ def list_logs(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _read_entries(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
-    entries = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+class LogReader:
+    """Reads log entries from where it stopped: files only grow, and a new day adds a file.
+
+    Each ``read`` returns the complete lines written since the last one (a line still being
+    written waits for its newline), files in name order. ``date`` limits it to that day's file.
+    """
+
+    def __init__(self, root: Path, date: str | None = None) -> None:
+        self.root = root
+        self.date = check_date(date) if date is not None else None
+        self.offsets: dict[Path, int] = {}
+
+    def _paths(self) -> list[Path]:
+        if self.date is not None:
+            return [logs_dir(self.root) / f"{self.date}{SUFFIX}"]
+        return sorted(_files(self.root))
+
+    def read(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = []
+        for path in self._paths():
+            entries += self._read_from(path, self.offsets.get(path, 0))
+        return entries
+
+    def _read_from(self, path: Path, offset: int) -> list[dict[str, Any]]:
         try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return entries
+            with open(path, "rb") as fh:
+                if fh.seek(0, 2) < offset:  # rewritten by hand: read it again
+                    offset = 0
+                fh.seek(offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offsets[path] = offset + len(complete)
+        entries = []
+        for line in complete.decode("utf-8", "replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # blank, or cut short by a crash
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+
+def _wanted(entry: dict[str, Any], thread: str | None, process: str | None) -> bool:
+    return (thread is None or entry.get("thread") == thread) and (
+        process is None or entry.get("pid") == process
+    )
 
 
 def show_logs(
@@ -85,23 +120,33 @@ def show_logs(
     thread: str | None = None,
     process: str | None = None,
     date: str | None = None,
+    take: int | None = None,
+    reader: LogReader | None = None,
 ) -> list[dict[str, Any]]:
-    """The raw log entries, filtered by exact ``thread`` / ``pid`` / file date, oldest first."""
-    if date is not None:
-        check_date(date)
-        files = [logs_dir(root) / f"{date}{SUFFIX}"]
-    else:
-        files = sorted(_files(root))
-    entries: list[dict[str, Any]] = []
-    for path in files:
-        for entry in _read_entries(path):
-            if thread is not None and entry.get("thread") != thread:
-                continue
-            if process is not None and entry.get("pid") != process:
-                continue
-            entries.append(entry)
+    """The raw log entries, filtered by exact ``thread`` / ``pid`` / file date, oldest first;
+    with ``take``, only the last ``take`` of them."""
+    reader = reader or LogReader(root, date)
+    entries = [e for e in reader.read() if _wanted(e, thread, process)]
     entries.sort(key=lambda e: str(e.get("ts", "")))
-    return entries
+    return entries[-take:] if take is not None else entries
+
+
+def follow_logs(
+    root: Path,
+    *,
+    thread: str | None = None,
+    process: str | None = None,
+    date: str | None = None,
+    take: int | None = None,
+    interval: float = 0.25,
+) -> Iterator[dict[str, Any]]:
+    """``show_logs``, then every new entry as it is written (polled every ``interval``
+    seconds, across midnight's new file), without end."""
+    reader = LogReader(root, date)
+    yield from show_logs(root, thread=thread, process=process, take=take, reader=reader)
+    while True:
+        time.sleep(interval)
+        yield from (e for e in reader.read() if _wanted(e, thread, process))
 
 
 def clean_logs(root: Path, *, before: str) -> dict[str, int]:

@@ -7,6 +7,7 @@ come from the steps' ``depth``, so a 10,000-step thread costs what a 10-step one
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from typing import Any
 
 from uwf.backend.base import Backend
@@ -77,8 +78,11 @@ def read_thread(
         return f"\n\n<prompt>\n{role.get('goal', '')}\n</prompt>" if isinstance(role, dict) else ""
 
     def output_part(step: chain.Step) -> str:
+        """The edge prompt the step was given, then what it answered."""
+        edge = step.payload.get("edgePrompt")
+        given = f"\n\n<edge-prompt>\n{edge}\n</edge-prompt>" if isinstance(edge, str) else ""
         content = last_assistant_content(store, step.payload.get("detail"))
-        return f"\n\n<output>\n{content}\n</output>" if content is not None else ""
+        return given + (f"\n\n<output>\n{content}\n</output>" if content is not None else "")
 
     total = len(start_section) if include_start else 0
     selected: list[tuple[chain.Step, int, str]] = []  # newest first: step, number, output part
@@ -143,7 +147,29 @@ def step_details(backend: Backend, step_hash: str) -> Any:
     return refs.expand(store, schema.payload, node.payload, frozenset({detail}))
 
 
+def _turn_section(position: int, turn: dict[str, Any]) -> tuple[int, str] | None:
+    """``## Turn <n>: <role>``, its text, then each tool call the turn made (name and
+    arguments); None for a turn with neither text nor tool calls."""
+    content = turn.get("content")
+    calls = [c for c in turn.get("toolCalls") or [] if isinstance(c, dict)]
+    if not isinstance(content, str) and not calls:
+        return None
+    index = turn.get("index")
+    number = (index if isinstance(index, int) else position) + 1
+    role = turn.get("role")
+    parts = [f"## Turn {number}: {role}" if isinstance(role, str) and role else f"## Turn {number}"]
+    if isinstance(content, str) and (content or not calls):
+        parts.append(content)
+    for call in calls:
+        args = call.get("args")
+        args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        parts.append(f"**Tool call:** `{call.get('name')}`\n\n```\n{args_text}\n```")
+    return number, "\n\n".join(parts)
+
+
 def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
+    """A step's turns as markdown, each labelled with who spoke, tool calls included; the
+    newest turns first to fit ``quota``."""
     store = backend.nodes
     step = _require_step(store, step_hash)
     head = (
@@ -153,26 +179,25 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")
     shown: list[tuple[int, str]] = []
-    for position, turn in enumerate(
-        t for t in turns(store, detail) if isinstance(t.get("content"), str)
-    ):
-        index = turn.get("index")
-        shown.append((index if isinstance(index, int) else position, turn["content"]))
+    for turn in turns(store, detail):
+        section = _turn_section(len(shown), turn)  # without an index: numbered as shown
+        if section is not None:
+            shown.append(section)
     if not shown:
         return head
     available = quota - len(head) - 200
-    chosen: list[tuple[int, str]] = []
+    chosen: list[str] = []
     used = 0
-    for index, content in reversed(shown):
-        cost = len(f"## Turn {index + 1}\n\n{content}") + (2 if chosen else 0)
+    for _, text in reversed(shown):
+        cost = len(text) + (2 if chosen else 0)
         if chosen and used + cost > available:
             break
         used += cost
-        chosen.append((index, content))
+        chosen.append(text)
     chosen.reverse()
     lines = [head]
     if len(chosen) < len(shown):
         lines += ["", "_[Earlier turns omitted due to quota. Use --quota to increase.]_"]
-    for index, content in chosen:
-        lines += ["", f"## Turn {index + 1}", "", content]
+    for text in chosen:
+        lines += ["", text]
     return "\n".join(lines)

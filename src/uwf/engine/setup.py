@@ -247,7 +247,7 @@ def _read_config_doc(path: Path) -> dict[str, Any]:
     if data is None or not data.strip():
         return {}
     try:
-        doc = yamlio.load(data, source="config.yaml")
+        doc = yamlio.load(data, source="config.yaml", path=path)
     except InvalidInput as exc:
         raise InvalidInput(f"invalid config.yaml: {exc.message} (fix or remove {path})") from None
     if doc is None:

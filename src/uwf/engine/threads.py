@@ -21,7 +21,7 @@ from uwf.model.threads import (
     workflow_of,
 )
 from uwf.protocol import schemas
-from uwf.util.base32 import check_hash
+from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
@@ -71,10 +71,11 @@ def start(
     return {"workflow": wf_hash, "thread": thread}
 
 
-def show(backend: Backend, thread: str) -> dict[str, Any]:
+def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]:
     """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``) — a few node
     reads, whatever the length: the cost is the total the head's detail records
-    (docs/format.md, "Cost")."""
+    (docs/format.md, "Cost"). ``full`` adds ``chain``: the StartNode and every step, oldest
+    first, as ``thread steps`` lists them (this walks the whole chain)."""
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
@@ -96,6 +97,8 @@ def show(backend: Backend, thread: str) -> dict[str, Any]:
         **cost.total(store, head).total_json(),
         "elapsedMs": max(0, head.timestamp - start.timestamp),
     }
+    if full:
+        out["chain"] = _chain_entries(store, head)[0]
     return out
 
 
@@ -113,34 +116,65 @@ def _parse_statuses(value: str | None) -> set[str] | None:
     return set(parts)
 
 
-def _active_items(backend: Backend) -> list[dict[str, Any]]:
+class _Starts:
+    """The StartNodes of listed heads, each read once: only for threads created by versions
+    that recorded neither workflow nor task (``ThreadInfo``)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.store = backend.nodes
+        self.read: dict[str, chain.Start] = {}
+
+    def of(self, head: str) -> chain.Start:
+        node = chain.load_head(self.store, NodeHash(head))
+        start_hash = node.hash if isinstance(node, chain.Start) else node.start
+        if start_hash not in self.read:
+            self.read[start_hash] = chain.start_of(self.store, node)
+        return self.read[start_hash]
+
+
+def _active_items(backend: Backend, starts: _Starts) -> list[dict[str, Any]]:
     """The active threads as listed; the workflow is read from nodes only when not recorded."""
-    store = backend.nodes
     running = backend.locks.running()
-    start_workflow: dict[str, str] = {}
     items: list[dict[str, Any]] = []
     for record in backend.threads.active():
         workflow: str | None = record.info.workflow
+        task = record.info.task
         if workflow is None:
             try:
-                node = chain.load_head(store, record.head)
-                start_hash = node.hash if isinstance(node, chain.Start) else node.start
-                if start_hash not in start_workflow:
-                    start_workflow[start_hash] = chain.start_of(store, node).workflow
-                workflow = start_workflow[start_hash]
+                start = starts.of(record.head)
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
+            workflow, task = start.workflow, task or task_line(start.prompt)
         status = active_status(record.waiting, record.thread in running)
-        item: dict[str, Any] = {
-            "thread": record.thread,
-            "workflow": workflow,
-            "head": record.head,
-            "status": status,
-        }
+        item = _item(record.thread, workflow, record.head, status, task)
         if record.waiting is not None:
             item["waiting"] = waiting_json(record.waiting)
         items.append(item)
     return items
+
+
+def _item(thread: str, workflow: str, head: str, status: str, task: str | None) -> dict[str, Any]:
+    """One listed thread; ``createdAt`` (unix ms) comes from the ULID, ``task`` may be None
+    until ``_fill_tasks``."""
+    return {
+        "thread": thread,
+        "workflow": workflow,
+        "head": head,
+        "status": status,
+        "task": task,
+        "createdAt": timestamp_ms(thread),
+    }
+
+
+def _fill_tasks(starts: _Starts, items: list[dict[str, Any]]) -> None:
+    """The task line of listed threads that recorded none (archived by older versions), from
+    their StartNode: only for the items shown, after filters and pagination."""
+    for item in items:
+        if item["task"] is None:
+            try:
+                item["task"] = task_line(starts.of(item["head"]).prompt)
+            except UwfError:
+                continue  # an unreadable chain: the task stays unknown
 
 
 def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
@@ -149,14 +183,7 @@ def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
         if entry.thread in seen:
             continue
         seen.add(entry.thread)
-        items.append(
-            {
-                "thread": entry.thread,
-                "workflow": entry.workflow,
-                "head": entry.head,
-                "status": entry.status,
-            }
-        )
+        items.append(_item(entry.thread, entry.workflow, entry.head, entry.status, entry.task))
     return items
 
 
@@ -177,7 +204,11 @@ def list_threads(
     skip: int = 0,
     take: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter."""
+    """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter.
+
+    Each ``{"thread","workflow","head","status","task","createdAt"}``: ``task`` is the first
+    line of the task (recorded when the thread was created), ``createdAt`` unix ms.
+    """
     wanted = _parse_statuses(status)
     if skip < 0:
         raise InvalidInput("--skip must be a non-negative integer")
@@ -186,16 +217,19 @@ def list_threads(
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
-    items = _active_items(backend)
+    starts = _Starts(backend)
+    items = _active_items(backend, starts)
     if all_ or (wanted is not None and bool(wanted & set(HISTORY_STATUSES))):
         items += _archived_items(backend, {item["thread"] for item in items})
     if wanted is not None:
         items = [i for i in items if i["status"] in wanted]
     if after_ms is not None or before_ms is not None:
         items = [i for i in items if _in_window(i["thread"], after_ms, before_ms)]
-    items.sort(key=lambda i: timestamp_ms(i["thread"]) or 0, reverse=True)
+    items.sort(key=lambda i: i["createdAt"] or 0, reverse=True)
     end = None if take is None else skip + take
-    return items[skip:end]
+    page = items[skip:end]
+    _fill_tasks(starts, page)
+    return page
 
 
 def steps(backend: Backend, thread: str) -> dict[str, Any]:
@@ -203,6 +237,23 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
+    entries, total = _chain_entries(store, head)
+    return {
+        "thread": ref.thread,
+        "workflow": entries[0]["workflow"],
+        "steps": entries,
+        "cost": {
+            **total.total_json(),
+            "elapsedMs": max(0, head.timestamp - entries[0]["timestamp"]),
+        },
+    }
+
+
+def _chain_entries(
+    store: Any, head: chain.Start | chain.Step
+) -> tuple[list[dict[str, Any]], cost.Cost]:
+    """The StartNode, then every step oldest first, each with its output expanded and what
+    it cost; and the chain's total cost."""
     start_node = chain.start_of(store, head)
     out: list[dict[str, Any]] = [
         {
@@ -227,15 +278,7 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
                 **spent,
             }
         )
-    return {
-        "thread": ref.thread,
-        "workflow": start_node.workflow,
-        "steps": out,
-        "cost": {
-            **total.total_json(),
-            "elapsedMs": max(0, head.timestamp - start_node.timestamp),
-        },
-    }
+    return out, total
 
 
 def fork(backend: Backend, node_hash: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ TAGS: dict[str, str] = {
     "C6P9E3H7": "agent returned",
     "F4D8Q2K5": "thread archived",
     "B8T5N1V6": "step error",
+    "H2V7N5C9": "step interrupted by a signal",
     "K2V7N4D9": "thread forked",
     "Q8M3T6W1": "thread killed",
     "H5R9C2X7": "workflow registered",
@@ -36,6 +37,7 @@ TAGS: dict[str, str] = {
     "P4W7H2M9": "moderator failed",
     "D7W2K9M4": "agent deferred: thread waits",
     "E3N8V5Q1": "step written by hand (thread answer)",
+    "W4F7K2Q9": "thread forked onto another workflow version",
 }
 
 

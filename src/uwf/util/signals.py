@@ -4,6 +4,10 @@ Raised in the main thread wherever it is, the exception unwinds through ``finall
 (a running agent's process group is killed on the way, see ``uwf.adapters.process``), and
 the entry point prints ``error: interrupted (SIGTERM)`` and exits 128 + the signal's number
 (docs/errors.md, "Signals").
+
+A few moments must not be cut in half: between starting a process and being ready to kill
+it, and while killing it. ``deferred()`` holds a signal that arrives in such a block and
+raises it at the block's end.
 """
 
 from __future__ import annotations
@@ -17,9 +21,35 @@ from uwf.util.errors import Interrupted
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
+_held: list[int] = []  # signals that arrived inside ``deferred()`` (main thread only)
+_depth = 0  # how many ``deferred()`` blocks the main thread is in
+
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
+    if _depth:
+        _held.append(signum)
+        return
     raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A signal that arrives in the block is raised as :class:`Interrupted` when the
+    outermost block ends (even when the block raised: stopping wins). Outside the main
+    thread, where no handler runs, it changes nothing."""
+    global _depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if not _depth and _held:
+            signum = _held[0]
+            _held.clear()
+            raise Interrupted(signum)  # a signal outranks what the block raised
 
 
 @contextlib.contextmanager

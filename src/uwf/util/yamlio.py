@@ -7,6 +7,7 @@ one clear line instead of eating memory or the stack.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from uwf.util.errors import InvalidInput
@@ -22,8 +23,18 @@ def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES) -> Any:
-    """Parse one YAML document; raise InvalidInput with ``invalid YAML…`` on any problem."""
+def load(
+    text: str | bytes,
+    *,
+    source: str = "YAML",
+    max_bytes: int = MAX_BYTES,
+    path: object = None,
+) -> Any:
+    """Parse one YAML document; raise InvalidInput with ``invalid YAML…`` on any problem.
+
+    ``path``: the file the text came from, named where the parser's message points at a line
+    (``in "/root/config.yaml", line 3, column 1``) instead of PyYAML's ``"<byte string>"``.
+    """
     import yaml
 
     size = len(text.encode() if isinstance(text, str) else text)
@@ -33,7 +44,11 @@ def load(text: str | bytes, *, source: str = "YAML", max_bytes: int = MAX_BYTES)
         _check_depth(text)
         value = yaml.load(text, Loader=_loader())
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
+        message = _one_line(exc)
+        if path is not None:
+            for stream in ('"<byte string>"', '"<unicode string>"'):
+                message = message.replace(stream, json.dumps(str(path)))
+        raise InvalidInput(f"invalid YAML: {message}") from None
     except RecursionError:
         raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. `a: 2024-13-45`, `!!int 0x`

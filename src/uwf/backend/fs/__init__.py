@@ -7,6 +7,7 @@ docs/format.md, "The filesystem backend", describes every file it writes::
     <root>/threads.yaml, history.jsonl    active heads and the archive (``state.FsThreads``)
     <root>/registry.yaml                  workflow name -> hash (``state.FsRegistry``)
     <root>/locks/<thread>.lock            step locks and their holder records (``locks.FsLocks``)
+<dir>/.tmp-<name>.<pid>.<ns>          what a writer killed mid-write leaves (``temp``)
 """
 
 from __future__ import annotations
@@ -32,3 +33,8 @@ class FsBackend(Backend):
     @property
     def name(self) -> str:
         return str(self.root)
+
+    def sweep_temp_files(self, cutoff_ms: int, *, dry_run: bool = False) -> int:
+        from uwf.backend.fs.temp import sweep_temp_files
+
+        return sweep_temp_files(self.root, self.nodes, cutoff_ms, dry_run=dry_run)

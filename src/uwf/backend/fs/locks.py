@@ -22,7 +22,7 @@ import fcntl
 import functools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import Holder, Locks, StepLock
@@ -216,6 +216,43 @@ class FsLocks(Locks):
             role=_str(record.get("role")),
             agent=_str(record.get("agent")),
         )
+
+    def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
+        """Unlink the lock files of archived threads, each under its own lock taken without
+        waiting, so that a held one (a step being stopped) is skipped. A step that opened
+        the file just before still locks the unlinked file, finds its thread archived and
+        stops (exit 3); one that comes later creates a new file and does the same."""
+        wanted = set(archived)
+        held = self.running() if dry_run else set()
+        swept = 0
+        for thread in self._lock_files().values():
+            if thread not in wanted:
+                continue
+            if dry_run:
+                swept += thread not in held
+            else:
+                swept += self._unlink_unheld(self.path(thread))
+        return swept
+
+    @staticmethod
+    def _unlink_unheld(path: Path) -> bool:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # held right now
+            if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                return False  # replaced meanwhile: not the file we locked
+            os.unlink(path)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:

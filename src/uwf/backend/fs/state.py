@@ -40,7 +40,7 @@ THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workfl
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
-def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
+def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     """The top-level mapping of a state file: the fast path, else the safe YAML loader."""
     out: dict[str, Any] = {}
     for line in data.decode("utf-8", "replace").splitlines():
@@ -56,9 +56,9 @@ def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
     else:
         return out
     try:
-        loaded = yamlio.load(data, source=name, max_bytes=64 << 20)
+        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=path)
     except InvalidInput as exc:
-        raise InvalidInput(f"{name} is damaged: {exc}") from None
+        raise InvalidInput(f"{path.name} is damaged: {exc}") from None
     if not isinstance(loaded, dict):
         return {}
     return {str(k): v for k, v in loaded.items()}
@@ -89,7 +89,7 @@ class MappingFile:
         if data is None:
             return {}
         out = {}
-        for key, raw in _parse_mapping(data, self.path.name).items():
+        for key, raw in _parse_mapping(data, self.path).items():
             if self.key_ok(key):
                 value = self.decode(key, raw)
                 if value is not None:
@@ -157,13 +157,14 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         or not isinstance(entry.get("workflow"), str)
     ):
         return None
-    completed = entry.get("completedAt")
+    completed, task = entry.get("completedAt"), entry.get("task")
     return HistoryEntry(
         thread=ThreadId(entry["thread"]),
         workflow=NodeHash(entry["workflow"]),
         head=NodeHash(entry["head"]),
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
+        task=task if isinstance(task, str) else None,
     )
 
 
@@ -297,10 +298,11 @@ class FsThreads(ThreadTable):
         if status not in HISTORY_STATUSES:
             raise ValueError(f"unknown history status: {status}")
         with self._edit() as records:
-            head = self._require(records, thread).head
+            record = self._require(records, thread)
+            head = record.head
             if expected is not None and head != expected:
                 raise Conflict(f"thread {thread} moved to {head} while archiving")
-            entry = HistoryEntry(thread, workflow, head, at_ms, status)
+            entry = HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
             fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
             del records[thread]
         return head

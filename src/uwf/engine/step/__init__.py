@@ -22,6 +22,7 @@ from uwf.engine.step.run import Runner, agent_env, answered_hash, defer, process
 from uwf.model.threads import not_active, require_active
 from uwf.util.errors import (
     DEFER_EXIT,
+    AgentFailed,
     Conflict,
     Interrupted,
     InvalidInput,
@@ -104,6 +105,7 @@ def step_held(
             tracing.failed(span, exc.message, exit_code(exc, loop=True))
             raise
         except Interrupted as exc:
+            log.write("H2V7N5C9", f"step interrupted: {exc.message}")
             tracing.failed(span, exc.message, exc.exit_code)
             raise
 
@@ -127,10 +129,15 @@ def _run(
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:
-        raise _stopped(backend, plan.thread)
+        raise _stopped(backend, plan.thread, "the agent was stopped")
     if finished.code == DEFER_EXIT and not finished.timed_out:
         raise defer(backend, plan, finished, log)
-    h = answered_hash(plan, finished)
+    try:
+        h = answered_hash(plan, finished)
+    except AgentFailed:
+        if backend.threads.head(plan.thread) != plan.head:  # e.g. killed: the agent saw it first
+            raise _stopped(backend, plan.thread, "the step was not recorded") from None
+        raise
     log.write("C6P9E3H7", f"agent returned hash={h}")
     result = commit_step(backend, plan, h, log)
     span.event("commit", {"uwf.head": h, "uwf.status": result.status})
@@ -142,16 +149,15 @@ def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:
     return lambda: backend.threads.head(plan.thread) != plan.head
 
 
-def _stopped(backend: Backend, thread: ThreadId) -> UwfError:
-    """Why a running agent was stopped: its thread was archived, or its head moved."""
+def _stopped(backend: Backend, thread: ThreadId, outcome: str) -> UwfError:
+    """Why a step ended without a result: its thread was archived, or its head moved, while
+    the agent ran (``outcome``: what became of the step)."""
     head = backend.threads.head(thread)
     if head is not None:
-        return Conflict(
-            f"thread {thread} moved to {head} while its step ran; the agent was stopped"
-        )
+        return Conflict(f"thread {thread} moved to {head} while its step ran; {outcome}")
     entry = backend.threads.history_entry(thread)
     status = entry.status if entry is not None else "gone"
-    return NotActive(f"thread {thread} ended ({status}) while its step ran; the agent was stopped")
+    return NotActive(f"thread {thread} ended ({status}) while its step ran; {outcome}")
 
 
 def step_many(
