@@ -23,6 +23,7 @@ the token usage the server reports (kept for usage accounting and tracing).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -155,7 +156,7 @@ class Client:
         url = self.base_url + path
         if self._http is None:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._http = httpx.Client(timeout=self.timeout, headers=headers)
+            self._http = httpx.Client(timeout=self.timeout, headers=headers, verify=_tls())
         try:
             resp = self._http.request(method, url, json=body)
         except httpx.TimeoutException:
@@ -194,6 +195,16 @@ def _reply_attributes(span: otel.Span, reply: Reply) -> None:
     if reply.usage is not None:
         span.set("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
         span.set("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
+
+
+@functools.cache
+def _tls() -> Any:
+    """The TLS context every Client of the process shares: loading the CA bundle takes ~50 ms,
+    paid once rather than by each client (an agent run makes one for its model, one for the
+    extract, one for a summary)."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _quote(text: str) -> str:

@@ -13,7 +13,8 @@ from uwf.engine.read import require_step
 from uwf.model import artifacts, chain, compact, window
 from uwf.model.threads import require_active
 from uwf.util import fsio
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.base32 import describe
+from uwf.util.errors import InvalidInput, NotFound, UwfError
 
 
 def _summary_by_model(backend: Backend, head: chain.Step, budget: int) -> str:
@@ -90,3 +91,13 @@ def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list
     for target, data, _ in planned:
         fsio.atomic_write(target, data)
     return [record for _, _, record in planned]
+
+
+def artifact_bytes(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
+    """The bytes of one artifact of a step, and whether it is stored as text."""
+    store = backend.nodes
+    step = require_step(store, step_hash)
+    for artifact in artifacts.of_detail(store, step.payload.get("detail")):
+        if artifact.path == path:
+            return artifacts.load(store, artifact)
+    raise NotFound(f"step {step_hash} has no artifact {describe(path, 100)}")

@@ -63,6 +63,11 @@ def encode(store: Store, data: bytes) -> NodeHash:
 
 def decode(store: Store, artifact: Artifact) -> bytes:
     """The bytes of an artifact, checked against its recorded size."""
+    return load(store, artifact)[0]
+
+
+def load(store: Store, artifact: Artifact) -> tuple[bytes, bool]:
+    """The bytes of an artifact (checked against its recorded size) and whether it is text."""
     node = store.get(artifact.hash)
     if node is None:
         raise NotFound(f"artifact node not found: {artifact.hash} ({artifact.path})")
@@ -83,7 +88,7 @@ def decode(store: Store, artifact: Artifact) -> bytes:
             f"artifact {artifact.path}: node {artifact.hash} holds {len(data)} bytes, "
             f"its step records {artifact.size}"
         )
-    return data
+    return data, node.type == h.text
 
 
 def _files(directory: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:

@@ -3,8 +3,10 @@ summaries ``uwf thread compact`` records for a thread's next step.
 
 A summary replaces the previous summary plus the steps since it. The model is asked for it
 with a prompt that keeps every decision, every open question and each role's last structured
-output; a window larger than the budget is summarised in chunks that each fit it, each chunk
-folded into the summary so far, so no request grows with the thread. The model is the one
+output. The steps are sent in chunks of at most twice the budget (a summary is due once
+they exceed the budget, so usually there is one chunk), each folded into the summary so far:
+no request grows with the thread, even for the first summary of a thread that ran long
+without one. The model is the one
 ``config.yaml`` names for ``compact`` (``modelOverrides.compact`` > ``models.compact`` >
 ``defaultModel``).
 
@@ -137,7 +139,7 @@ def summarize(
     """
     summary = previous
     done = offset
-    for part in chunks(steps, budget):
+    for part in chunks(steps, 2 * budget):
         reply = client.chat(summary_messages(task, summary, part, done, budget))
         text = reply.text.strip()
         if not text:
