@@ -110,7 +110,12 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
         "dryRun": True,
     }
     assert garbage in nodes(root)
-    assert gc(cli, "--grace", "0") == {"scanned": n + 1, "reachable": n, "collected": 1, "bytes": size}
+    assert gc(cli, "--grace", "0") == {
+        "scanned": n + 1,
+        "reachable": n,
+        "collected": 1,
+        "bytes": size,
+    }
     assert nodes(root) == set(h.every)
     assert store.index(h.text) == []  # collected hashes leave the type index
     assert gc(cli, "--grace", "0") == {"scanned": n, "reachable": n, "collected": 0, "bytes": 0}
