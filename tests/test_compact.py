@@ -409,3 +409,24 @@ def test_thread_compact_asks_the_model(
     user = request.message("user")["content"]
     assert "## Task\n\nFix the login bug" in user and "## Steps 1–2" in user
     assert "- planner: " in user and "- developer: " in user
+
+
+def test_format_md_lists_the_schema_hashes() -> None:
+    """docs/format.md's table of uwf's schemas is what the code computes."""
+    import re
+
+    from conftest import REPO
+
+    text = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| ([A-Za-z ()]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))
+    h = schemas.hashes()
+    assert table == {
+        "Workflow": h.workflow,
+        "StartNode": h.start,
+        "StepNode": h.step,
+        "Text": h.text,
+        "StepNode (compact)": h.step_compact,
+        "Workflow (compactAfter)": h.workflow_compact,
+        "Blob": h.blob,
+        "CompactRequest": h.compact_request,
+    }

@@ -58,7 +58,7 @@ def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, 
         }
     detail_hash = step.payload.get("detail")
     detail = store.get(detail_hash) if isinstance(detail_hash, str) and detail_hash else None
-    listed = artifacts.of_detail(store, detail_hash)
+    listed = artifacts.listed(detail.payload if detail is not None else None)
     return {
         "hash": step.hash,
         "number": number,

@@ -155,8 +155,13 @@ def of_detail(store: Store, detail: Any) -> list[Artifact]:
     if not isinstance(detail, str) or not is_hash(detail):
         return []
     node = store.get(detail)
+    return listed(node.payload if node is not None else None)
+
+
+def listed(payload: Any) -> list[Artifact]:
+    """The artifacts a detail payload lists (entries of another shape are skipped)."""
     out = []
-    for item in _entries(node.payload if node is not None else None):
+    for item in _entries(payload):
         if (
             isinstance(item, dict)
             and isinstance(item.get("path"), str)
