@@ -48,8 +48,10 @@ print(OUTPUT)
 
 
 @pytest.fixture
-def cmd_agent(tmp_path: Path) -> Any:
-    """``uwf-cmd`` wrapping a Python script that leaves three files and a symlink."""
+def cmd_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``uwf-cmd`` wrapping a Python script that leaves three files and a symlink (and notes
+    its directory and what it found there in ``$SEEN``)."""
+    monkeypatch.setenv("SEEN", str(tmp_path / "seen.txt"))
 
     def make(output: str = DEV) -> str:
         script = tmp_path / "writer.py"
@@ -71,19 +73,18 @@ def head_of(cli: Any, thread: str) -> str:
     return str(cli("thread", "show", thread).json()["head"])
 
 
-def test_round_trip_gc_and_a_tampered_blob(
-    cli: Any,
-    root: Path,
-    tmp_path: Path,
-    at_developer: str,
-    cmd_agent: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    thread = at_developer
-    monkeypatch.setenv("SEEN", str(tmp_path / "seen.txt"))
-    r = cli("thread", "step", thread, "--agent", cmd_agent())
+@pytest.fixture
+def developer_step(cli: Any, at_developer: str, cmd_agent: Any) -> str:
+    """The developer's step, by ``cmd_agent``: its hash."""
+    r = cli("thread", "step", at_developer, "--agent", cmd_agent())
     assert r.code == 0, r.err
-    step_hash = head_of(cli, thread)
+    return head_of(cli, at_developer)
+
+
+def test_round_trip_gc_and_a_tampered_blob(
+    cli: Any, root: Path, tmp_path: Path, at_developer: str, developer_step: str
+) -> None:
+    thread, step_hash = at_developer, developer_step
     listed = cli("step", "artifacts", step_hash).json()
     assert [(a["path"], a["size"]) for a in listed] == [
         ("change.patch", len(PATCH.encode())),
@@ -143,7 +144,6 @@ def test_each_step_gets_a_fresh_directory_removed_after(
     cli: Any, tmp_path: Path, at_developer: str, cmd_agent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = tmp_path / "seen.txt"
-    monkeypatch.setenv("SEEN", str(seen))
     monkeypatch.setenv("FAIL", "1")
     failed = cli("thread", "step", at_developer, "--agent", cmd_agent())
     assert failed.code == 5
@@ -156,26 +156,18 @@ def test_each_step_gets_a_fresh_directory_removed_after(
 
 
 def test_a_symbolic_link_is_left_out_with_a_warning(
-    cli_proc: Any, tmp_path: Path, at_developer: str, cmd_agent: Any
+    cli_proc: Any, at_developer: str, cmd_agent: Any
 ) -> None:
-    r = cli_proc(
-        "thread", "step", at_developer, "--agent", cmd_agent(), env={"SEEN": str(tmp_path / "s")}
-    )
+    r = cli_proc("thread", "step", at_developer, "--agent", cmd_agent())
     assert r.code == 0, r.err
     assert "warning: artifact link is not a regular file (a symbolic link?); not stored" in r.err
 
 
 def test_an_artifact_over_the_limit_fails_the_step(
-    cli: Any,
-    root: Path,
-    tmp_path: Path,
-    at_developer: str,
-    cmd_agent: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    cli: Any, root: Path, at_developer: str, cmd_agent: Any
 ) -> None:
     (root / "config.yaml").write_text("artifactMaxBytes: 100\n", encoding="utf-8")
     head = head_of(cli, at_developer)
-    monkeypatch.setenv("SEEN", str(tmp_path / "seen.txt"))
     r = cli("thread", "step", at_developer, "--agent", cmd_agent())
     assert r.code == 5
     assert r.err_line.endswith(
@@ -277,20 +269,13 @@ def test_doc_shell_agent_leaves_a_patch(
 
 
 def test_the_web_view_links_artifacts(
-    cli: Any,
-    root: Path,
-    tmp_path: Path,
-    at_developer: str,
-    cmd_agent: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    cli: Any, root: Path, at_developer: str, developer_step: str
 ) -> None:
     from starlette.testclient import TestClient
 
     from uwf.web.app import create_app
 
-    monkeypatch.setenv("SEEN", str(tmp_path / "seen.txt"))
-    assert cli("thread", "step", at_developer, "--agent", cmd_agent()).code == 0
-    step_hash = head_of(cli, at_developer)
+    step_hash = developer_step
     client = TestClient(create_app(FsBackend(root)))
     page = client.get(f"/thread/{at_developer}").text
     for path in ("change.patch", "logs/trace.bin"):

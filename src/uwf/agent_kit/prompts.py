@@ -234,6 +234,26 @@ def build_continuation_prompt(
     return "\n".join(parts)
 
 
+def first_visit_history(
+    steps: Sequence[Mapping[str, Any]],
+    role: str,
+    edge_prompt: str,
+    offset: int = 0,
+    summary: str | None = None,
+) -> str:
+    """What a role is told of the thread on its first visit: the summary, the steps with their
+    content (the newest within ``FIRST_VISIT_QUOTA``), the moderator's instruction."""
+    return build_continuation_prompt(
+        steps,
+        role,
+        edge_prompt,
+        include_content=True,
+        quota=FIRST_VISIT_QUOTA,
+        offset=offset,
+        summary=summary,
+    )
+
+
 # -- the generic agent prompt -------------------------------------------------------------------
 
 
@@ -271,16 +291,7 @@ def build_agent_prompt(
         return "\n".join(lines)
     lines += [build_role_prompt(role_def, cli_reference), "", "## Task", task]
     if steps or summary:
-        history = build_continuation_prompt(
-            steps,
-            role,
-            edge_prompt,
-            include_content=True,
-            quota=FIRST_VISIT_QUOTA,
-            offset=offset,
-            summary=summary,
-        )
-        lines += ["", history]
+        lines += ["", first_visit_history(steps, role, edge_prompt, offset, summary)]
     else:
         lines += ["", "## Moderator Instruction", "", edge_prompt]
     return "\n".join(lines)

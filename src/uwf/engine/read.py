@@ -9,6 +9,7 @@ a 10-step one does. Each step lists the artifacts its detail records.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterator
 from typing import Any
 
 from uwf.backend.base import Backend
@@ -74,6 +75,28 @@ class _Blocks:
             out += "\n\n**Artifacts:**\n" + "\n".join(lines)
         return out
 
+    def select(
+        self, thread: str, steps: Iterator[chain.Step], quota: int, used: int, full: bool
+    ) -> tuple[list[tuple[chain.Step, int, str]], str | None]:
+        """The steps that fit ``quota`` (``used`` of it taken), newest first, as (step, number,
+        body); and the summary block that ends the walk (None with ``full`` or when the walk
+        reached no summary)."""
+        selected: list[tuple[chain.Step, int, str]] = []
+        number: int | None = None
+        for step in steps:
+            number = chain.depth_of(self.store, step) if number is None else number - 1
+            body = self.body(step)
+            cost = len(self.header(step, number) + self.prompt(step) + body)
+            if used > 0:
+                cost += SEPARATOR_COST
+            if selected and used + cost > quota:
+                break
+            used += cost
+            selected.append((step, number, body))
+            if step.compact is not None and not full and number > 1:
+                return selected, self.summary(thread, step, number)
+        return selected, None
+
     def summary(self, thread: str, step: chain.Step, number: int) -> str:
         assert step.compact is not None
         text = text_of(self.store, step.compact)
@@ -118,28 +141,10 @@ def read_thread(
                 break
         else:
             raise NotFound(f"step {before} not found in thread {thread}")
+    used = len(start_section) if include_start else 0
+    selected, summary = blocks.select(thread, candidates, quota, used, full)
 
-    total = len(start_section) if include_start else 0
-    selected: list[tuple[chain.Step, int, str]] = []  # newest first: step, number, body
-    number: int | None = None
-    summary: str | None = None
-    for step in candidates:
-        number = chain.depth_of(store, step) if number is None else number - 1
-        body = blocks.body(step)
-        cost = len(blocks.header(step, number) + blocks.prompt(step) + body)
-        if total > 0:
-            cost += SEPARATOR_COST
-        if selected and total + cost > quota:
-            break
-        total += cost
-        selected.append((step, number, body))
-        if step.compact is not None and not full and number > 1:
-            summary = blocks.summary(thread, step, number)
-            break
-
-    pieces: list[str] = []
-    if include_start:
-        pieces.append(start_section)
+    pieces: list[str] = [start_section] if include_start else []
     if summary is not None:
         pieces.append(summary)
     elif selected:

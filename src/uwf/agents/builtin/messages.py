@@ -60,19 +60,11 @@ def _visit_message(
 ) -> str:
     """What the role is told at one visit: (task and summary on the first), history since,
     instruction."""
-    from uwf.agent_kit.prompts import FIRST_VISIT_QUOTA, build_continuation_prompt
+    from uwf.agent_kit.prompts import build_continuation_prompt, first_visit_history
 
     if not first:
         return build_continuation_prompt(steps, role, edge_prompt, offset=offset)
-    history = build_continuation_prompt(
-        steps,
-        role,
-        edge_prompt,
-        include_content=True,
-        quota=FIRST_VISIT_QUOTA,
-        offset=offset,
-        summary=summary,
-    )
+    history = first_visit_history(steps, role, edge_prompt, offset, summary)
     return f"## Task\n{task}\n\n{history}"
 
 
