@@ -5,8 +5,8 @@ Files are read and validated by ``uwf.engine.workflow_file`` (checks in
 ``uwf.moderator.validate``); project workflows are found by ``uwf.engine.discovery``. The
 registry (name -> current hash) is changed only through the backend; ``history`` and
 ``rollback`` work from the type indexes of both Workflow schemas (plain, and with
-``compactAfter``), so every version ever stored stays available. ``resolve_for_start``: a hash, then an explicit file path, then a project
-workflow, then the registry.
+``compactAfter``), so every version ever stored stays available. ``resolve_for_start``: a
+hash, then an explicit file path, then a project workflow, then the registry.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend
+from uwf.cas.store import Store
 from uwf.engine import discovery
 from uwf.engine.workflow_file import check_file, load_file, store_definition
 from uwf.model.chain import workflow_node
