@@ -141,18 +141,28 @@ def test_round_trip_gc_and_a_tampered_blob(
 
 
 def test_each_step_gets_a_fresh_directory_removed_after(
-    cli: Any, tmp_path: Path, at_developer: str, cmd_agent: Any, monkeypatch: pytest.MonkeyPatch
+    cli: Any,
+    root: Path,
+    tmp_path: Path,
+    at_developer: str,
+    cmd_agent: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen = tmp_path / "seen.txt"
+    where = root / "cache" / "artifacts" / at_developer
+    where.mkdir(parents=True)
+    (where / "stale.txt").write_text("left by a step killed with SIGKILL")
     monkeypatch.setenv("FAIL", "1")
     failed = cli("thread", "step", at_developer, "--agent", cmd_agent())
     assert failed.code == 5
+    assert not where.exists()  # removed after a failure
     monkeypatch.delenv("FAIL")
     assert cli("thread", "step", at_developer, "--agent", cmd_agent()).code == 0
-    dirs = [line.split(" ")[0] for line in seen.read_text().splitlines()]
-    listings = [line.split(" ", 1)[1] for line in seen.read_text().splitlines()]
-    assert len(set(dirs)) == 2 and listings == ["", ""]  # fresh and empty each time
-    assert all(not Path(d).exists() for d in dirs)  # removed, after a failure too
+    assert not where.exists()  # and after a success
+    seen = (tmp_path / "seen.txt").read_text().splitlines()
+    assert seen == [f"{where} ", f"{where} "]  # fresh and empty each time: no stale file
+    assert cli("step", "artifacts", head_of(cli, at_developer)).json()[0]["path"] == (
+        "change.patch"
+    )
 
 
 def test_a_symbolic_link_is_left_out_with_a_warning(
