@@ -218,6 +218,12 @@ def test_compact_after_in_the_workflow(
     assert "## Previous Summary (steps 1–3)" in model.summary_requests[1].message("user")["content"]
     request, summary = model.agent_requests[-1]  # step 7: summary of 1-6 and the recent steps
     assert summary == model.summaries[1] and summary in non_system(request)
+    # the summary's model call counts in the cost of the step that wrote it
+    calls = [
+        cli("thread", "step-details", s.hash, "--format", "json").json()["usage"]["calls"]
+        for s in steps
+    ]
+    assert calls == [1, 1, 1, 2, 1, 1, 2]
 
     read = cli("thread", "read", thread)
     assert read.code == 0, read.err

@@ -96,7 +96,9 @@ def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, Nod
     try:
         full = window if window.complete else read_window(store, ctx.head_node, after=window)
         previous = text_of(store, full.summary)
-        text = compact.summarize(client, ctx.task, previous, full.steps, full.offset, budget)
+        text = compact.summarize(
+            client, ctx.task, previous, full.steps, full.offset, budget, on_reply=ctx.meter.add
+        )
     except UwfError as exc:
         _warn(f"no summary written: {exc.message}")
         return None

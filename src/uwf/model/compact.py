@@ -18,7 +18,7 @@ it as long as it applies.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,8 +132,10 @@ def summarize(
     steps: Sequence[Mapping[str, Any]],
     offset: int,
     budget: int,
+    on_reply: Callable[[Any], None] | None = None,
 ) -> str:
-    """The new summary of ``previous`` (steps 1..offset) plus ``steps``, one request per chunk.
+    """The new summary of ``previous`` (steps 1..offset) plus ``steps``, one request per chunk;
+    ``on_reply`` sees every reply (the step's cost meter counts them).
 
     Raises CompactError (or the adapter's LLMError) when the model gives no summary.
     """
@@ -141,6 +143,8 @@ def summarize(
     done = offset
     for part in chunks(steps, 2 * budget):
         reply = client.chat(summary_messages(task, summary, part, done, budget))
+        if on_reply is not None:
+            on_reply(reply)
         text = reply.text.strip()
         if not text:
             raise CompactError("the summary model answered without text")
