@@ -534,6 +534,10 @@ def test_schema_list(cli: Any, root: Path) -> None:
         {"hash": h.start, "title": "StartNode"},
         {"hash": h.step, "title": "StepNode"},
         {"hash": h.text, "title": "Text"},
+        {"hash": h.step_compact, "title": "StepNode (compact)"},
+        {"hash": h.workflow_compact, "title": "Workflow (compactAfter)"},
+        {"hash": h.blob, "title": "Blob"},
+        {"hash": h.compact_request, "title": "CompactRequest"},
         {"hash": described, "title": "only a description"},
         {"hash": unnamed, "title": "(unnamed)"},
     ]

@@ -536,7 +536,7 @@ def test_exec_and_cancel_are_hidden_aliases(cli: Any, new_thread: Any, scenario:
 def test_step_group_lists_its_commands(cli: Any) -> None:
     out = ok(cli, "step", "--help").out
     commands = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
-    assert commands == ["list", "show", "fork", "read"]
+    assert commands == ["list", "show", "fork", "read", "artifacts"]
 
 
 def test_history_is_untouched_by_views(cli: Any, root: Path, snapshot: Any, completed: Ran) -> None:

@@ -4,13 +4,14 @@
     reply = client.chat(messages, response_format={"type": "json_object"})
     reply.text, reply.tool_calls, reply.model, reply.usage
 
-Every caller — the LLM extract, ``uwf-builtin``'s tool loop, ``uwf setup``'s model check and
-model list — goes through :class:`Client`, so there is one request path, one timeout policy
-and one set of error messages:
+Every caller — the LLM extract, compaction summaries, ``uwf-builtin``'s tool loop, ``uwf
+setup``'s model check and model list — goes through :class:`Client`, so there is one request
+path, one timeout policy and one set of error messages:
 
 - **Timeout**: an explicit value (``uwf-builtin --http-timeout``) wins, then
   ``$UWF_LLM_TIMEOUT`` (seconds, for every call of the process), then the default of the kind
-  of call (:data:`AGENT_TIMEOUT`, :data:`EXTRACT_TIMEOUT`, :data:`CHECK_TIMEOUT`).
+  of call (:data:`AGENT_TIMEOUT`, :data:`EXTRACT_TIMEOUT`, :data:`COMPACT_TIMEOUT`,
+  :data:`CHECK_TIMEOUT`).
 - **No retries**: a failed call fails once, with one line (:class:`LLMError`); a retry policy
   belongs to whoever runs the step again (cron, CI, a loop around ``uwf``).
 - **Keys**: ``Authorization: Bearer <key>`` is sent only when there is a key (a local server
@@ -22,6 +23,7 @@ the token usage the server reports (kept for usage accounting and tracing).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from uwf.util.numbers import positive_seconds
 TIMEOUT_ENV = "UWF_LLM_TIMEOUT"
 AGENT_TIMEOUT = 300.0  # seconds: one model call of uwf-builtin's tool loop (long generations)
 EXTRACT_TIMEOUT = 60.0  # the JSON-mode extract of an agent's output
+COMPACT_TIMEOUT = 120.0  # one compaction summary (docs/format.md, "Compaction")
 CHECK_TIMEOUT = 15.0  # uwf setup: the one-token check and the model list
 QUOTE_LIMIT = 300  # characters of an error body quoted in a message
 
@@ -153,7 +156,7 @@ class Client:
         url = self.base_url + path
         if self._http is None:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._http = httpx.Client(timeout=self.timeout, headers=headers)
+            self._http = httpx.Client(timeout=self.timeout, headers=headers, verify=_tls())
         try:
             resp = self._http.request(method, url, json=body)
         except httpx.TimeoutException:
@@ -192,6 +195,16 @@ def _reply_attributes(span: otel.Span, reply: Reply) -> None:
     if reply.usage is not None:
         span.set("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
         span.set("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
+
+
+@functools.cache
+def _tls() -> Any:
+    """The TLS context every Client of the process shares: loading the CA bundle takes ~50 ms,
+    paid once rather than by each client (an agent run makes one for its model, one for the
+    extract, one for a summary)."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _quote(text: str) -> str:

@@ -1,61 +1,34 @@
 """What an agent knows when it starts: the thread, its chain, the workflow and its role.
 
-Building it reads a bounded number of nodes: the head, the StartNode, the workflow and the
-role's schema. History is read on demand and only as far as it is needed: the prompt needs
-the steps since this role's last visit (``since_last_visit``), whose outputs and contents
-are loaded lazily, so a re-entering role in a 10,000-step thread reads a handful of nodes.
-``steps`` (the whole chain) exists for agents that really need all of it.
+Building it reads a bounded number of nodes: the head, the StartNode, the workflow, the
+role's schema and the index of summaries recorded by hand. History is read on demand and
+only as far as it is needed: ``history`` is the newest compaction summary and the steps
+after it within the context budget (written first when they no longer fit:
+``agent_kit.history``); ``since_last_visit`` the steps since this role's last visit, whose
+outputs and contents are loaded lazily. ``steps`` (the whole chain) exists for agents that
+really need all of it.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
-from uwf.model import chain
+from uwf.model import chain, compact
 from uwf.model.cost import Meter
-from uwf.model.turns import last_assistant_content
+from uwf.model.window import StepView
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound
 from uwf.util.ulid import ThreadId, check_thread_id
 
+if TYPE_CHECKING:
+    from uwf.agent_kit.history import History
 
-class StepView(Mapping[str, Any]):
-    """One step as the prompts see it: ``{hash, role, agent, edgePrompt, detail, depth,
-    output, content}``; ``output`` and ``content`` are read from the store on first use."""
-
-    _LAZY = ("output", "content")
-
-    def __init__(self, store: Store, step: chain.Step) -> None:
-        self._store = store
-        self._step = step
-        self._data: dict[str, Any] = {
-            "hash": step.hash,
-            "role": step.role,
-            "agent": step.payload.get("agent", ""),
-            "edgePrompt": step.payload.get("edgePrompt", ""),
-            "detail": step.payload.get("detail"),
-            "depth": step.depth,
-        }
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._data and key in self._LAZY:
-            if key == "output":
-                self._data[key] = chain.output_of(self._store, self._step)
-            else:
-                self._data[key] = last_assistant_content(self._store, self._data["detail"])
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from ("hash", "role", "agent", "edgePrompt", "detail", "depth", *self._LAZY)
-
-    def __len__(self) -> int:
-        return 8
+__all__ = ["AgentContext", "StepView", "build_context"]
 
 
 @dataclass
@@ -75,6 +48,9 @@ class AgentContext:
     schema: dict[str, Any] | None
     format_instruction: str = ""
     meter: Meter = field(default_factory=Meter)  # the step's duration and model calls so far
+    # the summary the new step records as ``compact``: one recorded by hand for this head
+    # (``thread compact``), or the one ``history`` wrote because the steps no longer fit
+    compact: NodeHash | None = None
     _since: tuple[list[StepView], StepView | None] | None = field(default=None, repr=False)
 
     @property
@@ -120,6 +96,15 @@ class AgentContext:
         return self.last_visit is None
 
     @functools.cached_property
+    def history(self) -> History:
+        """The newest summary and the steps after it that fit the context budget (a summary
+        is written first when the steps since the last one no longer fit, or every
+        ``compactAfter`` steps). What every agent's prompt shows of the thread."""
+        from uwf.agent_kit.history import build_history
+
+        return build_history(self)
+
+    @functools.cached_property
     def steps(self) -> list[StepView]:
         """The whole chain, oldest first (reads every StepNode: O(thread length))."""
         return [
@@ -160,4 +145,5 @@ def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) ->
         role_def=role_def,
         schema_hash=schema_hash,
         schema=schema_node.payload if schema_node is not None else None,
+        compact=compact.pending(store, tid, head_hash),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from uwf.model.window import within_budget
 from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.jsonfmt import canonical, dumps
@@ -36,6 +37,9 @@ def correction_message(problems: Sequence[str] = ()) -> str:
     listed = "\n".join(f"- {problem}" for problem in problems)
     return f"{first}\nWhat was wrong:\n{listed}\n{rest}"
 
+
+#: The section that carries a compaction summary (docs/format.md, "Compaction").
+SUMMARY_HEADING = "## Summary of Earlier Steps"
 
 _EXAMPLE_BODY = "... your markdown work here ..."
 _NO_FIELDS = "  (schema fields will be extracted automatically)"
@@ -172,30 +176,8 @@ def build_output_format_instruction(schema: Any) -> str:
 # -- continuation -------------------------------------------------------------------------------
 
 
-def _js_len(text: str) -> int:
-    """Length in UTF-16 code units, as JavaScript counts it (quota parity with the original)."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
-
-
 def _json(value: Any) -> str:
     return dumps(canonical(value))
-
-
-def _within_quota(steps: Sequence[Mapping[str, Any]], quota: float) -> list[Mapping[str, Any]]:
-    """The newest steps whose size fits the quota (at least one), in chronological order."""
-    chosen: list[Mapping[str, Any]] = []
-    total = 0
-    for step in reversed(steps):
-        meta = {"role": step.get("role"), "output": step.get("output"), "agent": step.get("agent")}
-        content = step.get("content")
-        size = _js_len(_json(meta)) + (_js_len(content) if isinstance(content, str) else 0)
-        if chosen and total + size > quota:
-            break
-        chosen.insert(0, step)
-        total += size
-        if total >= quota:
-            break
-    return chosen
 
 
 def _step_block(step: Mapping[str, Any], number: int, include_content: bool) -> str:
@@ -217,6 +199,7 @@ def build_continuation_prompt(
     include_content: bool = False,
     quota: float | None = None,
     offset: int = 0,
+    summary: str | None = None,
 ) -> str:
     """What happened since ``role`` last spoke, then the moderator's instruction.
 
@@ -224,16 +207,20 @@ def build_continuation_prompt(
     edgePrompt, content}``. Steps are numbered absolutely (step 1 = first of the chain), except
     that when the quota (only applied with ``include_content``) drops older steps the shown
     ones are numbered from the first "since" number on — a quirk of the original, kept.
-    ``steps`` may be a tail of the chain: ``offset`` is the number of steps before it.
+    ``steps`` may be a tail of the chain: ``offset`` is the number of steps before it, and
+    ``summary`` (a compaction summary of those steps) is shown first unless the role's last
+    visit is among ``steps``.
     """
     last = max((i for i, s in enumerate(steps) if s.get("role") == role), default=-1)
     since = list(steps[last + 1 :])
     parts: list[str] = []
+    if summary and last < 0:
+        parts += [SUMMARY_HEADING, "", summary, ""]
     if since:
         parts.append("## What Happened Since Your Last Turn")
         base = offset + last + 2
         limit = float("inf") if quota is None else quota
-        shown = _within_quota(since, limit) if include_content else since
+        shown = within_budget(since, limit) if include_content else since
         dropped = len(since) - len(shown)
         if dropped > 0:
             parts += [
@@ -245,6 +232,26 @@ def build_continuation_prompt(
         parts.append("")
     parts += ["## Moderator Instruction", "", edge_prompt]
     return "\n".join(parts)
+
+
+def first_visit_history(
+    steps: Sequence[Mapping[str, Any]],
+    role: str,
+    edge_prompt: str,
+    offset: int = 0,
+    summary: str | None = None,
+) -> str:
+    """What a role is told of the thread on its first visit: the summary, the steps with their
+    content (the newest within ``FIRST_VISIT_QUOTA``), the moderator's instruction."""
+    return build_continuation_prompt(
+        steps,
+        role,
+        edge_prompt,
+        include_content=True,
+        quota=FIRST_VISIT_QUOTA,
+        offset=offset,
+        summary=summary,
+    )
 
 
 # -- the generic agent prompt -------------------------------------------------------------------
@@ -261,6 +268,7 @@ def build_agent_prompt(
     first_visit: bool,
     cli_reference: str | None = None,
     offset: int = 0,
+    summary: str | None = None,
 ) -> str:
     """The whole prompt for one agent turn.
 
@@ -269,25 +277,21 @@ def build_agent_prompt(
     into a live session only needs what happened since, because the session remembers the rest.
     The deliverable format always comes first so it is the first thing the agent reads.
     ``steps`` may be only the steps since the role's last visit, with ``offset`` the number of
-    steps before them (``AgentContext.since_last_visit``): the prompt is the same.
+    steps before them (``AgentContext.since_last_visit``): the prompt is the same. With
+    ``summary`` (``AgentContext.history``: a summary of steps 1..offset) ``steps`` are the
+    steps after it.
     """
     lines: list[str] = []
     if format_instruction:
         lines += [format_instruction, ""]
     if not first_visit:
-        lines.append(build_continuation_prompt(steps, role, edge_prompt, offset=offset))
+        lines.append(
+            build_continuation_prompt(steps, role, edge_prompt, offset=offset, summary=summary)
+        )
         return "\n".join(lines)
     lines += [build_role_prompt(role_def, cli_reference), "", "## Task", task]
-    if steps:
-        history = build_continuation_prompt(
-            steps,
-            role,
-            edge_prompt,
-            include_content=True,
-            quota=FIRST_VISIT_QUOTA,
-            offset=offset,
-        )
-        lines += ["", history]
+    if steps or summary:
+        lines += ["", first_visit_history(steps, role, edge_prompt, offset, summary)]
     else:
         lines += ["", "## Moderator Instruction", "", edge_prompt]
     return "\n".join(lines)

@@ -1,9 +1,10 @@
 """The agent flow every ``uwf-*`` agent shares (docs/agents.md, "A Python agent on the agent kit").
 
 An agent supplies ``run`` (and optionally ``resume`` for correction prompts); the kit does
-the rest: arguments, context from the chain, the format instruction, the two-layer extract
-(frontmatter fast path, up to two corrections, then the LLM fallback), the StepNode write,
-and printing its hash. Every failure is one ``error: …`` line on stderr and exit 1.
+the rest: arguments, context from the chain (with compaction summaries: ``ctx.history``), the
+format instruction, the two-layer extract (frontmatter fast path, up to two corrections, then
+the LLM fallback), the artifacts left in ``$UWF_ARTIFACTS_DIR``, the StepNode write, and
+printing its hash. Every failure is one ``error: …`` line on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
 from uwf.util.errors import Interrupted, UwfError, report
+
+if TYPE_CHECKING:
+    from uwf.backend.base import Backend
 
 __all__ = [
     "TURN_SCHEMA",
@@ -187,6 +191,27 @@ def _with_cost(ctx: AgentContext, detail: str) -> str:
     return str(ctx.store.put(node.type, {**payload, **fresh}))
 
 
+def _with_artifacts(ctx: AgentContext, detail: str) -> str:
+    """The detail, listing the files the agent left in ``$UWF_ARTIFACTS_DIR`` (stored now)."""
+    from pathlib import Path
+
+    from uwf.config.config import load_config
+    from uwf.model import artifacts
+
+    directory = os.environ.get(artifacts.ENV, "")
+    try:
+        with os.scandir(directory) as entries:
+            if next(entries, None) is None:  # left empty, as most steps leave it
+                return detail
+    except OSError:  # unset, or gone
+        return detail
+    limit = load_config(ctx.root).artifact_max_bytes
+    found, skipped = artifacts.store_dir(ctx.store, Path(directory), limit)
+    for warning in skipped:
+        sys.stderr.write(f"warning: {warning}\n")
+    return artifacts.attach(ctx.store, detail, found) if found else detail
+
+
 def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
     """Run the agent, extract its output and write the StepNode; its hash."""
     from uwf.protocol import schemas
@@ -198,18 +223,23 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
         "prev": ctx.prev,
         "role": ctx.role,
         "output": output_hash,
-        "detail": last.detail,  # unlike v0.5.0 (first run only): corrections stay visible
+        # unlike v0.5.0 (first run only): corrections stay visible
+        "detail": _with_artifacts(ctx, last.detail),
         "agent": agent.label,
         "edgePrompt": ctx.edge_prompt,
         "depth": ctx.depth + 1,
     }
     h = schemas.ensure(ctx.store)
+    if ctx.compact is not None:  # only then the extended type (docs/format.md, "Compaction")
+        step["compact"] = ctx.compact
+        return str(ctx.store.put(h.step_compact, step))
     return str(ctx.store.put(h.step, step))
 
 
-def execute(agent: Agent, argv: Sequence[str]) -> str:
-    """Run the whole agent flow and return the new StepNode's hash. With tracing on it is one
-    span, a child of the step's (``TRACEPARENT``), with an event per correction and extract."""
+def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -> str:
+    """Run the whole agent flow and return the new StepNode's hash (on ``backend``, else the
+    one of the environment). With tracing on it is one span, a child of the step's
+    (``TRACEPARENT``), with an event per correction and extract."""
     from uwf.agent_kit import prompts
     from uwf.backend import open_backend
     from uwf.config.config import apply_dotenv
@@ -218,7 +248,7 @@ def execute(agent: Agent, argv: Sequence[str]) -> str:
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
-            backend = open_backend()
+            backend = backend if backend is not None else open_backend()
             apply_dotenv(backend.root)
             ctx = build_context(backend, thread, role, edge_prompt)
             if ctx.schema is not None:

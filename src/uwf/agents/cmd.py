@@ -2,10 +2,12 @@
 
 The composed prompt goes to the command's stdin, or replaces a ``{prompt}`` argument;
 ``{thread}`` and ``{role}`` in its arguments are replaced too, and it runs with
-``UWF_THREAD``, ``UWF_ROLE`` and ``UWF_EDGE_PROMPT`` set. Its stdout is the raw output for
-the extract (a correction prompt re-runs it with the correction appended); its stderr is
-passed through live, line by line as it arrives; its exit code, stderr (the last 20,000
-characters), duration and stdout are the step's detail. A non-zero exit fails the step.
+``UWF_THREAD``, ``UWF_ROLE`` and ``UWF_EDGE_PROMPT`` set, and ``UWF_ARTIFACTS_DIR`` as uwf
+gave it: the files the command leaves there are stored as the step's artifacts. Its stdout
+is the raw output for the extract (a correction prompt re-runs it with the correction
+appended); its stderr is passed through live, line by line as it arrives; its exit code,
+stderr (the last 20,000 characters), duration and stdout are the step's detail. A non-zero
+exit fails the step.
 
 Configured like any agent (docs/agents.md)::
 
@@ -36,7 +38,8 @@ a shell:
   - an argument containing {{prompt}} gets the prompt (stdin is then empty); otherwise
     the prompt goes to the command's stdin;
   - {{thread}} and {{role}} in arguments are replaced; the command gets $UWF_THREAD,
-    $UWF_ROLE and $UWF_EDGE_PROMPT;
+    $UWF_ROLE, $UWF_EDGE_PROMPT and $UWF_ARTIFACTS_DIR: every file it leaves in that
+    directory is stored as an artifact of the step (uwf step artifacts <step>);
   - its stdout is the answer (YAML frontmatter, else up to two correction runs, else
     the LLM extract); its stderr is passed through live; a non-zero exit fails the step.
 
@@ -80,6 +83,7 @@ class CmdAgent:
 
     def _exec(self, ctx: AgentContext, prompt: str) -> dict[str, Any]:
         argv, via_stdin = self._argv(ctx, prompt)
+        # os.environ carries UWF_ARTIFACTS_DIR when uwf gave one: the command inherits it
         env = dict(
             os.environ, UWF_THREAD=ctx.thread, UWF_ROLE=ctx.role, UWF_EDGE_PROMPT=ctx.edge_prompt
         )
@@ -120,13 +124,14 @@ class CmdAgent:
     def run(self, ctx: AgentContext) -> runner.RunResult:
         from uwf.agent_kit.prompts import build_agent_prompt
 
-        since, offset = ctx.since_last_visit()
+        history = ctx.history
         self.prompt = build_agent_prompt(
             format_instruction=ctx.format_instruction,
             role_def=ctx.role_def,
             task=ctx.task,
-            steps=since,
-            offset=offset,
+            steps=history.steps,
+            offset=history.offset,
+            summary=history.summary,
             role=ctx.role,
             edge_prompt=ctx.edge_prompt,
             first_visit=True,

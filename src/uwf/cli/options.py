@@ -111,6 +111,18 @@ def emit(value: Any, fmt: Format | None = None, default: Format = Format.json) -
     typer.echo(render(value, fmt, default), nl=False)
 
 
+def read_text_file(path: Path) -> str:
+    """A UTF-8 text file given on the command line, or one ``error:`` line saying why not."""
+    from uwf.util.errors import InvalidInput
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"cannot read {path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def emit_markdown(text: str) -> None:
     """Print markdown as is, with exactly one final newline."""
     typer.echo(text if text.endswith("\n") else text + "\n", nl=False)

@@ -1,9 +1,13 @@
-"""`uwf step …`: the v0.5.0 names of the step commands, plus `step read`."""
+"""`uwf step …`: the v0.5.0 names of the step commands, plus `step read` and
+`step artifacts`."""
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from uwf.cli import thread as thread_cli
-from uwf.cli.options import QuotaOpt, backend, emit_markdown
+from uwf.cli.options import FormatOpt, QuotaOpt, backend, emit, emit_markdown
 
 app = typer.Typer(
     help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
@@ -27,3 +31,31 @@ def read(
     from uwf.engine.read import parse_quota, read_step
 
     emit_markdown(read_step(backend(), step_hash, parse_quota(quota)))
+
+
+@app.command()
+def artifacts(
+    step_hash: thread_cli.StepHashArg,
+    extract: Annotated[
+        Path | None,
+        typer.Option(
+            "--extract",
+            metavar="DIR",
+            help="Write the artifacts under DIR (created if missing; no file is overwritten).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """List the files a step produced (its artifacts), or write them back with --extract.
+
+    Prints [{"path","hash","size"}] (with --extract, each also has "file": where it was
+    written). Text artifacts are Text nodes, anything else Blob nodes; both come back byte
+    for byte.
+    """
+    from uwf.engine.longthreads import extract_artifacts, step_artifacts
+
+    if extract is None:
+        emit(step_artifacts(backend(), step_hash), fmt)
+    else:
+        emit(extract_artifacts(backend(), step_hash, extract), fmt)

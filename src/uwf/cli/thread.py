@@ -1,5 +1,5 @@
-"""`uwf thread …`: start, step, show, list, steps, read, fork, step-details, kill, graph, watch,
-export."""
+"""`uwf thread …`: start, step, show, list, steps, read, compact, fork, step-details, kill,
+graph, watch, export."""
 
 import sys
 from pathlib import Path
@@ -24,6 +24,7 @@ from uwf.cli.options import (
     emit_markdown,
     emit_stream,
     loop_contract,
+    read_text_file,
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
 
@@ -230,15 +231,53 @@ def read(
     start_: Annotated[
         bool, typer.Option("--start", help="Include the task section even with --before.")
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Ignore compaction summaries: show the steps they cover instead."
+        ),
+    ] = False,
 ) -> None:
     """Render a thread as markdown, newest steps first to fit the quota.
 
-    Each step shows its role's goal (once per role), the edge prompt it was given and its
-    output (the last assistant turn of its detail).
+    Each step shows its role's goal (once per role), the edge prompt it was given, its output
+    (the last assistant turn of its detail) and the artifacts it recorded. Walking back, the
+    first step that carries a compaction summary ends the walk: the summary is shown in place
+    of the steps before it, with where it is (--full shows those steps instead, marking where
+    summaries are).
     """
     from uwf.engine.read import parse_quota, read_thread
 
-    emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_))
+    emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_, full))
+
+
+@app.command()
+def compact(
+    thread: ThreadArg,
+    text: Annotated[
+        Path | None,
+        typer.Option(
+            "--text",
+            metavar="FILE",
+            help="The summary, written by a person or a script ('-' reads stdin). Without it "
+            "the configured model writes one now.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Record a compaction summary of the thread so far, for its next step to carry.
+
+    The next step (by an agent on the agent kit) stores it as its StepNode's compact field:
+    from then on agents are given this summary plus the steps after it. Routing never reads
+    summaries. Prints {"thread","head","summary","characters"}.
+    """
+    from uwf.engine.longthreads import compact_thread
+
+    summary = None
+    if text is not None:
+        summary = sys.stdin.read() if str(text) == "-" else read_text_file(text)
+    emit(compact_thread(backend(), thread, summary), fmt)
 
 
 def _fork(

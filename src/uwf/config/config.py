@@ -30,6 +30,11 @@ _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+#: The characters of thread history (summary and steps) an agent is given: ``contextBudget``.
+DEFAULT_CONTEXT_BUDGET = 32_000
+#: The largest file the agent kit stores as an artifact: ``artifactMaxBytes`` (10 MiB).
+DEFAULT_ARTIFACT_MAX_BYTES = 10 * 1024 * 1024
+
 
 def _empty() -> Mapping[str, Any]:
     return _EMPTY
@@ -82,6 +87,9 @@ class Config:
     model_overrides: Mapping[str, str] = field(default_factory=_empty)
     agent_timeout: float | None = None
     max_rounds: int | None = None
+    compact_after: int | None = None  # write a summary every N steps (docs/format.md)
+    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
+    artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
     root: Path | None = None
 
 
@@ -157,7 +165,12 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         default_model=_optional_alias(raw, "defaultModel"),
         model_overrides=MappingProxyType(model_overrides),
         agent_timeout=_agent_timeout(raw.get("agentTimeout")),
-        max_rounds=_max_rounds(raw.get("maxRounds")),
+        max_rounds=_positive(raw.get("maxRounds"), "maxRounds"),
+        compact_after=_positive(raw.get("compactAfter"), "compactAfter"),
+        context_budget=_positive(raw.get("contextBudget"), "contextBudget")
+        or DEFAULT_CONTEXT_BUDGET,
+        artifact_max_bytes=_positive(raw.get("artifactMaxBytes"), "artifactMaxBytes")
+        or DEFAULT_ARTIFACT_MAX_BYTES,
         root=root,
     )
 
@@ -244,11 +257,11 @@ def _agent_timeout(value: Any) -> float | None:
     return float(value)
 
 
-def _max_rounds(value: Any) -> int | None:
+def _positive(value: Any, key: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        _fail("config.maxRounds must be a positive integer")
+        _fail(f"config.{key} must be a positive integer")
     return int(value)
 
 
@@ -291,11 +304,17 @@ def _agent_argv(config: Config, alias: str) -> list[str]:
 
 def extract_model_alias(config: Config) -> str | None:
     """The model for the LLM extract: modelOverrides.extract > models.extract > defaultModel."""
-    override = config.model_overrides.get("extract")
+    return model_alias(config, "extract")
+
+
+def model_alias(config: Config, purpose: str) -> str | None:
+    """The model uwf itself uses for ``purpose`` (``extract``, ``compact``):
+    modelOverrides.<purpose> > models.<purpose> > defaultModel; None when there is none."""
+    override = config.model_overrides.get(purpose)
     if override:
         return override
-    if "extract" in config.models:
-        return "extract"
+    if purpose in config.models:
+        return purpose
     return config.default_model
 
 

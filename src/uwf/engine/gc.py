@@ -3,9 +3,9 @@
 **Roots.** Every hash in ``registry.yaml``; every Workflow node whose ``name`` has a registry
 entry (the versions ``workflow history`` lists and ``workflow rollback`` can return to);
 every active head (``threads.yaml``) and every archived head (``history.jsonl``); the
-meta-schema and uwf's own schemas. Workflow versions are found through the Workflow type
-index and, so that a lost index line cannot cost a version, also among the unreachable
-nodes the sweep reads.
+meta-schema and uwf's own schemas; the pending ``thread compact`` requests. Workflow versions
+are found through the Workflow type indexes and, so that a lost index line cannot cost a
+version, also among the unreachable nodes the sweep reads.
 
 **Mark.** From the roots, follow every ``cas_ref`` (``uwf.cas.refs``), each reached node's
 type and the type's type (the meta-schema). A reachable node that cannot be read (corrupt)
@@ -30,6 +30,8 @@ deleted under its writer's lock, so a write in flight keeps its temp file).
   gc asks the backend which threads' step locks are held (``Locks.running``, passive: it
   never takes a lock) and moves the cutoff back to the time that thread's current head was
   written, so every node the agent puts is protected even with ``--grace 0``.
+* A summary recorded by ``thread compact`` waits for the thread's next step in a
+  CompactRequest node: the requests whose thread is still at the head they name are roots.
 * The order of reads closes the remaining gaps: step locks, then ``threads.yaml``, then
   ``history.jsonl`` (archiving writes history before it drops the active entry), then the
   registry. A step that finished before the lock check has moved its head before
@@ -54,6 +56,7 @@ from typing import Any
 from uwf.backend.base import Backend
 from uwf.cas.refs import collect
 from uwf.cas.store import Store
+from uwf.model import compact
 from uwf.protocol import schemas
 from uwf.util.base32 import is_hash
 from uwf.util.errors import CorruptNode, InvalidInput, UwfError
@@ -122,12 +125,13 @@ def _gc(backend: Backend, grace_ms: int, dry_run: bool) -> dict[str, int]:
     registry = backend.registry.read()
 
     h = schemas.hashes()
-    roots = [h.meta, h.workflow, h.start, h.step, h.text]
-    roots += [*registry.values(), *active.values(), *archived]
+    roots = [*h.every, *registry.values(), *active.values(), *archived]
+    roots += compact.pending_requests(store, active)
     names = set(registry)
-    for version in store.index(h.workflow):
-        if _registered_workflow(store, version, h.workflow, names):
-            roots.append(version)
+    for type_hash in h.workflows:
+        for version in store.index(type_hash):
+            if _registered_workflow(store, version, type_hash, names):
+                roots.append(version)
     marked: set[str] = set()
     _mark(store, roots, marked)
 
@@ -218,7 +222,7 @@ def _read(store: Store, h: str) -> Any:
 
 def _registered_workflow(store: Store, h: str, type_hash: str, names: set[str]) -> bool:
     """True for a Workflow node whose name has a registry entry (a rollback target)."""
-    if type_hash != schemas.hashes().workflow:
+    if type_hash not in schemas.hashes().workflows:
         return False
     try:
         node = store.get(h)

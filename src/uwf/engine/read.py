@@ -1,21 +1,25 @@
 """Markdown views of threads and steps (REFERENCE §4.6, §4.6b) and step details (§1.12).
 
-``thread read`` walks back from the head only as far as its quota reaches: step numbers
-come from the steps' ``depth``, so a 10,000-step thread costs what a 10-step one does.
+``thread read`` walks back from the head only as far as its quota reaches, and no further
+than the newest compaction summary (shown in place of the steps it covers, unless
+``--full``): step numbers come from the steps' ``depth``, so a 10,000-step thread costs what
+a 10-step one does. Each step lists the artifacts its detail records.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
-from uwf.model import chain
+from uwf.model import artifacts, chain
 from uwf.model.threads import locate
 from uwf.model.turns import last_assistant_content, turns
+from uwf.model.window import text_of
 from uwf.protocol import schemas
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound
@@ -38,13 +42,87 @@ def _time(ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _bytes(size: int) -> str:
+    return f"{size:,} byte{'s' if size != 1 else ''}"
+
+
+class _Blocks:
+    """The markdown of each step of one thread, as ``thread read`` shows them."""
+
+    def __init__(self, store: Store, roles: dict[str, Any]) -> None:
+        self.store = store
+        self.roles = roles
+
+    def header(self, step: chain.Step, number: int) -> str:
+        marks = f" | **Summary:** `{step.compact}`" if step.compact else ""
+        return (
+            f"## Step {number}: {step.role} `{step.hash}`\n"
+            f"**Agent:** {step.payload.get('agent', '')} | **Time:** {_time(step.timestamp)}"
+            + marks
+        )
+
+    def prompt(self, step: chain.Step) -> str:
+        role = self.roles.get(step.role)
+        return f"\n\n<prompt>\n{role.get('goal', '')}\n</prompt>" if isinstance(role, dict) else ""
+
+    def body(self, step: chain.Step) -> str:
+        """The edge prompt the step was given, its output, then the artifacts it recorded."""
+        edge = step.payload.get("edgePrompt")
+        out = f"\n\n<edge-prompt>\n{edge}\n</edge-prompt>" if isinstance(edge, str) else ""
+        detail = step.payload.get("detail")
+        content = last_assistant_content(self.store, detail)
+        out += f"\n\n<output>\n{content}\n</output>" if content is not None else ""
+        listed = artifacts.of_detail(self.store, detail)
+        if listed:
+            lines = [f"- `{a.path}` ({_bytes(a.size)}, `{a.hash}`)" for a in listed]
+            out += "\n\n**Artifacts:**\n" + "\n".join(lines)
+        return out
+
+    def select(
+        self, thread: str, steps: Iterator[chain.Step], quota: int, used: int, full: bool
+    ) -> tuple[list[tuple[chain.Step, int, str]], str | None]:
+        """The steps that fit ``quota`` (``used`` of it taken), newest first, as (step, number,
+        body); and the summary block that ends the walk (None with ``full`` or when the walk
+        reached no summary)."""
+        selected: list[tuple[chain.Step, int, str]] = []
+        number: int | None = None
+        for step in steps:
+            number = chain.depth_of(self.store, step) if number is None else number - 1
+            body = self.body(step)
+            cost = len(self.header(step, number) + self.prompt(step) + body)
+            if used > 0:
+                cost += SEPARATOR_COST
+            if selected and used + cost > quota:
+                break
+            used += cost
+            selected.append((step, number, body))
+            if step.compact is not None and not full and number > 1:
+                return selected, self.summary(thread, step, number)
+        return selected, None
+
+    def summary(self, thread: str, step: chain.Step, number: int) -> str:
+        assert step.compact is not None
+        text = text_of(self.store, step.compact)
+        covered = f"steps 1–{number - 1}" if number > 2 else "step 1"
+        return (
+            f"## Summary of {covered} `{step.compact}`\n\n"
+            f"{text if text is not None else '(the summary node is missing)'}\n\n"
+            f"*(recorded by step {number}; `uwf thread read {thread} --full --before "
+            f"{step.hash}` shows the steps it covers)*"
+        )
+
+
 def read_thread(
     backend: Backend,
     thread: str,
     quota: int = DEFAULT_QUOTA,
     before: str | None = None,
     show_start: bool = False,
+    full: bool = False,
 ) -> str:
+    """The thread as markdown, newest steps first within ``quota``: walking back stops at the
+    first step carrying a compaction summary, shown in place of the steps before it, unless
+    ``full``."""
     ref = locate(backend, thread)
     if before is not None:
         check_hash(before)
@@ -52,7 +130,7 @@ def read_thread(
     head = chain.load_head(store, ref.head)
     start = chain.start_of(store, head)
     workflow = chain.load_workflow(store, start.workflow)
-    roles: dict[str, Any] = workflow.get("roles", {})
+    blocks = _Blocks(store, workflow.get("roles", {}))
 
     include_start = before is None or show_start
     start_section = (
@@ -66,42 +144,13 @@ def read_thread(
                 break
         else:
             raise NotFound(f"step {before} not found in thread {thread}")
+    used = len(start_section) if include_start else 0
+    selected, summary = blocks.select(thread, candidates, quota, used, full)
 
-    def header(step: chain.Step, number: int) -> str:
-        return (
-            f"## Step {number}: {step.role} `{step.hash}`\n"
-            f"**Agent:** {step.payload.get('agent', '')} | **Time:** {_time(step.timestamp)}"
-        )
-
-    def prompt_part(step: chain.Step) -> str:
-        role = roles.get(step.role)
-        return f"\n\n<prompt>\n{role.get('goal', '')}\n</prompt>" if isinstance(role, dict) else ""
-
-    def output_part(step: chain.Step) -> str:
-        """The edge prompt the step was given, then what it answered."""
-        edge = step.payload.get("edgePrompt")
-        given = f"\n\n<edge-prompt>\n{edge}\n</edge-prompt>" if isinstance(edge, str) else ""
-        content = last_assistant_content(store, step.payload.get("detail"))
-        return given + (f"\n\n<output>\n{content}\n</output>" if content is not None else "")
-
-    total = len(start_section) if include_start else 0
-    selected: list[tuple[chain.Step, int, str]] = []  # newest first: step, number, output part
-    number: int | None = None
-    for step in candidates:
-        number = chain.depth_of(store, step) if number is None else number - 1
-        out_part = output_part(step)
-        cost = len(header(step, number) + prompt_part(step) + out_part)
-        if total > 0:
-            cost += SEPARATOR_COST
-        if selected and total + cost > quota:
-            break
-        total += cost
-        selected.append((step, number, out_part))
-
-    pieces: list[str] = []
-    if include_start:
-        pieces.append(start_section)
-    if selected:
+    pieces: list[str] = [start_section] if include_start else []
+    if summary is not None:
+        pieces.append(summary)
+    elif selected:
         oldest_step, oldest_number, _ = selected[-1]
         earlier = oldest_number - 1
         if earlier > 0:
@@ -111,22 +160,22 @@ def read_thread(
                 f"--before {oldest_step.hash}`)*"
             )
     shown_roles: set[str] = set()
-    for step, num, out_part in reversed(selected):
-        block = header(step, num)
+    for step, num, body in reversed(selected):
+        block = blocks.header(step, num)
         if step.role not in shown_roles:
-            block += prompt_part(step)
-            if step.role in roles:
+            block += blocks.prompt(step)
+            if step.role in blocks.roles:
                 shown_roles.add(step.role)
-        pieces.append(block + out_part)
+        pieces.append(block + body)
     return SEPARATOR.join(pieces)
 
 
-def _require_step(store: Store, h: str) -> chain.Step:
+def require_step(store: Store, h: str) -> chain.Step:
     step_hash = check_hash(h)
     node = store.get(step_hash)
     if node is None:
         raise NotFound(f"CAS node not found: {h}")
-    if node.type != schemas.hashes().step:
+    if node.type not in schemas.hashes().steps:
         raise InvalidInput(f"node {h} is not a StepNode")
     return chain.Step(step_hash, node.payload, node.timestamp)
 
@@ -134,7 +183,7 @@ def _require_step(store: Store, h: str) -> chain.Step:
 def step_details(backend: Backend, step_hash: str) -> Any:
     """The step's detail node with every cas_ref expanded into the payload it names."""
     store = backend.nodes
-    step = _require_step(store, step_hash)
+    step = require_step(store, step_hash)
     detail = step.payload.get("detail")
     if not isinstance(detail, str) or not detail:
         raise NotFound(f"step {step_hash} has no detail")
@@ -171,7 +220,7 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
     """A step's turns as markdown, each labelled with who spoke, tool calls included; the
     newest turns first to fit ``quota``."""
     store = backend.nodes
-    step = _require_step(store, step_hash)
+    step = require_step(store, step_hash)
     head = (
         f"# Step {step_hash}\n\n**Role:** {step.role}\n**Agent:** {step.payload.get('agent', '')}"
     )

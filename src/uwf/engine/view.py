@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.model import chain
+from uwf.model import artifacts, chain
 from uwf.model.threads import active_status, locate
 from uwf.model.turns import last_assistant_content
 from uwf.moderator.evaluate import START, ModeratorError, evaluate, status_of
@@ -58,6 +58,7 @@ def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, 
         }
     detail_hash = step.payload.get("detail")
     detail = store.get(detail_hash) if isinstance(detail_hash, str) and detail_hash else None
+    listed = artifacts.listed(detail.payload if detail is not None else None)
     return {
         "hash": step.hash,
         "number": number,
@@ -70,6 +71,8 @@ def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, 
         "detail": detail_hash or None,
         "durationMs": _duration_ms(detail.payload if detail is not None else None),
         "text": last_assistant_content(store, detail_hash),
+        "artifacts": [a.as_json() for a in listed],
+        "compact": step.compact,
     }
 
 
@@ -78,7 +81,8 @@ def timeline(
 ) -> dict[str, Any]:
     """``{thread, workflow, workflowName, head, active, status, task, started, count, steps,
     next}``: ``steps`` are the steps newer than ``after`` (all when None or not in the
-    chain), oldest first (only hash, number, role, status and timestamps unless ``full``);
+    chain), oldest first (only hash, number, role, status and timestamps unless ``full``;
+    with it also what the step shows, its ``artifacts`` and its summary, ``compact``);
     ``elapsedMs`` is the time since the node before (the task or the previous step); ``next``
     is where an active thread goes next (``{role, status, prompt}``, or ``{error}`` when its
     graph has no route)."""

@@ -109,10 +109,18 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
         node: {status: {"role": t["role"], "prompt": t["prompt"]} for status, t in edges.items()}
         for node, edges in definition["graph"].items()
     }
-    return {"name": name, "description": definition["description"], "roles": roles, "graph": graph}
+    payload = {"name": name, "description": definition["description"], "roles": roles}
+    payload["graph"] = graph
+    if "compactAfter" in definition:  # only then the extended type: other hashes stay as they were
+        payload["compactAfter"] = definition["compactAfter"]
+    return payload
 
 
 def store_definition(store: Store, definition: dict[str, Any]) -> str:
-    """Materialise a validated definition and store it as a Workflow node; return its hash."""
+    """Materialise a validated definition and store it as a Workflow node; return its hash.
+
+    A workflow with ``compactAfter`` is a Workflow (compactAfter) node (docs/format.md,
+    "Extended types"); any other keeps the plain Workflow type and its hash."""
     h = schemas.ensure(store)
-    return store.put(h.workflow, materialise(store, definition))
+    payload = materialise(store, definition)
+    return store.put(h.workflow_compact if "compactAfter" in payload else h.workflow, payload)

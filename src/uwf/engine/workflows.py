@@ -4,9 +4,9 @@ which workflow ``thread start`` runs.
 Files are read and validated by ``uwf.engine.workflow_file`` (checks in
 ``uwf.moderator.validate``); project workflows are found by ``uwf.engine.discovery``. The
 registry (name -> current hash) is changed only through the backend; ``history`` and
-``rollback`` work from the type index of the Workflow schema, so every version ever stored
-stays available. ``resolve_for_start``: a hash, then an explicit file path, then a project
-workflow, then the registry.
+``rollback`` work from the type indexes of both Workflow schemas (plain, and with
+``compactAfter``), so every version ever stored stays available. ``resolve_for_start``: a
+hash, then an explicit file path, then a project workflow, then the registry.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend
+from uwf.cas.store import Store
 from uwf.engine import discovery
 from uwf.engine.workflow_file import check_file, load_file, store_definition
 from uwf.model.chain import workflow_node
@@ -128,6 +129,11 @@ def list_workflows(backend: Backend, cwd: Path) -> list[dict[str, str]]:
     return out
 
 
+def workflow_versions(store: Store) -> list[str]:
+    """Every stored Workflow node, from the type index of both Workflow types."""
+    return [h for t in schemas.hashes().workflows for h in store.index(t)]
+
+
 def history(backend: Backend, name: str) -> list[dict[str, Any]]:
     """Every stored version of a workflow, oldest first, marking the registry's current one."""
     if not name.strip():
@@ -135,14 +141,15 @@ def history(backend: Backend, name: str) -> list[dict[str, Any]]:
     store = backend.nodes
     current = backend.registry.get(name)
     out: list[dict[str, Any]] = []
-    for h in store.index(schemas.hashes().workflow):
+    for h in workflow_versions(store):
         node = store.get(h)
         if node is None or not isinstance(node.payload, dict) or node.payload.get("name") != name:
             continue
         out.append({"hash": h, "timestamp": node.timestamp, "current": h == current})
+    out.sort(key=lambda v: v["timestamp"])  # the two Workflow types have an index each
     if current is not None and all(v["hash"] != current for v in out):
         node = store.get(current)
-        if node is not None and node.type == schemas.hashes().workflow:
+        if node is not None and node.type in schemas.hashes().workflows:
             out.append({"hash": current, "timestamp": node.timestamp, "current": True})
     if not out:
         raise NotFound(f"workflow not found: {_shown(name)}")

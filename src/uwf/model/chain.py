@@ -39,6 +39,13 @@ class Step(NamedTuple):
         value = self.payload.get("depth")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    @property
+    def compact(self) -> NodeHash | None:
+        """The Text node summarising every step before this one (docs/format.md,
+        "Compaction"), or None."""
+        value = self.payload.get("compact")
+        return NodeHash(value) if isinstance(value, str) else None
+
 
 class Start(NamedTuple):
     hash: NodeHash
@@ -67,7 +74,7 @@ def load_head(store: Store, head: NodeHash) -> Start | Step:
         raise NotFound(f"CAS node not found: {head}")
     if node.type == h.start:
         return Start(head, node.payload, node.timestamp)
-    if node.type == h.step:
+    if node.type in h.steps:
         return Step(head, node.payload, node.timestamp)
     raise InvalidInput(f"node {head} is not a StartNode or StepNode")
 
@@ -87,7 +94,7 @@ def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
     """The steps of the chain ending at ``head``, newest first."""
     if isinstance(head, Start):
         return
-    step_type = schemas.hashes().step
+    step_types = schemas.hashes().steps
     current: Step | None = head
     while current is not None:
         yield current
@@ -97,7 +104,7 @@ def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
         node = store.get(prev)
         if node is None:
             raise NotFound(f"CAS node not found while walking chain: {prev}")
-        if node.type != step_type:
+        if node.type not in step_types:
             return
         current = Step(prev, node.payload, node.timestamp)
 
@@ -113,7 +120,7 @@ def workflow_node(store: Store, h: str) -> Node:
     node = store.get(h)
     if node is None:
         raise NotFound(f"CAS node not found: {h}")
-    if node.type != schemas.hashes().workflow:
+    if node.type not in schemas.hashes().workflows:
         raise InvalidInput(f"node {h} is not a Workflow (type {node.type})")
     return node
 

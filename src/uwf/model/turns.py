@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from uwf.cas.store import Store
+from uwf.protocol.schemas import ARTIFACTS
 
 TURN_SCHEMA: dict[str, Any] = {
     "title": "AgentTurn",
@@ -42,7 +43,8 @@ def detail_schema(
     title: str, properties: dict[str, Any], optional: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A detail-node schema: the agent's own fields (``optional`` ones may be left out) plus
-    ``turns`` (refs to AgentTurn nodes)."""
+    ``turns`` (refs to AgentTurn nodes) and the optional ``artifacts`` the agent kit fills in
+    (docs/format.md, "Artifacts")."""
     return {
         "title": title,
         "type": "object",
@@ -52,6 +54,7 @@ def detail_schema(
             **properties,
             **(optional or {}),
             "turns": {"type": "array", "items": {"type": "string", "format": "cas_ref"}},
+            "artifacts": ARTIFACTS,
         },
     }
 

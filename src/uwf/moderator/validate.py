@@ -1,7 +1,9 @@
 """Workflow definitions: every check, before anything is stored (docs/errors.md, "Workflow
 files").
 
-A workflow is a mapping with exactly ``name``, ``description``, ``roles`` and ``graph``.
+A workflow is a mapping with exactly ``name``, ``description``, ``roles`` and ``graph``, and
+optionally ``compactAfter`` (a positive integer: steps between compaction summaries,
+docs/format.md "Compaction").
 :func:`validate` reports every problem at once, each as ``<where>: <what>``, so a user fixes
 a file in one round instead of one error at a time. Pure: no file and no store is read.
 
@@ -37,7 +39,7 @@ from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import canonical
 
 ROLE_FIELDS = ("description", "goal", "capabilities", "procedure", "output", "meta")
-TOP_FIELDS = ("name", "description", "roles", "graph")
+TOP_FIELDS = ("name", "description", "roles", "graph", "compactAfter")
 EXTENSIONS = (".yaml", ".yml")
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
@@ -226,4 +228,18 @@ def validate(document: dict[Any, Any], basename: str) -> tuple[dict[str, Any], P
         for role in graphcheck.unreachable(graph, roles):
             p.warn(loc("roles", role), "not reachable from $START")
         graphcheck.check_variables(p, graph, roles)
-    return {"name": name, "description": description, "roles": roles, "graph": graph}, p
+    definition = {"name": name, "description": description, "roles": roles, "graph": graph}
+    _check_compact_after(p, document, definition)
+    return definition, p
+
+
+def _check_compact_after(p: Problems, document: dict[Any, Any], out: dict[str, Any]) -> None:
+    """The optional ``compactAfter``: a positive integer, copied into the definition."""
+    if "compactAfter" not in document:
+        return
+    every = document["compactAfter"]
+    if isinstance(every, bool) or not isinstance(every, int):
+        p.add("compactAfter", f"expected a positive integer (steps), got {kind(every)}")
+    elif every < 1:
+        p.add("compactAfter", f"expected a positive integer (steps), got {every}")
+    out["compactAfter"] = every

@@ -1,10 +1,17 @@
-"""The four schemas uwf registers, and their hashes (derived from them, never looked up).
+"""The schemas uwf registers, and their hashes (derived from them, never looked up).
 
 Because a hash is content-derived, the engine and every agent know the same type hashes
 without reading anything; the schema nodes are written only by commands that write nodes.
 The hashes are written out below rather than computed in every process (~0.3 ms of CBOR and
 xxh64 at each start-up); ``tests/test_cas_hash.py`` computes them from the schemas, so they
 cannot drift (a changed schema is a new protocol type, and that test says so).
+
+Extensions never change an existing type (docs/format.md, "Extended types"): a StepNode that
+carries a compaction summary is typed by ``STEP_NODE_COMPACT``, the StepNode schema plus a
+required ``compact``, and a Workflow with ``compactAfter`` by ``WORKFLOW_COMPACT``. Nodes
+without the new field keep their old type and hash, so stores written before stay readable
+and steppable, and agents that write plain StepNodes keep working. Readers accept both types
+of each kind (``SchemaHashes.steps``, ``SchemaHashes.workflows``).
 """
 
 from __future__ import annotations
@@ -97,12 +104,85 @@ STEP_NODE: dict[str, Any] = {
 TEXT: dict[str, Any] = {"title": "Text", "type": "string"}
 
 
+def _extended(base: dict[str, Any], title: str, field: str, spec: Any) -> dict[str, Any]:
+    """``base`` with one more property, required: nodes with it get a type of their own."""
+    return {
+        **base,
+        "title": title,
+        "required": [*base["required"], field],
+        "properties": {**base["properties"], field: spec},
+    }
+
+
+#: A StepNode whose ``compact`` is a Text node summarising every step before it
+#: (docs/format.md, "Compaction").
+STEP_NODE_COMPACT = _extended(STEP_NODE, "StepNode (compact)", "compact", CAS_REF)
+
+#: A Workflow whose agents write a summary every ``compactAfter`` steps.
+WORKFLOW_COMPACT = _extended(
+    WORKFLOW, "Workflow (compactAfter)", "compactAfter", {"type": "integer", "minimum": 1}
+)
+
+#: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
+BLOB: dict[str, Any] = {
+    "title": "Blob",
+    "description": "Bytes, in standard base64 (RFC 4648, with padding, no line breaks).",
+    "type": "string",
+    "pattern": "^[A-Za-z0-9+/]*={0,2}$",
+}
+
+#: What the agent kit records of the files an agent left in ``$UWF_ARTIFACTS_DIR``: the
+#: ``artifacts`` field of a step's detail (docs/format.md, "Artifacts").
+ARTIFACTS: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "hash", "size"],
+        "properties": {
+            "path": {"type": "string", "minLength": 1},
+            "hash": CAS_REF,  # a Text node (UTF-8 text) or a Blob node (anything else)
+            "size": {"type": "integer", "minimum": 0},
+        },
+    },
+}
+
+#: ``uwf thread compact``: a summary to record on the step that follows ``head`` in
+#: ``thread`` (found through the type index; stale once the head has moved).
+COMPACT_REQUEST: dict[str, Any] = {
+    "title": "CompactRequest",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["thread", "head", "summary"],
+    "properties": {"thread": {"type": "string"}, "head": CAS_REF, "summary": CAS_REF},
+}
+
+
 class SchemaHashes(NamedTuple):
     meta: str
     workflow: str
     start: str
     step: str
     text: str
+    step_compact: str
+    workflow_compact: str
+    blob: str
+    compact_request: str
+
+    @property
+    def steps(self) -> tuple[str, str]:
+        """Both StepNode types: plain, and with a compaction summary."""
+        return (self.step, self.step_compact)
+
+    @property
+    def workflows(self) -> tuple[str, str]:
+        """Both Workflow types: plain, and with ``compactAfter``."""
+        return (self.workflow, self.workflow_compact)
+
+    @property
+    def every(self) -> tuple[str, ...]:
+        """The meta-schema and every uwf schema (gc never deletes them)."""
+        return tuple(self)
 
 
 HASHES = SchemaHashes(
@@ -111,11 +191,29 @@ HASHES = SchemaHashes(
     start="41ZBT64VX5FRH",
     step="C81ATBJW36ZSB",
     text="DNCF1BA0Z9WWX",
+    step_compact="E4YHKJMMYGR79",
+    workflow_compact="D6P28VVTPTD2A",
+    blob="2WPBX1H8S3QB9",
+    compact_request="F2E78Y44BZF8Z",
 )
 
 
 def hashes() -> SchemaHashes:
     return HASHES
+
+
+def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside)."""
+    return (
+        ("workflow", WORKFLOW),
+        ("start", START_NODE),
+        ("step", STEP_NODE),
+        ("text", TEXT),
+        ("step_compact", STEP_NODE_COMPACT),
+        ("workflow_compact", WORKFLOW_COMPACT),
+        ("blob", BLOB),
+        ("compact_request", COMPACT_REQUEST),
+    )
 
 
 def computed_hashes() -> SchemaHashes:
@@ -125,24 +223,16 @@ def computed_hashes() -> SchemaHashes:
 
     meta = meta_hash()
     return SchemaHashes(
-        meta=meta,
-        workflow=codec.node_hash(meta, WORKFLOW),
-        start=codec.node_hash(meta, START_NODE),
-        step=codec.node_hash(meta, STEP_NODE),
-        text=codec.node_hash(meta, TEXT),
+        meta=meta, **{name: codec.node_hash(meta, schema) for name, schema in _schemas()}
     )
 
 
 def ensure(store: Store) -> SchemaHashes:
-    """Make sure the meta-schema and the four uwf schemas are stored (idempotent, 5 stats)."""
+    """Make sure the meta-schema and uwf's schemas are stored (idempotent, one stat each)."""
     h = hashes()
     store.ensure_meta()
-    for schema, expected in (
-        (WORKFLOW, h.workflow),
-        (START_NODE, h.start),
-        (STEP_NODE, h.step),
-        (TEXT, h.text),
-    ):
+    for name, schema in _schemas():
+        expected = getattr(h, name)
         if not store.has(expected):
             got = store.put_schema(schema)
             assert got == expected, (got, expected)

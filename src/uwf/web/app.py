@@ -2,10 +2,11 @@
 
 Routes (GET only; anything else is 405): ``/`` the thread list (the filters of
 ``thread list``), ``/thread/<id>``, ``/workflow/<name or hash>``, ``/step/<hash>/detail`` (a
-fragment, loaded when a step's detail is opened), ``/fragment/threads`` (the list's rows),
-``/events`` (server-sent events: ``step.started``, ``step.completed``, ``thread.archived``
-and, for the list, ``thread.opened``) and ``/static/…`` (the stylesheet and the one script,
-shipped in the package). Every response forbids outside requests by its
+fragment, loaded when a step's detail is opened), ``/step/<hash>/artifact/<path>`` (a file
+the step produced: text as text/plain, anything else as a download), ``/fragment/threads``
+(the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.completed``,
+``thread.archived`` and, for the list, ``thread.opened``) and ``/static/…`` (the stylesheet
+and the one script, shipped in the package). Every response forbids outside requests by its
 Content-Security-Policy.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import socket
+import urllib.parse
 from typing import Any
 
 from uwf.backend.base import Backend
@@ -100,6 +102,22 @@ def _page(render: Any) -> Any:
     return endpoint
 
 
+def _artifact(request: Any) -> Any:
+    """One artifact's bytes: text as ``text/plain``, anything else as a download, never as
+    a page of this origin (the CSP and ``nosniff`` apply too)."""
+    from starlette.responses import Response
+
+    backend, step = request.app.state.backend, request.path_params["step"]
+    check_hash(step)
+    data, is_text = pages.artifact(backend, step, request.path_params["path"])
+    name = request.path_params["path"].rsplit("/", 1)[-1]
+    if is_text:
+        return Response(data, media_type="text/plain; charset=utf-8")
+    quoted = urllib.parse.quote(name)
+    headers = {"content-disposition": f"attachment; filename*=UTF-8''{quoted}"}
+    return Response(data, media_type="application/octet-stream", headers=headers)
+
+
 def _detail(backend: Backend, request: Any) -> str:
     step = request.path_params["step"]
     check_hash(step)
@@ -164,6 +182,7 @@ def create_app(backend: Backend, interval: float = 0.25) -> Any:
             _page(lambda backend, r: pages.thread_page(backend, r.path_params["thread"])),
         ),
         Route("/step/{step}/detail", _page(_detail)),
+        Route("/step/{step}/artifact/{path:path}", _artifact),
         Route(
             "/workflow/{ident}",
             _page(lambda backend, r: pages.workflow_page(backend, r.path_params["ident"])),

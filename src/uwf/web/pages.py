@@ -137,6 +137,13 @@ def export_thread(backend: Backend, thread: str) -> str:
     return thread_page(backend, thread, export=True)
 
 
+def artifact(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
+    """The bytes of the artifact ``path`` of a step, and whether it is text."""
+    from uwf.engine.longthreads import artifact_bytes
+
+    return artifact_bytes(backend, step_hash, path)
+
+
 def step_fragment(step: dict[str, Any]) -> str:
     return render("step.html", s=step_view(step))
 

@@ -106,11 +106,14 @@ class BuiltinAgent:
         from uwf.util.ulid import new_thread_id
 
         chat, tools = self._setup(ctx)
+        history = ctx.history
         messages = build_messages(
             format_instruction=ctx.format_instruction,
             role_def=ctx.role_def,
             task=ctx.task,
-            steps=ctx.steps,
+            steps=history.steps,
+            offset=history.offset,
+            summary=history.summary,
             role=ctx.role,
             edge_prompt=ctx.edge_prompt,
             cwd=tools.cwd,

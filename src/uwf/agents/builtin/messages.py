@@ -2,9 +2,12 @@
 earlier visit of the role, then this visit's user message.
 
 The role's first user message starts with the thread's task (``## Task``) and carries the
-history before it with each step's content (within the first-visit quota), like the other
-agents' first-visit prompt. Because the chain is immutable, a re-entry rebuilds exactly the
-messages of the earlier visits, so their prefix is identical (cache-friendly).
+compaction summary, if any, and the history before it with each step's content (within the
+first-visit quota), like the other agents' first-visit prompt. Only the steps after the newest
+summary are replayed (``AgentContext.history``), so the messages stay within the context
+budget however long the thread. Because the chain is immutable, a re-entry rebuilds exactly
+the messages of the earlier visits since that summary, so their prefix is identical
+(cache-friendly) until the next summary.
 """
 
 from __future__ import annotations
@@ -47,16 +50,21 @@ def build_system_message(
 
 
 def _visit_message(
-    steps: Sequence[Mapping[str, Any]], role: str, edge_prompt: str, task: str, first: bool
+    steps: Sequence[Mapping[str, Any]],
+    role: str,
+    edge_prompt: str,
+    task: str,
+    first: bool,
+    offset: int = 0,
+    summary: str | None = None,
 ) -> str:
-    """What the role is told at one visit: (task on the first), history since, instruction."""
-    from uwf.agent_kit.prompts import FIRST_VISIT_QUOTA, build_continuation_prompt
+    """What the role is told at one visit: (task and summary on the first), history since,
+    instruction."""
+    from uwf.agent_kit.prompts import build_continuation_prompt, first_visit_history
 
     if not first:
-        return build_continuation_prompt(steps, role, edge_prompt)
-    history = build_continuation_prompt(
-        steps, role, edge_prompt, include_content=True, quota=FIRST_VISIT_QUOTA
-    )
+        return build_continuation_prompt(steps, role, edge_prompt, offset=offset)
+    history = first_visit_history(steps, role, edge_prompt, offset, summary)
     return f"## Task\n{task}\n\n{history}"
 
 
@@ -71,13 +79,16 @@ def build_messages(
     cwd: Path | str,
     allow_outside: bool = False,
     cli_reference: str | None = None,
+    offset: int = 0,
+    summary: str | None = None,
 ) -> list[dict[str, Any]]:
     """The messages of a visit: system, one (user, assistant) pair per earlier visit, user.
 
-    ``steps`` are the whole chain, oldest first (``{role, output, agent, edgePrompt,
-    content}``, as ``AgentContext.steps``): replaying every earlier visit needs all of it, so
-    this agent reads the chain's StepNodes (outputs and contents only where a message shows
-    them). Step numbers in the summaries are absolute.
+    ``steps`` are the steps after the newest compaction summary, oldest first (``{role,
+    output, agent, edgePrompt, content}``, as ``AgentContext.history``), ``offset`` the
+    number of steps before them and ``summary`` the summary of those (or the whole chain,
+    with no summary). Every earlier visit among ``steps`` is replayed (outputs and contents
+    are read only where a message shows them). Step numbers are absolute.
     """
     from uwf.util.jsonfmt import canonical, dumps
 
@@ -86,9 +97,10 @@ def build_messages(
     visits = [i for i, s in enumerate(steps) if s.get("role") == role]
     for n, i in enumerate(visits):
         past = steps[i]
-        said = _visit_message(steps[:i], role, str(past.get("edgePrompt") or ""), task, n == 0)
+        edge = str(past.get("edgePrompt") or "")
+        said = _visit_message(steps[:i], role, edge, task, n == 0, offset, summary)
         messages.append({"role": "user", "content": said})
         messages.append({"role": "assistant", "content": dumps(canonical(past.get("output")))})
-    now = _visit_message(steps, role, edge_prompt, task, not visits)
+    now = _visit_message(steps, role, edge_prompt, task, not visits, offset, summary)
     messages.append({"role": "user", "content": now})
     return messages

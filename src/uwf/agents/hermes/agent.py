@@ -93,11 +93,14 @@ class HermesAgent:
     def _prompt(self, ctx: AgentContext, first_visit: bool) -> str:
         from uwf.agent_kit.prompts import build_agent_prompt
 
+        history = ctx.history
         return build_agent_prompt(
             format_instruction=ctx.format_instruction,
             role_def=ctx.role_def,
             task=ctx.task,
-            steps=ctx.steps,
+            steps=history.steps,
+            offset=history.offset,
+            summary=history.summary,
             role=ctx.role,
             edge_prompt=ctx.edge_prompt,
             first_visit=first_visit,

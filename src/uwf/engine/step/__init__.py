@@ -18,7 +18,14 @@ from uwf.backend.base import Backend, StepLock
 from uwf.engine.step import tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.plan import StepPlan, plan_step
-from uwf.engine.step.run import Runner, agent_env, answered_hash, defer, process_runner
+from uwf.engine.step.run import (
+    Runner,
+    agent_env,
+    answered_hash,
+    artifacts_dir,
+    defer,
+    process_runner,
+)
 from uwf.model.threads import not_active, require_active
 from uwf.util.errors import (
     DEFER_EXIT,
@@ -124,8 +131,9 @@ def _run(
     lock.note(role=plan.role, agent=plan.argv[0])
     log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})
-    env = {**agent_env(backend, plan), **span.child_env()}
-    finished = runner(plan, env, _stop_when_gone(backend, plan))
+    with artifacts_dir(backend, plan) as artifacts:
+        env = {**agent_env(backend, plan, artifacts), **span.child_env()}
+        finished = runner(plan, env, _stop_when_gone(backend, plan))
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:

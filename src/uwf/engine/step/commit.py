@@ -56,7 +56,7 @@ def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
     node = store.get(h)
     if node is None:
         raise AgentFailed(f"agent returned a hash that is not in the store: {h}")
-    if node.type != schemas.hashes().step:
+    if node.type not in schemas.hashes().steps:
         raise AgentFailed(f"agent returned hash that is not a StepNode: {h}")
     step = chain.Step(h, node.payload, node.timestamp)
     expected_prev = None if plan.head == plan.start else plan.head

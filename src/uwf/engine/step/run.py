@@ -3,12 +3,21 @@
 The default runner spawns the agent through ``uwf.adapters.process`` (no shell, own process
 group, parent-death signal, live stderr, bounded stdout, timeout). Tests pass a runner of
 their own (any callable with the same signature) to drive the step in-process.
+
+Each run gets a fresh, empty directory in ``$UWF_ARTIFACTS_DIR`` (``artifacts_dir``): the
+agent leaves the files it produced there, the agent kit stores them before it writes the
+StepNode (docs/format.md, "Artifacts"), and the directory is removed when the run ends,
+whatever its outcome. It is ``<root>/cache/artifacts/<thread>``: only the holder of the
+thread's step lock uses it, and what a step killed with SIGKILL left there is removed when
+the next step of the thread begins.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from uwf.adapters import process
@@ -16,8 +25,9 @@ from uwf.adapters.process import Finished
 from uwf.backend.base import Backend, Waiting
 from uwf.config.config import load_dotenv
 from uwf.engine.step.plan import StepPlan
+from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import AgentFailed, Deferred
+from uwf.util.errors import AgentFailed, Deferred, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import now_ms
 
@@ -46,8 +56,26 @@ def process_runner(
     )
 
 
-def agent_env(backend: Backend, plan: StepPlan) -> dict[str, str]:
-    """uwf's environment, plus ``<root>/.env`` where unset, plus the step's own variables."""
+@contextlib.contextmanager
+def artifacts_dir(backend: Backend, plan: StepPlan) -> Iterator[str]:
+    """A fresh, empty directory for the artifacts of one run of ``plan.thread``, removed with
+    what it holds after it. The caller holds the thread's step lock."""
+    path = backend.root / "cache" / "artifacts" / plan.thread
+    shutil.rmtree(path, ignore_errors=True)  # a step killed before it could clean up
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700)
+    except OSError as exc:
+        raise UwfError(f"cannot create {path}: {exc.strerror or exc}") from None
+    try:
+        yield str(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def agent_env(backend: Backend, plan: StepPlan, artifacts: str | None = None) -> dict[str, str]:
+    """uwf's environment, plus ``<root>/.env`` where unset, plus the step's own variables
+    (``artifacts``: the run's directory from ``artifacts_dir``)."""
     env = dict(os.environ)
     for key, value in load_dotenv(backend.root).items():
         env.setdefault(key, value)
@@ -57,6 +85,9 @@ def agent_env(backend: Backend, plan: StepPlan) -> dict[str, str]:
     tty = terminal()
     if tty is not None:
         env[TTY_ENV] = tty
+    env.pop(ARTIFACTS_ENV, None)  # never one of another step (a uwf run by an agent)
+    if artifacts is not None:
+        env[ARTIFACTS_ENV] = artifacts
     return env
 
 

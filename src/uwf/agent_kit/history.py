@@ -1,0 +1,107 @@
+"""What an agent is shown of its thread: the newest summary and the recent steps, within the
+context budget; writing a summary first when they no longer fit (docs/format.md, "Compaction").
+
+The window is the newest summary in the chain plus the steps after it (``model.window``).
+A summary is due when those steps cost more than the budget (``contextBudget`` in
+config.yaml, in characters, summary included) or number ``compactAfter`` or more (the
+workflow's, else config.yaml's). Then the configured model summarises the previous summary
+plus the steps since it; the new step records the summary as its ``compact``, and the agent
+is given the new summary plus the most recent of those steps that fit beside it. A summary
+recorded by hand (``uwf thread compact``) is used the same way, and no model is asked.
+
+A summary that cannot be written is a warning on stderr, never a failure: with no model
+configured, or when the model fails, the agent is given the steps that fit the budget,
+newest first, and the step records no summary.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from uwf.agent_kit.context import AgentContext
+from uwf.model import compact
+from uwf.model.window import StepView, Window, read_window, text_of, within_budget
+from uwf.protocol import schemas
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import UwfError
+
+
+@dataclass(frozen=True)
+class History:
+    """The summary of steps 1..offset (None: no summary shown) and the steps after it shown,
+    oldest first; ``offset`` is the number of steps before ``steps``."""
+
+    summary: str | None
+    steps: list[StepView]
+    offset: int
+
+
+def _warn(text: str) -> None:
+    sys.stderr.write(f"warning: {text}\n")
+    sys.stderr.flush()
+
+
+def _recent(summary: str | None, window: Window, budget: int) -> History:
+    """``summary`` and the newest steps of ``window`` that fit beside it."""
+    room = budget - len(summary or "")
+    shown = within_budget(window.steps, room) if window.steps else []
+    steps = [s for s in shown if isinstance(s, StepView)]
+    return History(summary, steps, window.depth - len(steps))
+
+
+def build_history(ctx: AgentContext) -> History:
+    """The history of ``ctx``'s step; sets ``ctx.compact`` when it writes a summary."""
+    from uwf.config.config import load_config
+
+    config = load_config(ctx.root)
+    budget = config.context_budget
+    every = ctx.workflow.get("compactAfter") or config.compact_after
+    store = ctx.store
+    if ctx.compact is not None:  # recorded by hand for this head
+        text = text_of(store, ctx.compact) or ""
+        return _recent(text, read_window(store, ctx.head_node, budget=budget), budget)
+    window = read_window(store, ctx.head_node, budget=budget, count=every)
+    summary = text_of(store, window.summary)
+    due = (
+        not window.complete
+        or (every is not None and len(window.steps) >= every)
+        or window.cost + len(summary or "") > budget
+    )
+    if not due or not window.steps:
+        return _recent(summary, window, budget)
+    written = _summarise(ctx, window, budget)
+    if written is None:
+        return _recent(summary, window, budget)
+    text, ctx.compact = written
+    return _recent(text, window, budget)
+
+
+def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, NodeHash] | None:
+    """A new summary of everything before the new step, stored: (text, hash); None after a
+    warning when it cannot be written."""
+    try:
+        client = compact.model_client(ctx.root)
+    except UwfError as exc:
+        _warn(f"no summary written: {exc.message}")
+        return None
+    if client is None:
+        _warn(
+            "no summary written: no model is configured for summaries (set models.compact or "
+            "defaultModel in config.yaml); the agent is shown the steps that fit its context "
+            "budget"
+        )
+        return None
+    store = ctx.store
+    try:
+        full = window if window.complete else read_window(store, ctx.head_node, after=window)
+        previous = text_of(store, full.summary)
+        text = compact.summarize(
+            client, ctx.task, previous, full.steps, full.offset, budget, on_reply=ctx.meter.add
+        )
+    except UwfError as exc:
+        _warn(f"no summary written: {exc.message}")
+        return None
+    finally:
+        client.close()
+    return text, NodeHash(store.put(schemas.ensure(store).text, text))
