@@ -179,3 +179,23 @@ def new_thread(cli: Any, solve_issue: str) -> Any:
         return str(result.json()["thread"])
 
     return make
+
+
+# -- PostgreSQL: one real server per session, a fresh database per test ---------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """A PostgreSQL server on loopback for the whole session (tests/pgserver.py)."""
+    import pgserver
+
+    with pgserver.running() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Any:
+    """The URL (with its password) of a fresh, empty database; dropped afterwards."""
+    url = pg_server.fresh()
+    yield url
+    pg_server.drop(url)
