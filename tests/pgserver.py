@@ -67,8 +67,17 @@ class PgServer:
             shutil.chown(pwfile, "postgres")
         subprocess.run(
             self._cmd(
-                str(self.bin / "initdb"), "-D", str(self.data), "-U", USER, "-E", "UTF8",
-                "--locale=C", "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-sync",
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                USER,
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--auth=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "--no-sync",
             ),
             check=True,
             capture_output=True,
@@ -89,8 +98,9 @@ class PgServer:
         )
         deadline = time.monotonic() + 30
         while True:
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.2
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
             ):
                 ready = subprocess.run(
                     [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],

@@ -37,7 +37,7 @@ class PgBackend(Backend):
         self.nodes: PgStore = PgStore(self.db)
         self.threads: PgThreads = PgThreads(self.db)
         self.registry = PgRegistry(self.db)
-        self.locks = PgLocks(self.db)
+        self.locks: PgLocks = PgLocks(self.db)
 
     def _first_connect(self, db: Db) -> None:
         if not self._checked:

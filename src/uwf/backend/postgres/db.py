@@ -124,7 +124,7 @@ class Db:
     # -- statements ---------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         with self.errors():
-            return self.conn().execute(sql, params)  # type: ignore[arg-type]
+            return self.conn().execute(sql, params)
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         with self.errors():

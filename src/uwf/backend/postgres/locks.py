@@ -135,8 +135,14 @@ class PgLocks(Locks):
                     " lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,"
                     " pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,"
                     " role = NULL, agent = NULL",
-                    (thread, key >> 32, key & 0xFFFFFFFF, os.getpid(), socket.gethostname(),
-                     now_ms()),
+                    (
+                        thread,
+                        key >> 32,
+                        key & 0xFFFFFFFF,
+                        os.getpid(),
+                        socket.gethostname(),
+                        now_ms(),
+                    ),
                 )
             try:
                 yield _PgStepLock(self.db, conn, thread)

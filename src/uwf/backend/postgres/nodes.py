@@ -108,9 +108,7 @@ class PgStore(Store):
             self._insert_index(type_hash, hashes)
 
     def info(self, h: str) -> NodeInfo | None:
-        row = self.db.one(
-            "SELECT type, payload, ts, last_put FROM uwf_nodes WHERE hash = %s", (h,)
-        )
+        row = self.db.one("SELECT type, payload, ts, last_put FROM uwf_nodes WHERE hash = %s", (h,))
         if row is None:
             return None
         node = self._decode(h, row[:3])
