@@ -1,7 +1,10 @@
 """A real PostgreSQL server for the tests, started from the server binaries on loopback.
 
 One server per test session, in a temp directory, on a free port, with a password (so that
-the tests can check it never leaks). Each test that needs a store gets a fresh database
+the tests can check it never leaks). ``fsync`` is off for speed: safe against a crash of the
+server (the restart test kills it), not of the machine. ``synchronous_commit`` stays on: off,
+a server crash loses commits it already acknowledged (a step would then be run twice).
+Each test that needs a store gets a fresh database
 (``PgServer.fresh``). ``initdb`` refuses to run as root: as root, the server runs as the
 unprivileged ``postgres`` user that Debian's package creates (``.ci/run`` installs the
 package where it is missing). ``UWF_PG_BIN`` overrides where the binaries are.
@@ -86,7 +89,7 @@ class PgServer:
             fh.write(
                 f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
                 f"unix_socket_directories = '{self.dir}'\nfsync = off\n"
-                "synchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
+                "full_page_writes = off\nmax_connections = 200\n"
                 "shared_buffers = 32MB\nlog_min_messages = fatal\n"
             )
 

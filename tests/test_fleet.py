@@ -4,7 +4,6 @@ stop, one JSON line per step, and stops gracefully on SIGTERM."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
