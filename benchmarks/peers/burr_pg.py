@@ -12,8 +12,15 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from burr_bench import TABLE, application
+from burr_bench import TABLE
+from burr_bench import application as _application
 from common import main
+
+PARTITION = ""  # Burr's Postgres table needs one (SQLite's takes NULL)
+
+
+def application(p: Any, app_id: str) -> Any:
+    return _application(p, app_id, partition_key=PARTITION)
 
 
 def persister(url: str) -> Any:
@@ -50,12 +57,12 @@ def op_step(args: argparse.Namespace) -> Any:
 
 
 def op_show(args: argparse.Namespace) -> Any:
-    loaded = persister(args.db).load("", args.thread)
+    loaded = persister(args.db).load(PARTITION, args.thread)
     return {"steps": loaded["sequence_id"] + 1, "position": loaded["position"]}
 
 
 def op_list(args: argparse.Namespace) -> Any:
-    return {"count": len(persister(args.db).list_app_ids(None))}
+    return {"count": len(persister(args.db).list_app_ids(PARTITION))}
 
 
 if __name__ == "__main__":
