@@ -4,9 +4,7 @@ stop, one JSON line per step, and stops gracefully on SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,42 +12,12 @@ from typing import Any
 import pytest
 
 import crashkit
-from conftest import BIN, EXAMPLES, ONE_REJECTION
+from conftest import EXAMPLES, ONE_REJECTION
 from uwf.backend import open_backend
 from uwf.backend.base import Waiting
 from uwf.util.ulid import ThreadId, now_ms
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
-
-
-def spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=dict(os.environ),
-    )
-
-
-def marked_agent(tmp_path: Path, roles: dict[str, Any]) -> tuple[str, Path]:
-    """uwf-mock behind a script that appends "<thread> <role>" to a file when it starts."""
-    scenario = tmp_path / "marked.yaml"
-    crashkit.write_scenario(scenario, roles)
-    marker = tmp_path / "agent-starts"
-    script = tmp_path / "marked.sh"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"echo \"$1 $2\" >> '{marker}'\n"
-        f"exec '{BIN / 'uwf-mock'}' --scenario '{scenario}' \"$@\"\n"
-    )
-    script.chmod(0o755)
-    return str(script), marker
-
-
-def starts(marker: Path) -> list[str]:
-    return marker.read_text().splitlines() if marker.exists() else []
 
 
 def wait_for(predicate: Any, timeout: float = 30) -> None:
@@ -163,9 +131,11 @@ def test_worker_sigterm_stops_the_agent_and_leaves_the_head(
 ) -> None:
     thread = new_thread()
     before = cli_proc("thread", "show", thread).json()["head"]
-    agent, marker = marked_agent(tmp_path, {"planner": [{"output": "x", "sleep": 60}]})
-    proc = spawn("worker", "--agent", agent)
-    wait_for(lambda: starts(marker))
+    agent, marker = crashkit.thread_marker_agent(
+        tmp_path, {"planner": [{"output": "x", "sleep": 60}]}
+    )
+    proc = crashkit.popen("worker", "--agent", agent)
+    wait_for(lambda: crashkit.lines_of(marker))
     began = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)

@@ -9,8 +9,6 @@ before their agent starts), no step lock is held, and the store verifies.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 
 import crashkit
-from conftest import BIN, EXAMPLES, ONE_REJECTION
+from conftest import EXAMPLES, ONE_REJECTION
 from uwf.backend import open_backend
 from uwf.protocol import schemas
 
@@ -29,34 +27,8 @@ STEPS = 5  # ONE_REJECTION: planner, developer, reviewer (rejects), developer, r
 CONFLICT = "changed while the step ran"
 
 
-def spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=dict(os.environ),
-    )
-
-
-def marked_agent(tmp_path: Path, roles: dict[str, Any]) -> tuple[str, Path]:
-    """uwf-mock behind a script that appends "<thread> <role>" to a file as it starts."""
-    scenario = tmp_path / "marked.yaml"
-    crashkit.write_scenario(scenario, roles)
-    marker = tmp_path / "agent-starts"
-    script = tmp_path / "marked.sh"
-    script.write_text(
-        "#!/bin/sh\n"
-        f"echo \"$1 $2\" >> '{marker}'\n"
-        f"exec '{BIN / 'uwf-mock'}' --scenario '{scenario}' \"$@\"\n"
-    )
-    script.chmod(0o755)
-    return str(script), marker
-
-
 def agent_starts(marker: Path) -> int:
-    return len(marker.read_text().splitlines()) if marker.exists() else 0
+    return len(crashkit.lines_of(marker))
 
 
 def start_threads(n: int) -> list[str]:
@@ -122,8 +94,8 @@ def check_fleet(
 def test_eight_workers_drain_fifty_threads(tmp_path: Path) -> None:
     began = time.monotonic()
     threads = start_threads(THREADS)
-    agent, marker = marked_agent(tmp_path, ONE_REJECTION)
-    procs = [spawn("worker", "--idle-exit", "1", "--agent", agent) for _ in range(WORKERS)]
+    agent, marker = crashkit.thread_marker_agent(tmp_path, ONE_REJECTION)
+    procs = [crashkit.popen("worker", "--idle-exit", "1", "--agent", agent) for _ in range(WORKERS)]
     outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=900)
@@ -142,10 +114,10 @@ def test_eight_workers_drain_fifty_threads(tmp_path: Path) -> None:
 def test_a_worker_killed_mid_step_leaves_the_head_and_releases_the_lock(tmp_path: Path) -> None:
     threads = start_threads(3)
     roles = {**ONE_REJECTION, "planner": [{"output": ONE_REJECTION["planner"][0], "sleep": 30}]}
-    agent, marker = marked_agent(tmp_path, roles)
+    agent, marker = crashkit.thread_marker_agent(tmp_path, roles)
     with open_backend() as backend:
         before = {t: backend.threads.head(t) for t in threads}  # type: ignore[arg-type]
-        first = spawn("worker", "--agent", agent)
+        first = crashkit.popen("worker", "--agent", agent)
         deadline = time.monotonic() + 30
         while agent_starts(marker) < 1:
             assert time.monotonic() < deadline and first.poll() is None
@@ -158,7 +130,7 @@ def test_a_worker_killed_mid_step_leaves_the_head_and_releases_the_lock(tmp_path
         assert backend.locks.running() == set()  # died with the worker (or its connection)
         assert {t: backend.threads.head(t) for t in threads} == before  # type: ignore[arg-type]
     crashkit.write_scenario(tmp_path / "marked.yaml", ONE_REJECTION)  # no more sleeping
-    second = spawn("worker", "--idle-exit", "0.5", "--agent", agent)
+    second = crashkit.popen("worker", "--idle-exit", "0.5", "--agent", agent)
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     check_fleet(threads, [out], marker, killed=1)
@@ -174,8 +146,8 @@ def test_postgres_restarted_mid_run(
         {"output": ONE_REJECTION["reviewer"][0], "sleep": 0.2},
         {"output": ONE_REJECTION["reviewer"][1], "sleep": 0.2},
     ]
-    agent, marker = marked_agent(tmp_path, slow)
-    procs = [spawn("worker", "--idle-exit", "8", "--agent", agent) for _ in range(2)]
+    agent, marker = crashkit.thread_marker_agent(tmp_path, slow)
+    procs = [crashkit.popen("worker", "--idle-exit", "8", "--agent", agent) for _ in range(2)]
     deadline = time.monotonic() + 120
     while agent_starts(marker) < 8:
         assert time.monotonic() < deadline

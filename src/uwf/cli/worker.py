@@ -4,10 +4,11 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import backend, emit_stream
+from uwf.cli.options import AgentOpt, TimeoutOpt, WorkflowFilterOpt, backend, emit_stream
 from uwf.util.errors import InvalidInput
 
 
+# Longer than 60 lines: a Typer command's parameters and help text are its declaration.
 def worker(
     max_steps: Annotated[
         int | None,
@@ -22,31 +23,9 @@ def worker(
             show_default=False,
         ),
     ] = None,
-    workflow: Annotated[
-        str | None,
-        typer.Option(
-            "--workflow",
-            help="Only threads of this workflow (a name: any of its versions; or a hash).",
-            show_default=False,
-        ),
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="Agent command line, split like a shell would (overrides config).",
-            show_default=False,
-        ),
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            help="Seconds before an agent's process group is killed "
-            "(default: config agentTimeout, else none).",
-            show_default=False,
-        ),
-    ] = None,
+    workflow: WorkflowFilterOpt = None,
+    agent: AgentOpt = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Step threads until stopped: `thread step --next` in a loop, with back-off.
 
