@@ -352,6 +352,20 @@ class StoreContract:
         with pytest.raises(CorruptNode):
             store.import_node(h, Node(s, {"n": 8}, 1))
 
+    def test_import_many_and_get_many(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        kept = store.put(s, {"n": 0})
+        nodes = [(codec.node_hash(s, {"n": i}), Node(s, {"n": i}, 1000 + i)) for i in range(4)]
+        assert store.import_nodes(nodes) == 3  # {"n": 0} was there already
+        assert store.index(s) == [kept] + [h for h, _ in nodes[1:]]
+        got = store.get_many([h for h, _ in nodes] + [missing_hash(store)])
+        assert {h: n.timestamp for h, n in got.items()} == {
+            h: (n.timestamp if h != kept else store.require(kept).timestamp) for h, n in nodes
+        }
+        assert store.import_nodes(nodes) == 0
+        with pytest.raises(CorruptNode):
+            store.import_nodes([(nodes[0][0], Node(s, {"n": 9}, 1))])
+
     def test_delete(self, store: Store) -> None:
         s = store.put_schema(ITEM)
         h = store.put(s, {"n": 1})

@@ -186,6 +186,21 @@ class Store(abc.ABC):
             "(XXH64 is not collision-resistant: change the payload, e.g. add a field)"
         )
 
+    def get_many(self, hashes: list[str]) -> dict[str, Node]:
+        """The stored nodes among ``hashes`` (checked hashes; CorruptNode if one is damaged).
+        A backend may read them in one query (``store copy``)."""
+        out = {}
+        for h in hashes:
+            node = self.get(h)
+            if node is not None:
+                out[h] = node
+        return out
+
+    def import_nodes(self, nodes: list[tuple[str, Node]]) -> int:
+        """``import_node`` for many nodes, in order; how many were stored. A backend may
+        write them in one transaction."""
+        return sum(self.import_node(h, node) for h, node in nodes)
+
     def import_node(self, h: str, node: Node) -> bool:
         """Store a node read from another store, keeping its timestamp (``store copy``).
 

@@ -27,11 +27,9 @@ def _copy_nodes(src: Store, dst: Store, progress: Callable[[str], None]) -> dict
     copied = 0
     for start in range(0, len(hashes), BATCH):
         batch = hashes[start : start + BATCH]
-        for h in sorted(dst.missing(batch)):
-            node = src.get(h)
-            if node is None:  # collected by a gc of FROM meanwhile
-                continue
-            copied += dst.import_node(h, node)
+        wanted = sorted(dst.missing(batch))
+        found = src.get_many(wanted)  # a node collected by a gc of FROM meanwhile is skipped
+        copied += dst.import_nodes([(h, found[h]) for h in wanted if h in found])
         progress(f"nodes: {min(start + BATCH, len(hashes))}/{len(hashes)}")
     _copy_index(src, dst)
     return {"copied": copied, "present": len(hashes) - copied}

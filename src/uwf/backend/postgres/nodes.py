@@ -19,6 +19,7 @@ from typing import Any
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import SWEEP_KEY
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
+from uwf.util.base32 import check_hash
 from uwf.util.errors import CorruptNode
 from uwf.util.jsonfmt import dumps
 
@@ -76,6 +77,49 @@ class PgStore(Store):
     def iter_hashes(self) -> Iterator[str]:
         for (h,) in self.db.all("SELECT hash FROM uwf_nodes ORDER BY hash"):
             yield h
+
+    def get_many(self, hashes: list[str]) -> dict[str, Node]:
+        for h in hashes:
+            check_hash(h)
+        rows = self.db.all(
+            "SELECT hash, type, payload, ts FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,)
+        )
+        return {row[0]: self._decode(row[0], row[1:]) for row in rows}
+
+    def import_nodes(self, nodes: list[tuple[str, Node]]) -> int:
+        """One transaction per call: the nodes, then their index entries in the given order;
+        a node already stored is compared like any put (Collision on other content)."""
+        for h, node in nodes:
+            check_hash(h)
+            decode_node(h, node.as_dict())
+        if not nodes:
+            return 0
+        columns = [
+            [h for h, _ in nodes],
+            [n.type for _, n in nodes],
+            [dumps(n.payload) for _, n in nodes],
+            [n.timestamp for _, n in nodes],
+        ]
+        with self._writing():
+            rows = self.db.all(
+                "INSERT INTO uwf_nodes (hash, type, payload, ts, last_put)"
+                " SELECT h, t, p, ts, ts FROM unnest(%s::text[], %s::text[], %s::text[],"
+                " %s::bigint[]) AS x(h, t, p, ts) ON CONFLICT (hash) DO NOTHING RETURNING hash",
+                columns,
+            )
+            stored = {r[0] for r in rows}
+            for h, node in nodes:
+                if h not in stored:
+                    self._same(h, node.type, node.payload)
+            fresh = [(node.type, h) for h, node in nodes if h in stored]
+            if fresh:
+                self.db.execute(
+                    "INSERT INTO uwf_type_index (type, hash) SELECT t, h"
+                    " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(t, h, n)"
+                    " ORDER BY n ON CONFLICT DO NOTHING",
+                    [[t for t, _ in fresh], [h for _, h in fresh]],
+                )
+        return len(stored)
 
     def missing(self, hashes: list[str]) -> set[str]:
         rows = self.db.all("SELECT hash FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,))
