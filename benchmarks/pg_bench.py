@@ -142,7 +142,7 @@ def fleet_rate(bench: Any, workers: int, url: str | None) -> Fig:
 
 def run_fleet(bench: Any, server: Any | None) -> None:
     """Fleet throughput rows: 1, 2, 4, 8 workers on each backend."""
-    bench.fleet_threads = 8 if bench.args.quick else 24
+    bench.fleet_threads = min(bench.s.threads_small, 8 if bench.args.quick else 24)
     bench.say(
         f"fleet: {bench.fleet_threads} threads × {FLEET_STEPS} steps, "
         f"uwf worker × {', '.join(map(str, WORKERS))} …"
