@@ -147,7 +147,7 @@ def test_postgres_restarted_mid_run(
         {"output": ONE_REJECTION["reviewer"][1], "sleep": 0.2},
     ]
     agent, marker = crashkit.thread_marker_agent(tmp_path, slow)
-    procs = [crashkit.popen("worker", "--idle-exit", "8", "--agent", agent) for _ in range(2)]
+    procs = [crashkit.popen("worker", "--idle-exit", "10", "--agent", agent) for _ in range(2)]
     deadline = time.monotonic() + 120
     while agent_starts(marker) < 8:
         assert time.monotonic() < deadline
