@@ -24,6 +24,7 @@ def redact(text: str) -> str:
     """``text`` with the password of every URL in it replaced (``--store`` URLs in argv)."""
     return re.sub(URL_PASSWORD, r"\1***@", text)
 
+
 # Every tag used anywhere in uwf, with what it marks. tests/test_log.py checks that each is
 # valid, that none repeats, and that every tag used in the source is listed here.
 TAGS: dict[str, str] = {
