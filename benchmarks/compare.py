@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+import pg_bench
 import uwf_bench
 from harness import Fig, Job, Usage, file_usage, tree_usage
 
@@ -47,7 +48,13 @@ PEERS = {
     "Burr": HERE / "peers" / "burr_bench.py",
 }
 TOOLS = ["uwf", "LangGraph", "Burr"]
-PEER_PACKAGES = ["langgraph", "langgraph-checkpoint-sqlite", "apache-burr"]
+PEER_PACKAGES = [
+    "langgraph",
+    "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres",
+    "apache-burr",
+    "psycopg2-binary",
+]
 
 # one row of the table: key, label, the job of each tool, the output checks of some tools
 Row = tuple[str, str, dict[str, Job], dict[str, Callable[[str], None]] | None]
@@ -620,6 +627,11 @@ NOTES = """\
   process; latest state `persister.load`; history raw SQL over its table (it has no API for
   it), each state decoded; fork = `initialize_from(fork_from_app_id, fork_from_sequence_id)`
   (persists nothing until the fork's first step); thread list = `list_app_ids`.
+- PostgreSQL rows (`benchmarks/pg_bench.py`): one local server (loopback, `fsync` off) for
+  all three; uwf on a `uwf store copy` of its filesystem roots; LangGraph on `PostgresSaver`
+  (psycopg 3), Burr on `PostgreSQLPersister` (psycopg2), the same operations as above.
+- Fleet rows: N `uwf worker --idle-exit 0.5` processes draining threads of the loop, each
+  archived by `--max-rounds 5`; steps per second of wall time (less the final idle wait).
 - Bytes per step: uwf counts what the engine itself writes per step (the StepNode file, its
   type-index line, the threads.yaml change), not the agent's output/detail/turn nodes; the
   peers count their database's growth (WAL folded in) over the window. "blocks used" is
@@ -695,6 +707,11 @@ def main(argv: list[str] | None = None) -> int:
         "--peer-python", default=None, help="python of the venv with the peers installed"
     )
     ap.add_argument("--no-peers", action="store_true", help="measure uwf only")
+    ap.add_argument(
+        "--no-postgres",
+        action="store_true",
+        help="skip the PostgreSQL and fleet rows (benchmarks/pg_bench.py)",
+    )
     ap.add_argument("--workdir", default=None, help="where to build (default: the temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--md", default=str(HERE / "last-run.md"), help="markdown output ('' for none)")
@@ -710,6 +727,8 @@ def main(argv: list[str] | None = None) -> int:
         compile_uwf()
         bench.build()
         bench.run_all()
+        if not args.no_postgres:
+            pg_bench.run_all(bench)
     except harness.CommandFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

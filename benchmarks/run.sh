@@ -5,6 +5,9 @@
 #   bash benchmarks/run.sh --quick    # small sizes, for development
 #   bash benchmarks/run.sh --help     # every option (--repeat, --nodes-large, --no-peers, …)
 #
+# The PostgreSQL and fleet rows start a local server from the PostgreSQL binaries (Debian's
+# postgresql package; see tests/pgserver.py); --no-postgres leaves them out.
+#
 # Sets up .venv (uwf, editable) if missing and benchmarks/.peer-venv with the pinned peers,
 # then runs benchmarks/compare.py. Needs python3 (3.11+) and access to PyPI. Writes the tables
 # to benchmarks/last-run.md as well.
@@ -15,11 +18,15 @@ PEERS=(
   "langgraph==1.2.22"
   "langgraph-checkpoint-sqlite==3.1.2"
   "apache-burr==0.43.0"
+  # the PostgreSQL rows: LangGraph's Postgres saver and Burr's Postgres persister
+  "langgraph-checkpoint-postgres==3.2.0"
+  "psycopg[binary]==3.3.9"
+  "psycopg2-binary==2.9.13"
 )
 
-if [ ! -x .venv/bin/uwf ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e .
+if [ ! -x .venv/bin/uwf ] || ! .venv/bin/python -c "import psycopg" 2>/dev/null; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[postgres]'
 fi
 
 for arg in "$@"; do  # uwf alone: no peer venv to set up

@@ -19,14 +19,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xxhash
 
+from rootfiles import put_unchecked
 from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo, Waiting
 from uwf.cas import codec, ops
 from uwf.cas.schema import META_SCHEMA, meta_hash
 from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Busy, Conflict, InvalidInput, NotActive, NotFound, SchemaViolation
+from uwf.util.errors import (
+    Busy,
+    Collision,
+    Conflict,
+    CorruptNode,
+    InvalidInput,
+    NotActive,
+    NotFound,
+    SchemaViolation,
+)
 from uwf.util.jsonfmt import canonical
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
@@ -289,6 +300,72 @@ class StoreContract:
         assert ops.reindex(store) == {"nodes": 6, "types": 2}
         assert store.index(s) == hashes
         assert store.index(meta_hash()) == [meta_hash(), s]
+
+    # -- hash collisions and copies ----------------------------------------------------------
+    def test_a_hash_collision_fails_loudly(
+        self, store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """XXH64 is not collision-resistant: a second node with a stored node's hash but
+        other content is refused, never silently taken for the first. Collisions are made
+        here by cutting the hash down to 2 bits (pigeonhole: 5 payloads share one)."""
+        from uwf.util.base32 import encode64
+
+        monkeypatch.setattr(
+            codec, "hash_bytes", lambda data: encode64(xxhash.xxh64_intdigest(data) % 4)
+        )
+        kind = "0000000000000"
+        seen: dict[str, int] = {}
+        for n in range(5):
+            h = codec.node_hash(kind, {"n": n})
+            if h in seen:
+                break
+            seen[h] = n
+            assert put_unchecked(store, kind, {"n": n}) == h
+        else:
+            raise AssertionError("no collision among 5 payloads in 4 hashes")
+        before = contents(store)
+        with pytest.raises(Collision) as err:
+            put_unchecked(store, kind, {"n": n})
+        assert err.value.message == (
+            f"hash collision: node {h} is stored with other content; nothing was written "
+            "(XXH64 is not collision-resistant: change the payload, e.g. add a field)"
+        )
+        with pytest.raises(Collision):
+            store.import_node(h, Node(kind, {"n": n}, 1))
+        assert contents(store) == before
+        assert store.require(h).payload == {"n": seen[h]}
+        assert put_unchecked(store, kind, {"n": seen[h]}) == h  # the same node again is fine
+
+    def test_the_same_payload_in_another_key_order_is_the_same_node(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        h = store.put(s, {"n": 1, "tag": "a"})
+        assert store.put(s, {"tag": "a", "n": 1}) == h
+        assert store.require(h).payload == {"n": 1, "tag": "a"}
+
+    def test_import_node_keeps_the_timestamp_and_checks_the_hash(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        h = codec.node_hash(s, {"n": 7})
+        assert store.missing([h, s]) == {h}
+        assert store.import_node(h, Node(s, {"n": 7}, 1234)) is True
+        assert store.require(h).timestamp == 1234 and store.index(s) == [h]
+        assert store.import_node(h, Node(s, {"n": 7}, 99)) is False
+        assert store.require(h).timestamp == 1234 and store.missing([h, s]) == set()
+        with pytest.raises(CorruptNode):
+            store.import_node(h, Node(s, {"n": 8}, 1))
+
+    def test_import_many_and_get_many(self, store: Store) -> None:
+        s = store.put_schema(ITEM)
+        kept = store.put(s, {"n": 0})
+        nodes = [(codec.node_hash(s, {"n": i}), Node(s, {"n": i}, 1000 + i)) for i in range(4)]
+        assert store.import_nodes(nodes) == 3  # {"n": 0} was there already
+        assert store.index(s) == [kept] + [h for h, _ in nodes[1:]]
+        got = store.get_many([h for h, _ in nodes] + [missing_hash(store)])
+        assert {h: n.timestamp for h, n in got.items()} == {
+            h: (n.timestamp if h != kept else store.require(kept).timestamp) for h, n in nodes
+        }
+        assert store.import_nodes(nodes) == 0
+        with pytest.raises(CorruptNode):
+            store.import_nodes([(nodes[0][0], Node(s, {"n": 9}, 1))])
 
     def test_delete(self, store: Store) -> None:
         s = store.put_schema(ITEM)

@@ -206,3 +206,49 @@ def new_thread(cli: Any, solve_issue: str) -> Any:
         return str(result.json()["thread"])
 
     return make
+
+
+# -- PostgreSQL: one real server per session, a fresh database per test ---------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """A PostgreSQL server on loopback for the whole session (tests/pgserver.py)."""
+    import pgserver
+
+    with pgserver.running() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Any:
+    """The URL (with its password) of a fresh, empty database; dropped afterwards."""
+    url = pg_server.fresh()
+    yield url
+    pg_server.drop(url)
+
+
+@pytest.fixture(params=["fs", "pg"])
+def any_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, root: Path) -> str:
+    """Run the test on both backends: the storage root, then a fresh PostgreSQL database
+    (``UWF_STORE``, which uwf and every agent it spawns open). Returns the backend's kind."""
+    if request.param == "pg":
+        monkeypatch.setenv("UWF_STORE", request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv("UWF_STORE", raising=False)
+    return str(request.param)
+
+
+def store_state() -> tuple[list[Any], list[Any]]:
+    """The active threads (sorted) and the history of the store this test's ``uwf`` uses
+    (``UWF_STORE`` or the storage root), read through the backend."""
+    from uwf.backend import open_backend
+
+    with open_backend() as backend:
+        active = sorted(backend.threads.active(), key=lambda r: r.thread)
+        return active, backend.threads.history()
+
+
+def history_lines() -> list[dict[str, Any]]:
+    """The store's history as the JSON lines of ``history.jsonl``."""
+    return [entry.as_json() for entry in store_state()[1]]

@@ -236,6 +236,26 @@ def marker_agent(directory: Path, roles: dict[str, Any], name: str = "agent") ->
     return str(script), marker
 
 
+def thread_marker_agent(directory: Path, roles: dict[str, Any]) -> tuple[str, Path]:
+    """uwf-mock behind a script that appends "<thread> <role>" to a file as it starts, so a
+    test counts the agents that ran (and for which step)."""
+    scenario = directory / "marked.yaml"
+    write_scenario(scenario, roles)
+    marker = directory / "agent-starts"
+    script = directory / "marked.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo \"$1 $2\" >> '{marker}'\n"
+        f"exec '{BIN / 'uwf-mock'}' --scenario '{scenario}' \"$@\"\n"
+    )
+    script.chmod(0o755)
+    return str(script), marker
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
 def marker_pids(marker: Path, parent: int) -> list[int]:
     """The pids of the agents that the uwf process ``parent`` started."""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,17 @@ class TestFsBackend(SharedBackendContract):
     @pytest.fixture
     def spec(self, tmp_path: Path) -> str:
         return str(tmp_path / "store")
+
+
+class TestPostgresBackend(SharedBackendContract):
+    @pytest.fixture
+    def backend(self, pg_url: str, tmp_path: Path) -> Iterator[Backend]:
+        from uwf.backend import open_backend
+
+        backend = open_backend(pg_url)
+        yield backend
+        backend.close()
+
+    @pytest.fixture
+    def spec(self, pg_url: str) -> str:
+        return pg_url

@@ -102,6 +102,7 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
             sys.executable,
             str(BENCH / "compare.py"),
             "--no-peers",
+            "--no-postgres",  # its rows: test_postgres_and_fleet_rows
             *("--steps", "20", "--threads", "5", "--nodes-large", "50", "--repeat", "1"),
             *("--workdir", str(tmp_path), "--md", str(md)),
         ],
@@ -177,3 +178,46 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
     ]
     assert all(r.rstrip(" |").endswith("×") for r in ratios)
     assert not any(tmp_path.glob("uwf-compare-*")), "the work directory was not removed"
+
+
+def test_postgres_and_fleet_rows(bench, tmp_path: Path, pg_server) -> None:
+    """The PostgreSQL rows measure uwf on a verified copy of the roots, and the fleet rows
+    count every step of every thread, on both backends (tiny sizes, no peers)."""
+    from types import SimpleNamespace
+
+    import pg_bench
+
+    scenario = bench.write_scenario(tmp_path / "scenario.json")
+    tr = bench.build_threads_root(tmp_path / "threads", scenario, small=3, mid=4, large=8, window=2)
+    bench.build_list_root(tmp_path / "list", scenario, 4)
+    rows: list[tuple[str, str, dict]] = []
+    fake = SimpleNamespace(
+        s=SimpleNamespace(small=3, large=8, threads_small=4),
+        tr=tr,
+        list_small=tmp_path / "list",
+        work=tmp_path,
+        cwd=tmp_path,
+        scenario=scenario,
+        pg_peers={},
+        fleet_threads=2,
+        say=lambda text: None,
+        timed=lambda key, label, jobs: rows.append((key, label, jobs)),
+        static=lambda key, label, figs: rows.append((key, label, figs)),
+    )
+    pg_bench.run_postgres(fake, pg_server)
+    assert [r[0] for r in rows] == [
+        "pg-copy",
+        "pg-show@small",
+        "pg-show@large",
+        "pg-list@small",
+        "pg-step@small",
+    ]
+    assert rows[0][2]["uwf"].unit == "nodes/s" and rows[0][2]["uwf"].value > 0
+    for _key, _label, jobs in rows[1:]:
+        job = jobs["uwf"]
+        out = subprocess.run(job.argv, env=job.env, cwd=job.cwd, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert job.env["UWF_STORE"].startswith("postgresql://")
+    for url in (None, pg_server.fresh()):
+        fig = pg_bench.fleet_rate(fake, 2, url)  # raises unless 2 threads x 5 steps ran
+        assert fig.unit == "steps/s" and fig.value > 0

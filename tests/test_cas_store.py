@@ -8,6 +8,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,13 @@ class TestFsStore(StoreContract):
         wrong_fan.mkdir()
         (wrong_fan / h).write_text("x")
         assert sorted(store.iter_hashes()) == sorted([meta_hash(), s, h])
+
+
+class TestPostgresStore(StoreContract):
+    @pytest.fixture
+    def store(self, pg_url: str, tmp_path: Path) -> Any:
+        from uwf.backend import open_backend
+
+        backend = open_backend(pg_url)
+        yield backend.nodes
+        backend.close()

@@ -10,7 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import BIN, ONE_REJECTION
+import pytest
+
+from conftest import BIN, ONE_REJECTION, history_lines
+
+pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:
@@ -94,7 +98,7 @@ def test_eight_processes_on_eight_threads(
         assert proc.returncode == 0, err
         assert json.loads(out.splitlines()[-1])["done"] is True
 
-    history = [json.loads(x) for x in (root / "history.jsonl").read_text().splitlines()]
+    history = history_lines()
     assert sorted(h["thread"] for h in history) == sorted(threads)  # exactly one line each
     assert {h["status"] for h in history} == {"completed"}
     assert cli("thread", "list").json() == []

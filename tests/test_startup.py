@@ -17,7 +17,16 @@ import pytest
 
 from uwf.cli.main import COMMANDS
 
-HEAVY = ("jsonschema", "httpx", "pydantic", "rich", "chevron", "uwf.agent_kit", "uwf.agents")
+HEAVY = (
+    "jsonschema",
+    "httpx",
+    "pydantic",
+    "rich",
+    "chevron",
+    "psycopg",  # only for a postgresql:// store
+    "uwf.agent_kit",
+    "uwf.agents",
+)
 GROUPS = sorted({target.partition(":")[0] for target, _help in COMMANDS.values()})
 
 # What `uwf --help` may load of uwf: the root of the tree and the options it shows. A module

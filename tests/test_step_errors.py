@@ -8,17 +8,16 @@ from typing import Any
 
 import pytest
 
-from conftest import PLAN
+from conftest import PLAN, store_state
+
+pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
 GHOST = "01ARZ3NDEKTSV4RRFFQ69G5FAV"  # a well-formed ULID that names no thread
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """The thread table and history, through the backend (the files, or PostgreSQL)."""
+    return store_state()
 
 
 @pytest.fixture

@@ -3,11 +3,14 @@ then steps, history, read, a fork that runs on while the original stays archived
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from conftest import EXAMPLES, REJECT
+import pytest
+
+from conftest import EXAMPLES, REJECT, history_lines, store_state
+
+pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
 
 def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenario: Any) -> None:
@@ -32,11 +35,11 @@ def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenar
     assert out["done"] is True
 
     # archived exactly once, as completed, with the last head
-    history = [json.loads(x) for x in (root / "history.jsonl").read_text().splitlines()]
+    history = history_lines()
     assert [(h["thread"], h["status"], h["head"]) for h in history] == [
         (thread, "completed", out["head"])
     ]
-    assert thread not in (root / "threads.yaml").read_text()
+    assert thread not in [r.thread for r in store_state()[0]]
     show = cli_proc("thread", "show", thread).json()
     spent = show.pop("cost")  # uwf-mock records no duration and no model call
     assert spent["calls"] == spent["totalTokens"] == spent["durationMs"] == 0

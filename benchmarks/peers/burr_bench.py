@@ -51,7 +51,7 @@ def persister(db: str, fast: bool = False) -> tuple[Any, sqlite3.Connection]:
     return p, conn
 
 
-def application(p: Any, app_id: str, **fork: Any) -> Any:
+def application(p: Any, app_id: str, partition_key: str | None = None, **fork: Any) -> Any:
     from burr.core import ApplicationBuilder, when
 
     return (
@@ -70,7 +70,7 @@ def application(p: Any, app_id: str, **fork: Any) -> Any:
             **fork,
         )
         .with_state_persister(p)
-        .with_identifiers(app_id=app_id)
+        .with_identifiers(app_id=app_id, partition_key=partition_key)
         .build()
     )
 

@@ -45,12 +45,18 @@ def route(state: LoopState) -> str:
 
 def open_app(db: str, fast: bool = False) -> tuple[Any, Any, sqlite3.Connection]:
     from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.graph import END, START, StateGraph
 
     conn = sqlite3.connect(db, check_same_thread=False)
     if fast:  # building only: the file's content and size do not depend on it
         conn.execute("PRAGMA synchronous=OFF")
     saver = SqliteSaver(conn)
+    return compile_graph(saver), saver, conn
+
+
+def compile_graph(saver: Any) -> Any:
+    """The loop on a checkpointer, stopping after every node (one node per process)."""
+    from langgraph.graph import END, START, StateGraph
+
     graph = StateGraph(LoopState)
     graph.add_node("planner", planner)
     graph.add_node("developer", developer)
@@ -59,7 +65,7 @@ def open_app(db: str, fast: bool = False) -> tuple[Any, Any, sqlite3.Connection]
     graph.add_edge("planner", "developer")
     graph.add_edge("developer", "reviewer")
     graph.add_conditional_edges("reviewer", route, ["developer", END])
-    return graph.compile(checkpointer=saver, interrupt_after=ROLES), saver, conn
+    return graph.compile(checkpointer=saver, interrupt_after=ROLES)
 
 
 def config(thread: str) -> dict[str, Any]:

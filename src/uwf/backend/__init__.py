@@ -6,18 +6,43 @@ the agent kit receive the backend it returns and never open files of the store t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from uwf.backend.base import Backend
 
+STORE_ENV = "UWF_STORE"
+
+
+def store_spec(spec: str | Path | None = None) -> str | None:
+    """Which store to open: ``spec`` (``--store``), else ``$UWF_STORE``, else ``store:`` in
+    ``<root>/config.yaml``; None means the storage root itself (docs/scale-out.md)."""
+    if spec is not None and str(spec):
+        return str(spec)
+    value = os.environ.get(STORE_ENV)
+    if value:
+        return value
+    from uwf.util.root import configured_store, storage_root
+
+    return configured_store(storage_root())
+
 
 def open_backend(spec: str | Path | None = None) -> Backend:
-    """The backend of this invocation: the filesystem backend at the storage root.
+    """The backend of this invocation.
 
-    ``spec`` is a storage root (a directory); it defaults to the storage root of the
-    environment (docs/format.md, "Storage root"). Opening reads and creates nothing.
+    ``spec`` (else ``$UWF_STORE``, else ``store:`` in config.yaml) is a ``postgresql://`` URL
+    (the PostgreSQL backend; this machine's files stay at the storage root) or a directory
+    (the filesystem backend there). Unset, it is the filesystem backend at the storage root
+    (docs/format.md, "Storage root"). Opening reads nothing but config.yaml and connects
+    nothing: the first statement does.
     """
-    from uwf.backend.fs import FsBackend
     from uwf.util.root import storage_root
 
-    return FsBackend(Path(spec) if spec is not None else storage_root())
+    chosen = store_spec(spec)
+    if chosen is not None and chosen.startswith(("postgresql://", "postgres://")):
+        from uwf.backend.postgres import PgBackend
+
+        return PgBackend(chosen, storage_root())
+    from uwf.backend.fs import FsBackend
+
+    return FsBackend(Path(chosen).expanduser() if chosen is not None else storage_root())

@@ -182,6 +182,14 @@ class ThreadTable(abc.ABC):
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         """The latest archive entry of ``thread``, None if it was never archived."""
 
+    def runnable(self) -> list[ActiveThread]:
+        """Active threads that are not waiting, oldest first (thread ids are ULIDs: their
+        order is the order of creation). ``thread step --next`` picks among them."""
+        return sorted(
+            (record for record in self.active() if record.waiting is None),
+            key=lambda record: record.thread,
+        )
+
 
 class Registry(abc.ABC):
     """Workflow name -> current Workflow hash. Old versions stay in the CAS."""
@@ -267,7 +275,14 @@ class Backend(abc.ABC):
 
     def env(self) -> dict[str, str]:
         """What an agent's environment needs to open this same backend."""
-        return {"WORKFLOW_STORAGE_ROOT": str(self.root)}
+        return {"UWF_STORE": str(self.root), "WORKFLOW_STORAGE_ROOT": str(self.root)}
+
+    def init(self) -> dict[str, int]:
+        """Create what the backend needs (``uwf store init``); ``{"from","to"}`` schema versions.
+
+        The filesystem needs nothing before its first write: version 1 from the start.
+        """
+        return {"from": 1, "to": 1}
 
     def sweep_temp_files(self, cutoff_ms: int, *, dry_run: bool = False) -> int:
         """Delete the temp files that writers killed mid-write left, last written before

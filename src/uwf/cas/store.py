@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 from uwf.cas import codec
 from uwf.util.base32 import check_hash, is_hash
-from uwf.util.errors import CorruptNode, InvalidInput, NotFound, SchemaViolation
-from uwf.util.jsonfmt import canonical
+from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
+from uwf.util.jsonfmt import canonical, dumps
 
 
 class Node(NamedTuple):
@@ -130,6 +130,10 @@ class Store(abc.ABC):
     def _exists(self, h: str) -> bool:
         return self._load(h) is not None
 
+    def missing(self, hashes: list[str]) -> set[str]:
+        """The hashes of ``hashes`` that are not stored (a backend may ask in one query)."""
+        return {h for h in hashes if not self._exists(h)}
+
     def get(self, h: str) -> Node | None:
         """The node at ``h`` (a checked hash), None if absent; CorruptNode if damaged."""
         check_hash(h)
@@ -147,16 +151,73 @@ class Store(abc.ABC):
         Under the writers' lock (see ``sweeping``), so that gc sees a node and its type as
         freshly put, or finds both gone and the writer stores them again. A new typed node
         whose schema vanished since it was validated is refused rather than stored untyped.
+        A node already stored under ``h`` with other content is a hash collision: refused.
         """
         with self._writing():
             type_ok = type_hash == h or self._refresh(type_hash)
             if self._refresh(h):
+                self._same(h, type_hash, payload)
                 return
             if typed and not type_ok:
                 raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
             node = Node(type_hash, payload, time.time_ns() // 1_000_000)
             if self._create(h, node):
                 self._index_add(type_hash, h)
+            else:  # another writer stored it first
+                self._same(h, type_hash, payload)
+
+    def _same(self, h: str, type_hash: str, payload: Any) -> None:
+        """Raise Collision unless the node stored at ``h`` has this type and payload.
+
+        XXH64 is not collision-resistant: two different nodes may share a hash. The hashed
+        bytes (type, then the payload's deterministic CBOR) are compared, so the same payload
+        written with its keys in another order is the same node.
+        """
+        stored = self._load(h)
+        if stored is None:
+            return
+        if stored.type == type_hash and (
+            dumps(stored.payload) == dumps(payload)
+            or codec.dcbor(stored.payload) == codec.dcbor(payload)
+        ):
+            return
+        raise Collision(
+            f"hash collision: node {h} is stored with other content; nothing was written "
+            "(XXH64 is not collision-resistant: change the payload, e.g. add a field)"
+        )
+
+    def get_many(self, hashes: list[str]) -> dict[str, Node]:
+        """The stored nodes among ``hashes`` (checked hashes; CorruptNode if one is damaged).
+        A backend may read them in one query (``store copy``)."""
+        out = {}
+        for h in hashes:
+            node = self.get(h)
+            if node is not None:
+                out[h] = node
+        return out
+
+    def import_nodes(self, nodes: list[tuple[str, Node]]) -> int:
+        """``import_node`` for many nodes, in order; how many were stored. A backend may
+        write them in one transaction."""
+        return sum(self.import_node(h, node) for h, node in nodes)
+
+    def import_node(self, h: str, node: Node) -> bool:
+        """Store a node read from another store, keeping its timestamp (``store copy``).
+
+        The node is checked to hash to ``h`` first (CorruptNode). True if it was stored;
+        False if it was there already (with the same content, else Collision).
+        """
+        check_hash(h)
+        decode_node(h, node.as_dict())
+        with self._writing():
+            if self._refresh(h):
+                self._same(h, node.type, node.payload)
+                return False
+            if self._create(h, node):
+                self._index_add(node.type, h)
+                return True
+            self._same(h, node.type, node.payload)
+            return False
 
     def put(self, type_hash: str, payload: Any) -> str:
         """Validate ``payload`` against the schema at ``type_hash``, then store it.

@@ -26,7 +26,8 @@ chain of content-addressed nodes; `uwf thread step` runs exactly one moderator -
 extract cycle and exits.
 
 Data lives under $UNCAGED_WORKFLOW_STORAGE_ROOT, else $WORKFLOW_STORAGE_ROOT, else
-~/.uncaged/workflow."""
+~/.uncaged/workflow; threads, nodes and the registry can live in PostgreSQL instead
+(--store, $UWF_STORE or store: in config.yaml; docs/scale-out.md)."""
 
 # Every command of `uwf`, one line each: name -> ("module:app" of a group or "module:function"
 # of a command, its one-line help).
@@ -49,6 +50,14 @@ COMMANDS = {
         "uwf.cli.log:app",
         "Read and prune the process debug log (<root>/logs/YYYY-MM-DD.jsonl, one file per UTC "
         "day).",
+    ),
+    "store": (
+        "uwf.cli.store:app",
+        "Create, migrate and copy stores (a directory or a postgresql:// URL).",
+    ),
+    "worker": (
+        "uwf.cli.worker:worker",
+        "Step threads until stopped: `thread step --next` in a loop, with back-off.",
     ),
     "skill": (
         "uwf.cli.skill:app",
@@ -90,6 +99,16 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="URL",
+            help="The store: a postgresql:// URL or a directory (default: $UWF_STORE, else "
+            "store: in config.yaml, else the storage root).",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -97,7 +116,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"format": fmt.value if fmt is not None else None}
+    ctx.obj = {"format": fmt.value if fmt is not None else None, "store": store}
 
 
 # The exception base of the click library that Typer vendors, reached through Typer's public

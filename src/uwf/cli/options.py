@@ -61,6 +61,14 @@ TimeoutOpt = Annotated[
         show_default=False,
     ),
 ]
+WorkflowFilterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--workflow",
+        help="Only threads of this workflow: a name (any of its versions) or a hash.",
+        show_default=False,
+    ),
+]
 WaitOpt = Annotated[
     bool,
     typer.Option(
@@ -79,23 +87,34 @@ def root() -> Path:
     return storage_root()
 
 
+def _global(key: str) -> Any:
+    """A root option (``uwf --format … --store …``) of the running command, None if unset."""
+    ctx = typer.main.get_current_context(silent=True)
+    while ctx is not None:
+        if isinstance(ctx.obj, dict) and ctx.obj.get(key) is not None:
+            return ctx.obj[key]
+        ctx = ctx.parent
+    return None
+
+
 def backend() -> "Backend":
-    """The storage backend of this invocation (``uwf.backend.open_backend`` chooses it)."""
+    """The storage backend of this invocation (``uwf.backend.open_backend`` chooses it from
+    ``--store``, ``$UWF_STORE``, ``store:`` in config.yaml, or the storage root)."""
     from uwf.backend import open_backend
 
-    return open_backend()
+    opened = open_backend(_global("store"))
+    ctx = typer.main.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(opened.close)  # connections of a PostgreSQL backend
+    return opened
 
 
 def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
     """The per-command ``--format`` if given, else the global one, else ``default``."""
     if fmt is not None:
         return fmt
-    ctx = typer.main.get_current_context(silent=True)
-    while ctx is not None:
-        if isinstance(ctx.obj, dict) and ctx.obj.get("format") is not None:
-            return Format(ctx.obj["format"])
-        ctx = ctx.parent
-    return default
+    found = _global("format")
+    return Format(found) if found is not None else default
 
 
 def render(value: Any, fmt: Format | None = None, default: Format = Format.json) -> str:

@@ -18,6 +18,7 @@ from uwf.cli.options import (
     ThreadArg,
     TimeoutOpt,
     WaitOpt,
+    WorkflowFilterOpt,
     backend,
     emit,
     emit_graph,
@@ -65,8 +66,23 @@ def start(
     emit(threads.start(backend(), workflow, text, max_rounds), fmt)
 
 
+# Longer than 60 lines: a Typer command's parameters and help text are its declaration.
 def _step(
-    thread: ThreadArg,
+    thread: Annotated[
+        str | None,
+        typer.Argument(
+            help="Thread id (a 26-character ULID); omit with --next.", show_default=False
+        ),
+    ] = None,
+    next_: Annotated[
+        bool,
+        typer.Option(
+            "--next",
+            help="Step the oldest active thread that is not waiting and that no one is "
+            "stepping (exit 3 when there is none).",
+        ),
+    ] = False,
+    workflow: WorkflowFilterOpt = None,
     agent: AgentOpt = None,
     count: Annotated[
         str,
@@ -84,6 +100,11 @@ def _step(
 ) -> None:
     """Run one moderator -> agent -> extract cycle (or up to -c N of them).
 
+    --next picks the thread: the oldest active one that is not waiting and that no process
+    (on any machine sharing the store) is stepping; `while uwf thread step --next; do :; done`
+    on N machines drains the work with no coordinator. With -c N, --next picks again for each
+    step and stops early, exit 0, once nothing is left.
+
     Prints one JSON object per step as it lands (JSON Lines; --format yaml: one YAML document
     per step): {"workflow","thread","head","role","done","status"}, where status is the
     thread's status after the step (active, completed, max_rounds or killed). With -c N the
@@ -95,7 +116,8 @@ def _step(
       0  a step ran, or --dry-run printed the plan
       1  an error in uwf, the store or the configuration
       2  a usage error
-      3  the thread is not active (completed, killed, max rounds): nothing left to do
+      3  the thread is not active (completed, killed, max rounds): nothing left to do;
+         with --next: no thread to step (none active, idle and not waiting)
       4  busy: another step holds the thread (or moved its head meanwhile)
       5  the agent failed: exit code, timeout, no or a bad StepNode, rejected output
       6  waiting: the agent deferred the step (exit 75; e.g. a person answers later with
@@ -106,7 +128,16 @@ def _step(
     from uwf.util.numbers import positive_int
 
     n = positive_int(count, "--count")
+    if (thread is None) == (not next_):
+        raise UsageError("give a thread id or --next (not both)")
+    if workflow is not None and not next_:
+        raise UsageError("--workflow needs --next")
+    if next_ and (dry_run or wait):
+        raise UsageError("--dry-run and --wait need a thread id, not --next")
     with loop_contract():
+        if thread is None:
+            _step_next(n, workflow, agent, timeout, fmt)
+            return
         if dry_run:
             emit(step.dry_run(backend(), thread, agent=agent, timeout=timeout), fmt)
             return
@@ -124,6 +155,30 @@ def _step(
         step.step_many(
             backend(), thread, n, on_result=landed, agent=agent, timeout=timeout, wait=wait
         )
+
+
+def _step_next(
+    n: int, workflow: str | None, agent: str | None, timeout: float | None, fmt: Format | None
+) -> None:
+    """``thread step --next [-c N]``: up to N steps, each of the thread ``--next`` picks."""
+    from uwf.engine import fleet
+    from uwf.util.errors import NothingToStep
+
+    storage = backend()
+    versions = fleet.workflow_versions(storage, workflow) if workflow is not None else None
+    for ran in range(n):
+        try:
+            result = fleet.step_next(storage, versions=versions, agent=agent, timeout=timeout)
+        except NothingToStep:
+            if ran == 0:
+                raise
+            return
+        emit_stream(result.as_json(), fmt)
+        if n > 1:
+            typer.echo(
+                f"step {ran + 1}/{n}: {result.thread} {result.role or '-'} -> {result.head}",
+                err=True,
+            )
 
 
 app.command("step")(_step)

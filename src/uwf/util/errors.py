@@ -60,6 +60,10 @@ class CorruptNode(UwfError):
     """A CAS file whose content does not hash to its name."""
 
 
+class Collision(UwfError):
+    """Two different nodes with one hash (XXH64 is not collision-resistant)."""
+
+
 class SchemaViolation(UwfError):
     """A payload that does not satisfy its JSON Schema."""
 
@@ -80,6 +84,12 @@ class Conflict(UwfError):
     """A compare-and-swap that lost the race (another writer moved the head)."""
 
     loop_code = 4
+
+
+class NothingToStep(UwfError):
+    """``thread step --next`` found no thread to step: none active, idle and not waiting."""
+
+    loop_code = 3
 
 
 class AgentFailed(UwfError):

@@ -17,6 +17,13 @@ from typing import Any
 from uwf.util import jsonfmt
 
 TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use, not at import
+URL_PASSWORD = r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@"  # scheme://user:PASSWORD@
+
+
+def redact(text: str) -> str:
+    """``text`` with the password of every URL in it replaced (``--store`` URLs in argv)."""
+    return re.sub(URL_PASSWORD, r"\1***@", text)
+
 
 # Every tag used anywhere in uwf, with what it marks. tests/test_log.py checks that each is
 # valid, that none repeats, and that every tag used in the source is listed here.
@@ -49,7 +56,7 @@ class ProcessLog:
         self.path = root / "logs" / f"{now:%Y-%m-%d}.jsonl"
         self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
         self.context = {k: v for k, v in context.items() if v}
-        argv = jsonfmt.dumps(sys.argv)
+        argv = redact(jsonfmt.dumps(sys.argv))
         extra = "".join(f" {k}={v}" for k, v in self.context.items())
         self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}{extra}")
 

@@ -1,0 +1,61 @@
+"""The PostgreSQL backend: one database shared by every machine of a fleet (docs/scale-out.md).
+
+The only package that imports psycopg (an optional extra: ``pip install 'uwf[postgres]'``);
+import-linter checks it. docs/format.md, "The PostgreSQL backend", describes its tables::
+
+    uwf_nodes, uwf_type_index   nodes and the type index (``nodes.PgStore``)
+    uwf_threads, uwf_history    active heads and the archive (``state.PgThreads``)
+    uwf_registry                workflow name -> hash (``state.PgRegistry``)
+    uwf_holders + advisory locks step locks and their holders (``locks.PgLocks``)
+    uwf_schema                  the schema version (``schema``)
+
+Opening a backend connects nothing; the first statement connects and creates or migrates the
+schema when needed (``uwf store init`` does the same on purpose).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from uwf.backend.base import Backend
+from uwf.backend.postgres import schema
+from uwf.backend.postgres.db import Db, shown
+from uwf.backend.postgres.locks import PgLocks
+from uwf.backend.postgres.nodes import PgStore
+from uwf.backend.postgres.state import PgRegistry, PgThreads
+
+
+class PgBackend(Backend):
+    """The shared state in PostgreSQL; ``root`` holds only this machine's files."""
+
+    def __init__(self, url: str, root: Path) -> None:
+        self.url = url
+        self.root = root
+        self.db = Db(url)
+        self.db.on_connect.append(self._first_connect)
+        self._checked = False
+        self.nodes: PgStore = PgStore(self.db)
+        self.threads: PgThreads = PgThreads(self.db)
+        self.registry = PgRegistry(self.db)
+        self.locks: PgLocks = PgLocks(self.db)
+
+    def _first_connect(self, db: Db) -> None:
+        if not self._checked:
+            self._checked = True
+            schema.ensure(db)
+
+    def init(self) -> dict[str, int]:
+        """Create or migrate the schema now: ``{"from", "to"}`` versions."""
+        self._checked = True
+        return schema.ensure(self.db)
+
+    @property
+    def name(self) -> str:
+        return shown(self.url)
+
+    def env(self) -> dict[str, str]:
+        return {"UWF_STORE": self.url, "WORKFLOW_STORAGE_ROOT": str(self.root)}
+
+    def close(self) -> None:
+        self.locks.close()
+        self.db.close()

@@ -1,0 +1,173 @@
+"""Step locks and the gc lock on PostgreSQL: session-level advisory locks.
+
+A step lock is ``pg_advisory_lock(<63-bit hash of the thread id>)`` held by a connection of
+its own for the whole step, so that it dies with its holder: a worker killed with SIGKILL,
+or a network that goes away, closes the session and the server releases the lock. While it
+holds the lock, the holder writes a row into ``uwf_holders`` (its pid, host, since, role,
+agent, and the server process id of its session); a row counts only while ``pg_locks``
+shows that very session holding that very lock, so a row a dead holder left behind is never
+believed, and readers on any machine answer "is it running" without taking a lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import xxhash
+
+from uwf.backend.base import Holder, Locks, StepLock
+from uwf.backend.postgres.db import Db
+from uwf.backend.postgres.schema import GC_KEY
+from uwf.util.errors import Busy
+from uwf.util.ulid import ThreadId, now_ms
+
+_HELD = """
+SELECT h.thread, h.pid, h.host, h.since, h.role, h.agent FROM uwf_holders h
+JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_pid
+ AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+ AND l.classid::bigint = h.lock_hi AND l.objid::bigint = h.lock_lo AND l.objsubid = 1
+"""
+
+
+def lock_key(thread: str) -> int:
+    """The advisory lock key of a thread: 63 bits of XXH64 of its id (never negative)."""
+    return xxhash.xxh64_intdigest(f"uwf-step:{thread}".encode()) & ((1 << 63) - 1)
+
+
+class _PgStepLock(StepLock):
+    def __init__(self, db: Db, conn: Any, thread: ThreadId) -> None:
+        self.db, self.conn, self.thread = db, conn, thread
+
+    def note(self, *, role: str, agent: str) -> None:
+        with contextlib.suppress(Exception), self.db.errors():  # informational only
+            self.conn.execute(
+                "UPDATE uwf_holders SET role = %s, agent = %s"
+                " WHERE thread = %s AND backend_pid = pg_backend_pid()",
+                (role, agent, self.thread),
+            )
+
+
+class PgLocks(Locks):
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self._idle: list[Any] = []  # lock connections holding no lock, for reuse
+        self._mutex = threading.Lock()
+
+    # -- lock connections -----------------------------------------------------------------
+    def _take(self) -> Any:
+        self.db.conn()  # the first statement of a process creates or migrates the schema
+        with self._mutex:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+        return self.db.connect()
+
+    def _give_back(self, conn: Any) -> None:
+        if conn.closed or conn.broken:
+            return
+        with self._mutex:
+            self._idle.append(conn)
+
+    def close(self) -> None:
+        with self._mutex:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @contextlib.contextmanager
+    def _advisory(self, key: int, wait: bool, busy: str) -> Iterator[Any]:
+        """Hold advisory lock ``key`` on a connection of its own for the block.
+
+        Any failure while taking or releasing it closes the connection, which releases
+        whatever the session held.
+        """
+        conn = self._take()
+        try:
+            with self.db.errors():
+                if wait:
+                    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                else:
+                    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                    if not row[0]:
+                        self._give_back(conn)
+                        conn = None
+                        raise Busy(busy)
+        except BaseException:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            raise
+        try:
+            yield conn
+        except BaseException:
+            self._release(conn, key)
+            raise
+        self._release(conn, key)
+
+    def _release(self, conn: Any, key: int) -> None:
+        try:
+            with self.db.errors():
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except Exception:
+            with contextlib.suppress(Exception):
+                conn.close()  # the server releases the lock with the session
+            return
+        self._give_back(conn)
+
+    # -- the interface --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+        key = lock_key(thread)
+        with self._advisory(key, wait, f"thread {thread} is busy") as conn:
+            with self.db.errors():
+                conn.execute(
+                    "INSERT INTO uwf_holders"
+                    " (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent)"
+                    " VALUES (%s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL)"
+                    " ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi,"
+                    " lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,"
+                    " pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,"
+                    " role = NULL, agent = NULL",
+                    (
+                        thread,
+                        key >> 32,
+                        key & 0xFFFFFFFF,
+                        os.getpid(),
+                        socket.gethostname(),
+                        now_ms(),
+                    ),
+                )
+            try:
+                yield _PgStepLock(self.db, conn, thread)
+            finally:
+                with contextlib.suppress(Exception), self.db.errors():
+                    conn.execute(
+                        "DELETE FROM uwf_holders WHERE thread = %s"
+                        " AND backend_pid = pg_backend_pid()",
+                        (thread,),
+                    )
+
+    def running(self) -> set[ThreadId]:
+        return {ThreadId(row[0]) for row in self.db.all(_HELD)}
+
+    def is_running(self, thread: ThreadId) -> bool:
+        return self.holder(thread) is not None
+
+    def holder(self, thread: ThreadId) -> Holder | None:
+        row = self.db.one(_HELD + " WHERE h.thread = %s", (thread,))
+        if row is None:
+            return None
+        _, pid, host, since, role, agent = row
+        return Holder(thread, pid=pid, host=host, since=since, role=role, agent=agent)
+
+    @contextlib.contextmanager
+    def gc(self) -> Iterator[None]:
+        with self._advisory(GC_KEY, False, "cas gc is already running"):
+            yield

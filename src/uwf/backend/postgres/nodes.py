@@ -1,0 +1,172 @@
+"""The PostgreSQL node store: ``uwf_nodes`` keyed by hash, and the type index.
+
+Each row holds the node's type, its payload as the canonical compact JSON the filesystem
+stores (``text``: never ``jsonb``, which would reorder keys and renumber floats), its
+timestamp and its last put (gc's grace). A read re-hashes the row like the filesystem store
+re-hashes a file. Every write runs in one transaction holding the shared sweep lock (an
+advisory lock ``cas gc`` takes exclusively while it deletes), so a node is never deleted
+between a writer finding it and the writer linking to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from uwf.backend.postgres.db import Db
+from uwf.backend.postgres.schema import SWEEP_KEY
+from uwf.cas.store import Node, NodeInfo, Store, decode_node
+from uwf.util.base32 import check_hash
+from uwf.util.errors import CorruptNode
+from uwf.util.jsonfmt import dumps
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class PgStore(Store):
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    def _decode(self, h: str, row: tuple[Any, ...]) -> Node:
+        type_hash, payload, ts = row
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
+        return decode_node(h, {"type": type_hash, "payload": data, "timestamp": ts})
+
+    def _exists(self, h: str) -> bool:
+        return self.db.one("SELECT 1 FROM uwf_nodes WHERE hash = %s", (h,)) is not None
+
+    def _load(self, h: str) -> Node | None:
+        row = self.db.one("SELECT type, payload, ts FROM uwf_nodes WHERE hash = %s", (h,))
+        return None if row is None else self._decode(h, row)
+
+    def _create(self, h: str, node: Node) -> bool:
+        row = self.db.one(
+            "INSERT INTO uwf_nodes (hash, type, payload, ts, last_put) VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (hash) DO NOTHING RETURNING 1",
+            (h, node.type, dumps(node.payload), node.timestamp, node.timestamp),
+        )
+        return row is not None
+
+    def _refresh(self, h: str) -> bool:
+        row = self.db.one(
+            "UPDATE uwf_nodes SET last_put = greatest(last_put, %s) WHERE hash = %s RETURNING 1",
+            (_now(), h),
+        )
+        return row is not None
+
+    def _index_add(self, type_hash: str, h: str) -> None:
+        self.db.execute(
+            "INSERT INTO uwf_type_index (type, hash) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (type_hash, h),
+        )
+
+    def index(self, type_hash: str) -> list[str]:
+        rows = self.db.all(
+            "SELECT hash FROM uwf_type_index WHERE type = %s ORDER BY seq", (type_hash,)
+        )
+        return [r[0] for r in rows]
+
+    def iter_hashes(self) -> Iterator[str]:
+        for (h,) in self.db.all("SELECT hash FROM uwf_nodes ORDER BY hash"):
+            yield h
+
+    def get_many(self, hashes: list[str]) -> dict[str, Node]:
+        for h in hashes:
+            check_hash(h)
+        rows = self.db.all(
+            "SELECT hash, type, payload, ts FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,)
+        )
+        return {row[0]: self._decode(row[0], row[1:]) for row in rows}
+
+    def import_nodes(self, nodes: list[tuple[str, Node]]) -> int:
+        """One transaction per call: the nodes, then their index entries in the given order;
+        a node already stored is compared like any put (Collision on other content)."""
+        for h, node in nodes:
+            check_hash(h)
+            decode_node(h, node.as_dict())
+        if not nodes:
+            return 0
+        columns = [
+            [h for h, _ in nodes],
+            [n.type for _, n in nodes],
+            [dumps(n.payload) for _, n in nodes],
+            [n.timestamp for _, n in nodes],
+        ]
+        with self._writing():
+            rows = self.db.all(
+                "INSERT INTO uwf_nodes (hash, type, payload, ts, last_put)"
+                " SELECT h, t, p, ts, ts FROM unnest(%s::text[], %s::text[], %s::text[],"
+                " %s::bigint[]) AS x(h, t, p, ts) ON CONFLICT (hash) DO NOTHING RETURNING hash",
+                columns,
+            )
+            stored = {r[0] for r in rows}
+            for h, node in nodes:
+                if h not in stored:
+                    self._same(h, node.type, node.payload)
+            fresh = [(node.type, h) for h, node in nodes if h in stored]
+            if fresh:
+                self.db.execute(
+                    "INSERT INTO uwf_type_index (type, hash) SELECT t, h"
+                    " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(t, h, n)"
+                    " ORDER BY n ON CONFLICT DO NOTHING",
+                    [[t for t, _ in fresh], [h for _, h in fresh]],
+                )
+        return len(stored)
+
+    def missing(self, hashes: list[str]) -> set[str]:
+        rows = self.db.all("SELECT hash FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,))
+        return set(hashes) - {r[0] for r in rows}
+
+    def delete(self, h: str) -> int:
+        row = self.db.one(
+            "DELETE FROM uwf_nodes WHERE hash = %s RETURNING octet_length(payload)", (h,)
+        )
+        return int(row[0]) if row is not None else 0
+
+    def write_index(self, index: dict[str, list[str]]) -> None:
+        with self.db.transaction():
+            self.db.execute("DELETE FROM uwf_type_index")
+            for type_hash, hashes in index.items():
+                self._insert_index(type_hash, hashes)
+
+    def _insert_index(self, type_hash: str, hashes: list[str]) -> None:
+        if hashes:
+            self.db.execute(
+                "INSERT INTO uwf_type_index (type, hash) SELECT %s, h"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS t(h, n) ORDER BY n"
+                " ON CONFLICT DO NOTHING",
+                (type_hash, hashes),
+            )
+
+    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+        with self.db.transaction():
+            self.db.execute("DELETE FROM uwf_type_index WHERE type = %s", (type_hash,))
+            self._insert_index(type_hash, hashes)
+
+    def info(self, h: str) -> NodeInfo | None:
+        row = self.db.one("SELECT type, payload, ts, last_put FROM uwf_nodes WHERE hash = %s", (h,))
+        if row is None:
+            return None
+        node = self._decode(h, row[:3])
+        return NodeInfo(node.type, max(node.timestamp, int(row[3])), len(row[1].encode()))
+
+    @contextlib.contextmanager
+    def _locked(self, shared: bool) -> Iterator[None]:
+        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        with self.db.transaction():
+            self.db.execute(f"SELECT {fn}(%s)", (SWEEP_KEY,))
+            yield
+
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        return self._locked(shared=True)
+
+    def sweeping(self) -> contextlib.AbstractContextManager[None]:
+        return self._locked(shared=False)

@@ -1,0 +1,111 @@
+"""The database schema of the PostgreSQL backend, versioned (docs/format.md, "The PostgreSQL
+backend").
+
+``MIGRATIONS[n]`` brings a store from version ``n`` to ``n + 1``; ``uwf_schema`` holds the
+version a store is at. ``ensure`` runs on every first connection of a process: one query when
+the store is current, the missing migrations (under an advisory lock, in one transaction)
+when it is older, an error when it is newer than this uwf knows.
+"""
+
+from __future__ import annotations
+
+from uwf.backend.postgres.db import Db
+from uwf.util.errors import UwfError
+
+# Advisory lock keys of the fixed locks (thread step locks use 63-bit hashes of the id).
+INIT_KEY = 0x75_77_66_00_01
+GC_KEY = 0x75_77_66_00_02
+SWEEP_KEY = 0x75_77_66_00_03
+REGISTRY_KEY = 0x75_77_66_00_04
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: nodes, the type index, threads, history, registry, step-lock holders
+    """
+    CREATE TABLE uwf_nodes (
+        hash text PRIMARY KEY,
+        type text NOT NULL,
+        payload text NOT NULL,
+        ts bigint NOT NULL,
+        last_put bigint NOT NULL
+    );
+    CREATE TABLE uwf_type_index (
+        type text NOT NULL,
+        hash text NOT NULL,
+        seq bigserial NOT NULL,
+        PRIMARY KEY (type, hash)
+    );
+    CREATE INDEX uwf_type_index_order ON uwf_type_index (type, seq);
+    CREATE TABLE uwf_threads (
+        thread text PRIMARY KEY,
+        head text NOT NULL,
+        workflow text,
+        task text,
+        wait_role text,
+        wait_since bigint,
+        wait_head text,
+        wait_reason text,
+        moved bigint NOT NULL
+    );
+    CREATE TABLE uwf_history (
+        seq bigserial PRIMARY KEY,
+        thread text NOT NULL,
+        workflow text NOT NULL,
+        head text NOT NULL,
+        completed_at bigint NOT NULL,
+        status text NOT NULL
+    );
+    CREATE INDEX uwf_history_thread ON uwf_history (thread, seq);
+    CREATE TABLE uwf_registry (
+        name text PRIMARY KEY,
+        hash text NOT NULL,
+        version integer NOT NULL,
+        updated bigint NOT NULL
+    );
+    CREATE TABLE uwf_holders (
+        thread text PRIMARY KEY,
+        lock_hi bigint NOT NULL,
+        lock_lo bigint NOT NULL,
+        backend_pid integer NOT NULL,
+        pid integer,
+        host text,
+        since bigint,
+        role text,
+        agent text
+    );
+    """,
+]
+VERSION = len(MIGRATIONS)
+
+
+def version(db: Db) -> int:
+    """The schema version of the store: 0 for a database uwf never used."""
+    exists = db.one("SELECT to_regclass('uwf_schema') IS NOT NULL")
+    if not exists or not exists[0]:
+        return 0
+    row = db.one("SELECT version FROM uwf_schema")
+    return int(row[0]) if row is not None else 0
+
+
+def ensure(db: Db, migrations: list[str] | None = None) -> dict[str, int]:
+    """Bring the store to the newest version; ``{"from", "to"}`` (equal when current)."""
+    steps = MIGRATIONS if migrations is None else migrations
+    latest = len(steps)
+    found = version(db)
+    if found == latest:
+        return {"from": found, "to": found}
+    if found > latest:
+        raise UwfError(
+            f"the store {db.shown} has schema version {found}, newer than this uwf knows "
+            f"({latest}): upgrade uwf"
+        )
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (INIT_KEY,))
+        db.execute("CREATE TABLE IF NOT EXISTS uwf_schema (version integer NOT NULL)")
+        row = db.one("SELECT version FROM uwf_schema FOR UPDATE")
+        current = int(row[0]) if row is not None else 0
+        if row is None:
+            db.execute("INSERT INTO uwf_schema (version) VALUES (0)")
+        for step in steps[current:]:
+            db.execute(step)
+        db.execute("UPDATE uwf_schema SET version = %s", (latest,))
+    return {"from": found, "to": latest}

@@ -1,0 +1,176 @@
+"""Fleets: ``thread step --next`` and ``uwf worker`` (docs/scale-out.md).
+
+Many processes, on one machine or many, share one backend and no coordinator. Each picks the
+oldest active thread that is not waiting and that nobody steps, takes its step lock without
+waiting (a lock another process holds means "skip it", like ``SKIP LOCKED``), and runs one
+step under it. Two processes that pick the same thread at the same moment: one gets the
+lock, the other moves on; should both ever run (a lock lost with its connection), the
+head's compare-and-swap lets exactly one of them record its step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from uwf.backend.base import ActiveThread, Backend
+from uwf.engine.step import StepResult, step_held
+from uwf.engine.step.run import Runner, process_runner
+from uwf.model.threads import ThreadRef, workflow_of
+from uwf.util.base32 import NodeHash, is_hash
+from uwf.util.errors import Busy, Interrupted, NotActive, NothingToStep, UwfError, exit_code
+from uwf.util.ulid import ThreadId
+
+
+def workflow_versions(backend: Backend, workflow: str) -> set[NodeHash]:
+    """The Workflow hashes ``--workflow`` means: a hash, or every stored version of a name."""
+    if is_hash(workflow):
+        return {NodeHash(workflow)}
+    from uwf.engine.workflows import history
+
+    return {NodeHash(v["hash"]) for v in history(backend, workflow)}
+
+
+def _runs(backend: Backend, record: ActiveThread, versions: set[NodeHash] | None) -> bool:
+    if versions is None:
+        return True
+    ref = ThreadRef(record.thread, record.head, True, "active", record.info.workflow)
+    try:
+        return workflow_of(backend, ref) in versions
+    except UwfError:
+        return False
+
+
+def step_next(
+    backend: Backend,
+    *,
+    versions: set[NodeHash] | None = None,
+    skip: Iterable[ThreadId] = (),
+    on_pick: Callable[[ThreadId], None] | None = None,
+    agent: str | None = None,
+    timeout: float | None = None,
+    runner: Runner = process_runner,
+) -> StepResult:
+    """One step of the oldest thread that is active, not waiting and not being stepped.
+
+    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out (a
+    worker's cooling-down failures). NothingToStep when there is none.
+    """
+    skipped = set(skip)
+    running = backend.locks.running()
+    for record in backend.threads.runnable():
+        if record.thread in running or record.thread in skipped:
+            continue
+        if not _runs(backend, record, versions):
+            continue
+        try:
+            with backend.locks.step(record.thread, wait=False) as lock:
+                current = backend.threads.get(record.thread)
+                if current is None or current.waiting is not None:
+                    continue  # archived or deferred since the listing
+                if on_pick is not None:
+                    on_pick(record.thread)
+                return step_held(
+                    backend, lock, record.thread, agent=agent, timeout=timeout, runner=runner
+                )
+        except Busy:
+            continue  # another process took it first: skip-locked
+    raise NothingToStep("nothing to step: no active thread is idle and not waiting")
+
+
+@dataclass
+class Worker:
+    """``uwf worker``: ``step_next`` in a loop, with back-off when idle and after failures.
+
+    ``emit`` gets one record per step attempt (the step's JSON, plus ``ms``; or the thread
+    and the error); ``say`` gets the worker's own lines (idle, stopping). Interrupted (SIGTERM,
+    SIGINT) stops the loop after the step's agent was stopped, the head untouched.
+    """
+
+    backend: Backend
+    emit: Callable[[dict[str, Any]], None]
+    say: Callable[[str], None]
+    max_steps: int | None = None
+    idle_exit: float | None = None
+    versions: set[NodeHash] | None = None
+    agent: str | None = None
+    timeout: float | None = None
+    runner: Runner = process_runner
+    backoff: tuple[float, float] = (0.05, 5.0)  # first and longest pause when idle
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    steps: int = 0
+    failed: int = 0
+    cooling: dict[ThreadId, tuple[int, float]] = field(default_factory=dict)
+
+    def run(self) -> dict[str, Any]:
+        """Work until ``max_steps``, ``idle_exit`` seconds without work, or a signal."""
+        pause, idle_since = self.backoff[0], self.clock()
+        stopped = None
+        try:
+            while self.max_steps is None or self.steps < self.max_steps:
+                if self._attempt():
+                    pause, idle_since = self.backoff[0], self.clock()
+                    continue
+                idle = self.clock() - idle_since
+                if self.idle_exit is not None and idle >= self.idle_exit:
+                    self.say(f"idle for {idle:.1f}s: stopping")
+                    break
+                if self.idle_exit is not None:
+                    pause = min(pause, max(0.0, self.idle_exit - idle))
+                self.sleep(pause)
+                pause = min(pause * 2, self.backoff[1])
+        except Interrupted as exc:
+            stopped = exc.message
+            self.say(f"{exc.message}: stopped; the step in flight was not recorded")
+        out: dict[str, Any] = {"steps": self.steps, "failed": self.failed}
+        if stopped is not None:
+            out["stopped"] = stopped
+        return out
+
+    def _cooling(self) -> set[ThreadId]:
+        now = self.clock()
+        return {t for t, (_, until) in self.cooling.items() if until > now}
+
+    def _attempt(self) -> bool:
+        """One step attempt; False when there was nothing to do (or the store is away)."""
+        picked: list[ThreadId] = []
+        began = self.clock()
+        try:
+            result = step_next(
+                self.backend,
+                versions=self.versions,
+                skip=self._cooling(),
+                on_pick=picked.append,
+                agent=self.agent,
+                timeout=self.timeout,
+                runner=self.runner,
+            )
+        except NothingToStep:
+            return False
+        except UwfError as exc:
+            if not picked:  # the store itself failed (e.g. unreachable): back off
+                self.say(f"error: {exc.message}")
+                return False
+            self._failed(picked[0], exc, began)
+            return True
+        self.cooling.pop(result.thread, None)
+        self.steps += 1
+        self.emit({**result.as_json(), "ms": round((self.clock() - began) * 1000)})
+        return True
+
+    def _failed(self, thread: ThreadId, exc: UwfError, began: float) -> None:
+        self.failed += 1
+        if not isinstance(exc, NotActive):  # a finished thread needs no cooling down
+            count = self.cooling.get(thread, (0, 0.0))[0] + 1
+            self.cooling[thread] = (count, self.clock() + min(60.0, 2.0 ** (count - 1)))
+        self.emit(
+            {
+                "thread": thread,
+                "error": exc.message,
+                "exit": exit_code(exc, loop=True),
+                "ms": round((self.clock() - began) * 1000),
+            }
+        )

@@ -1,0 +1,168 @@
+"""A real PostgreSQL server for the tests, started from the server binaries on loopback.
+
+One server per test session, in a temp directory, on a free port, with a password (so that
+the tests can check it never leaks). ``fsync`` is off for speed: safe against a crash of the
+server (the restart test kills it), not of the machine. ``synchronous_commit`` stays on: off,
+a server crash loses commits it already acknowledged (a step would then be run twice).
+Each test that needs a store gets a fresh database
+(``PgServer.fresh``). ``initdb`` refuses to run as root: as root, the server runs as the
+unprivileged ``postgres`` user that Debian's package creates (``.ci/run`` installs the
+package where it is missing). ``UWF_PG_BIN`` overrides where the binaries are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+USER = "uwf"
+PASSWORD = "s3cret-pw-9f2k"  # never printed, logged or stored by uwf: tests grep for it
+
+
+def pg_bin() -> Path:
+    env = os.environ.get("UWF_PG_BIN")
+    if env:
+        return Path(env)
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").exists():
+            return candidate
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PgServer:
+    def __init__(self) -> None:
+        self.bin = pg_bin()
+        self.dir = Path(tempfile.mkdtemp(prefix="uwf-pg-"))
+        self.data = self.dir / "data"
+        self.port = _free_port()
+        self.as_root = os.geteuid() == 0
+        self._names = itertools.count()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _cmd(self, *argv: str) -> list[str]:
+        if self.as_root:
+            return ["runuser", "-u", "postgres", "--", *argv]
+        return list(argv)
+
+    def init(self) -> None:
+        os.chmod(self.dir, 0o755)
+        pwfile = self.dir / "pw"
+        pwfile.write_text(PASSWORD + "\n")
+        if self.as_root:
+            shutil.chown(self.dir, "postgres")
+            shutil.chown(pwfile, "postgres")
+        subprocess.run(
+            self._cmd(
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                USER,
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--auth=scram-sha-256",
+                f"--pwfile={pwfile}",
+                "--no-sync",
+            ),
+            check=True,
+            capture_output=True,
+        )
+        with open(self.data / "postgresql.conf", "a") as fh:
+            fh.write(
+                f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
+                f"unix_socket_directories = '{self.dir}'\nfsync = off\n"
+                "full_page_writes = off\nmax_connections = 200\n"
+                "shared_buffers = 32MB\nlog_min_messages = fatal\n"
+            )
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            self._cmd(str(self.bin / "postgres"), "-D", str(self.data)),
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.dir / "server.log", "ab"),  # noqa: SIM115 - the server keeps it
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
+            ):
+                ready = subprocess.run(
+                    [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                    capture_output=True,
+                )
+                if ready.returncode == 0:
+                    return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = (self.dir / "server.log").read_text(errors="replace")
+                raise RuntimeError(f"PostgreSQL did not start: {log[-2000:]}")
+            time.sleep(0.05)
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``fast``: clean; ``immediate``: like a crash)."""
+        subprocess.run(
+            self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"),
+            capture_output=True,
+        )
+        if self.proc is not None:
+            self.proc.wait(30)
+            self.proc = None
+
+    def restart(self, mode: str = "fast") -> None:
+        self.stop(mode)
+        self.start()
+
+    def url(self, db: str = "postgres", password: bool = True) -> str:
+        secret = f":{PASSWORD}" if password else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{db}"
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+    def fresh(self) -> str:
+        """The URL of a new, empty database."""
+        name = f"t{os.getpid()}_{next(self._names)}"
+        self.admin(f"CREATE DATABASE {name} TEMPLATE template0")
+        return self.url(name)
+
+    def drop(self, url: str) -> None:
+        name = url.rsplit("/", 1)[1]
+        with contextlib.suppress(Exception):
+            self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.stop("immediate")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running() -> Iterator[PgServer]:
+    server = PgServer()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.close()
