@@ -480,6 +480,45 @@ class BackendContract:
         waiter.join(10)
         assert order == ["first", "second"]
 
+    def test_a_background_holder_records_its_log(self, backend: Backend) -> None:
+        t = _thread(1)
+        with backend.locks.step(t, wait=False, log="/srv/uwf/runs/t.log") as lock:
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.background
+            assert holder.log == "/srv/uwf/runs/t.log" and holder.pid == os.getpid()
+            lock.note(role="reviewer", agent="uwf-mock")
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.log == "/srv/uwf/runs/t.log"
+            assert (holder.role, holder.agent) == ("reviewer", "uwf-mock")
+        assert backend.locks.holder(t) is None
+        with backend.locks.step(t, wait=False):
+            holder = backend.locks.holder(t)
+            assert holder is not None and not holder.background and holder.log is None
+
+    def test_a_stop_request_reaches_the_holding_it_was_made_for(self, backend: Backend) -> None:
+        t, u = _thread(1), _thread(2)
+        assert backend.locks.request_stop(t) is None  # nobody holds it: nothing recorded
+        with backend.locks.step(t, wait=False, log="run.log") as lock:
+            with backend.locks.step(u, wait=False) as other:
+                assert not lock.stop_requested()
+                asked = backend.locks.request_stop(t)
+                assert asked is not None and asked.pid == os.getpid() and asked.log == "run.log"
+                assert lock.stop_requested() and not other.stop_requested()
+                assert backend.locks.running() == {t, u}  # a request releases nothing
+        with backend.locks.step(t, wait=False) as later:
+            assert not later.stop_requested()  # the request ended with its holding
+
+    def test_clear_stale_leaves_live_and_released_locks_alone(self, backend: Backend) -> None:
+        t = _thread(1)
+        assert backend.locks.clear_stale(t) is None
+        with backend.locks.step(t, wait=False, log="run.log"):
+            assert backend.locks.clear_stale(t) is None
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.log == "run.log"
+        assert backend.locks.clear_stale(t) is None
+        with backend.locks.step(t, wait=False):
+            pass
+
     def test_gc_lock_is_exclusive(self, backend: Backend) -> None:
         with backend.locks.gc():
             with pytest.raises(Busy) as err, backend.locks.gc():
@@ -508,6 +547,12 @@ try:
         with backend.locks.step(ThreadId(thread), wait=False):
             print("held", flush=True)
             time.sleep(float(b))
+    elif op == "background":  # a background run: hold with a log until asked to stop
+        with backend.locks.step(ThreadId(thread), wait=False, log=a) as lock:
+            print("held", flush=True)
+            while not lock.stop_requested():
+                time.sleep(0.02)
+            print("stopped", flush=True)
     elif op == "create":
         from uwf.backend.base import ThreadInfo
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
@@ -598,3 +643,46 @@ class SharedBackendContract(BackendContract):
         assert backend.locks.running() == set()
         with backend.locks.step(t, wait=False):
             pass
+
+    def _background(self, spec: str, tmp_path: Path, thread: ThreadId) -> subprocess.Popen[str]:
+        """A process holding ``thread``'s step lock as a background run (log ``run.log``)."""
+        (tmp_path / "go").touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, spec, "background", thread, "run.log", "-"]
+            + [str(tmp_path / "go")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
+    def test_a_stop_request_reaches_another_process(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._background(spec, tmp_path, t)
+        holder = backend.locks.holder(t)
+        assert holder is not None and holder.pid == proc.pid and holder.log == "run.log"
+        asked = backend.locks.request_stop(t)
+        assert asked is not None and asked.pid == proc.pid
+        out, _ = proc.communicate(timeout=30)
+        assert (out.split(), proc.returncode) == (["stopped", "ok"], 0)
+        assert backend.locks.holder(t) is None and backend.locks.clear_stale(t) is None
+
+    def test_a_killed_background_run_leaves_a_stale_record(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._background(spec, tmp_path, t)
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while backend.locks.is_running(t) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backend.locks.holder(t) is None  # recognised as stale: not running
+        assert backend.locks.request_stop(t) is None
+        stale = backend.locks.clear_stale(t)
+        assert stale is not None and stale.pid == proc.pid and stale.log == "run.log"
+        assert backend.locks.clear_stale(t) is None  # cleaned up
+        with backend.locks.step(t, wait=False) as lock:
+            assert not lock.stop_requested()
