@@ -498,13 +498,15 @@ class BackendContract:
     def test_a_stop_request_reaches_the_holding_it_was_made_for(self, backend: Backend) -> None:
         t, u = _thread(1), _thread(2)
         assert backend.locks.request_stop(t) is None  # nobody holds it: nothing recorded
-        with backend.locks.step(t, wait=False, log="run.log") as lock:
-            with backend.locks.step(u, wait=False) as other:
-                assert not lock.stop_requested()
-                asked = backend.locks.request_stop(t)
-                assert asked is not None and asked.pid == os.getpid() and asked.log == "run.log"
-                assert lock.stop_requested() and not other.stop_requested()
-                assert backend.locks.running() == {t, u}  # a request releases nothing
+        with (
+            backend.locks.step(t, wait=False, log="run.log") as lock,
+            backend.locks.step(u, wait=False) as other,
+        ):
+            assert not lock.stop_requested()
+            asked = backend.locks.request_stop(t)
+            assert asked is not None and asked.pid == os.getpid() and asked.log == "run.log"
+            assert lock.stop_requested() and not other.stop_requested()
+            assert backend.locks.running() == {t, u}  # a request releases nothing
         with backend.locks.step(t, wait=False) as later:
             assert not later.stop_requested()  # the request ended with its holding
 
@@ -647,9 +649,9 @@ class SharedBackendContract(BackendContract):
     def _background(self, spec: str, tmp_path: Path, thread: ThreadId) -> subprocess.Popen[str]:
         """A process holding ``thread``'s step lock as a background run (log ``run.log``)."""
         (tmp_path / "go").touch()
+        go = str(tmp_path / "go")
         proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, spec, "background", thread, "run.log", "-"]
-            + [str(tmp_path / "go")],
+            [sys.executable, "-c", RACER, spec, "background", thread, "run.log", "-", go],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, GraphFormat, GraphFormatOpt, backend, emit, emit_graph
+from uwf.cli.options import (
+    FormatOpt,
+    GraphFormat,
+    GraphFormatOpt,
+    add_alias,
+    backend,
+    emit,
+    emit_graph,
+)
 
 app = typer.Typer(
     help="""Store, show and list workflows, and move the registry between their versions.
@@ -33,15 +41,6 @@ FileArg = Annotated[
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
 
 
-def _put(file: Path, fmt: FormatOpt) -> None:
-    from uwf.engine import workflows
-
-    result = workflows.put_workflow(backend(), file)
-    for warning in result.warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    emit(result.output(), fmt)
-
-
 @app.command("put")
 def put(file: FileArg, fmt: FormatOpt = None) -> None:
     """Validate, store and register a workflow file.
@@ -53,13 +52,15 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
     status without an enum. Putting the same file twice gives the same hash. `workflow
     check` runs the same checks without writing.
     """
-    _put(file, fmt)
+    from uwf.engine import workflows
+
+    result = workflows.put_workflow(backend(), file)
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    emit(result.output(), fmt)
 
 
-@app.command("add", hidden=True)
-def add(file: FileArg, fmt: FormatOpt = None) -> None:
-    """Alias of `workflow put` (the v0.5.0 name)."""
-    _put(file, fmt)
+add_alias(app, put, "workflow add", "workflow put")
 
 
 FilesArg = Annotated[

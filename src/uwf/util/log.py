@@ -36,6 +36,9 @@ TAGS: dict[str, str] = {
     "P4W7H2M9": "moderator failed",
     "D7W2K9M4": "agent deferred: thread waits",
     "E3N8V5Q1": "step written by hand (thread answer)",
+    "X7Q4W9M2": "background run spawned",
+    "V3N8K5R2": "background run ended",
+    "D6W3P8T5": "background run stopped",
 }
 
 

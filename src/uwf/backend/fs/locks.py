@@ -256,6 +256,8 @@ class FsLocks(Locks):
 
     def clear_stale(self, thread: ThreadId) -> Holder | None:
         try:
+            if os.stat(self.path(thread)).st_size == 0:
+                return None  # released cleanly: no record (and no lock taken to find out)
             fd = os.open(self.path(thread), os.O_RDWR)
         except OSError:
             return None
