@@ -15,6 +15,7 @@ from uwf.cli.options import (
     GraphFormatOpt,
     add_alias,
     backend,
+    complete_workflows,
     emit,
     emit_graph,
 )
@@ -38,7 +39,9 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
-NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
+NameArg = Annotated[
+    str, typer.Argument(metavar="NAME", help="Workflow name.", autocompletion=complete_workflows)
+]
 
 
 @app.command("put")
@@ -101,7 +104,12 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
 @app.command("show")
 def show(
     ident: Annotated[
-        str, typer.Argument(metavar="NAME|HASH", help="Registered name or Workflow node hash.")
+        str,
+        typer.Argument(
+            metavar="NAME|HASH",
+            help="Registered name or Workflow node hash.",
+            autocompletion=complete_workflows,
+        ),
     ],
     fmt: FormatOpt = None,
 ) -> None:
@@ -171,6 +179,7 @@ def graph(
         typer.Argument(
             metavar="NAME|HASH|FILE",
             help="Registered name, Workflow node hash, or a workflow YAML file (not stored).",
+            autocompletion=complete_workflows,
         ),
     ],
     fmt: GraphFormatOpt = GraphFormat.mermaid,
