@@ -15,6 +15,7 @@ import pty
 import select
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,17 +23,16 @@ from typing import Any
 
 import pytest
 
-from conftest import APPROVE, DEV, PLAN, Result
+from conftest import APPROVE, DEV, EXAMPLES, PLAN, Result
 from test_step_engine import APPROVE as APPROVE_OUT
 from test_step_engine import DEV as DEV_OUT
 from test_step_engine import PLAN as PLAN_OUT
 from test_step_engine import FakeAgent
+from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend
 from uwf.engine import background, threads, workflows
 from uwf.engine.step import StepResult
 from uwf.util.ulid import ThreadId
-
-from conftest import EXAMPLES  # isort: skip
 
 SLOW = 30  # seconds an agent sleeps when a test means to stop it
 
@@ -285,7 +285,11 @@ def memory(tmp_path: Path) -> tuple[MemoryBackend, ThreadId]:
 
 def run(backend: MemoryBackend, thread: str, count: int, **kw: Any) -> tuple[Any, list[Any]]:
     answers: list[Any] = []
-    outputs = {"planner": [PLAN_OUT], "developer": [DEV_OUT], "reviewer": [APPROVE_OUT]}
+    outputs: dict[str, list[Any]] = {
+        "planner": [PLAN_OUT],
+        "developer": [DEV_OUT],
+        "reviewer": [APPROVE_OUT],
+    }
     fake = FakeAgent(backend, outputs)
     out = background.run(
         backend,
@@ -333,3 +337,45 @@ def test_the_loop_ends_at_count_at_the_end_and_when_refused(
     with backend.locks.step(other, wait=False):
         out, answers = run(backend, other, 1)
     assert answers == [{"error": f"thread {other} is busy", "code": 4}]
+
+
+def test_stop_without_a_signal_reaches_the_run_through_the_backend(
+    memory: tuple[MemoryBackend, ThreadId],
+) -> None:
+    """A run on another machine gets no signal: the stop request in the backend ends it (here
+    a memory backend, whose holders have no host, so `stop` sends none)."""
+    backend, thread = memory
+    head = backend.threads.head(thread)
+    polled = threading.Event()
+
+    def agent_until_stopped(plan: Any, env: Any, should_stop: Callable[[], bool]) -> Finished:
+        while not should_stop():
+            polled.set()
+            time.sleep(0.01)
+        return Finished(-15, "", "", stopped=True)
+
+    ended: list[Any] = []
+    runner = threading.Thread(
+        target=lambda: ended.append(
+            background.run(
+                backend,
+                thread,
+                count=5,
+                agent="fake",
+                timeout=None,
+                ready=lambda answer: None,
+                on_result=lambda result: None,
+                runner=agent_until_stopped,
+            )
+        )
+    )
+    runner.start()
+    assert polled.wait(10)
+    assert background.stop(backend, thread, wait=10) == ({"thread": thread, "stopped": True}, "")
+    runner.join(10)
+    assert ended == [background.Ended(background.STOPPED, 0)]
+    assert backend.threads.head(thread) == head and backend.locks.holder(thread) is None
+    assert background.stop(backend, thread) == (
+        {"thread": thread, "stopped": False},
+        f"thread {thread} is not currently running",
+    )
