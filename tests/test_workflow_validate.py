@@ -23,7 +23,9 @@ from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
-WORKFLOW_RULE = "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+WORKFLOW_RULE = (
+    "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+)
 NOT_MAPPING = "expected a mapping with name, description, roles and graph"
 
 
