@@ -233,14 +233,15 @@ def test_a_failing_step_ends_the_run_with_its_reason(
 
 
 def test_kill_during_a_run_ends_it(
-    cli: Any, cli_proc: Any, new_thread: Any, scenario: Any, root: Path
+    cli_proc: Any, new_thread: Any, agent_script: Any, tmp_path: Path, root: Path
 ) -> None:
     thread = new_thread()
-    run_pid = launch(cli_proc, thread, scenario({"planner": [{"output": PLAN, "sleep": SLOW}]}))[
-        "pid"
-    ]
-    assert cli_proc("thread", "kill", thread).code == 0
-    assert not alive(run_pid) or wait_for(lambda: not alive(run_pid), "the run to exit", 10)
+    pids_file = tmp_path / "pids"
+    run_pid = launch(cli_proc, thread, agent_script(GROUP_AGENT) + f" {pids_file}")["pid"]
+    pids = wait_for(lambda: pids_file.exists() and pids_file.read_text(), "the agent's pids")
+    assert cli_proc("thread", "kill", thread).code == 0  # returns once the run let go
+    for pid in (run_pid, *map(int, pids.split())):
+        wait_for(lambda pid=pid: not alive(pid), f"pid {pid} to be gone", timeout=10)
     assert ended(root, thread).endswith(
         f"ended: thread {thread} ended (killed) while its step ran; the agent was stopped"
     )
