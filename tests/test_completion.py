@@ -157,6 +157,20 @@ def test_install_completion_detects_bash(tmp_path: Path) -> None:
     assert "source" in (home / ".bashrc").read_text()
 
 
-def test_help_lists_the_completion_options(cli_proc: Any) -> None:
+def test_help_lists_the_completion_options_a_command_does_not_build_them(
+    cli_proc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uwf.cli.main import root_command
+
     out = cli_proc("--help").out
     assert "--install-completion" in out and "--show-completion" in out
+    monkeypatch.delenv("_UWF_COMPLETE", raising=False)
+
+    def names(argv: list[str]) -> list[str]:
+        return [param.name for param in root_command(argv).params]
+
+    assert names(["thread", "show", "X"]) == ["fmt", "version"]
+    completion = ["fmt", "version", "install_completion", "show_completion"]
+    assert names([]) == names(["--help"]) == names(["--format", "yaml", "thread"]) == completion
+    monkeypatch.setenv("_UWF_COMPLETE", "complete_bash")
+    assert names(["thread", "show", "X"]) == completion
