@@ -395,6 +395,11 @@ def _chain_node(backend: Backend, text: str) -> NodeHash:
 class BackendContract:
     """Thread table, registry and locks: what every backend must do alike."""
 
+    # Whether a released step lock leaves something for ``Locks.sweep`` (a lock file, a lock
+    # object). On PostgreSQL it does not: a holder deletes its row as it releases the lock,
+    # and only a holder that died leaves one.
+    released_lock_leaves_something = True
+
     @pytest.fixture
     def backend(self) -> Backend:
         raise NotImplementedError
@@ -570,20 +575,62 @@ class BackendContract:
         self, backend: Backend
     ) -> None:
         t, u, v = _thread(1), _thread(2), _thread(3)
+        left = int(self.released_lock_leaves_something)
         for x in (t, u, v):
             with backend.locks.step(x, wait=False):
-                pass  # each leaves what a step lock leaves (a lock file, a lock object)
+                pass  # each leaves what a released step lock leaves (a lock file…), if anything
         with backend.locks.step(v, wait=False):  # v: a step that a kill is stopping
-            assert backend.locks.sweep({t, v}, dry_run=True) == 1
-            assert backend.locks.sweep({t, v}) == 1  # t's
+            assert backend.locks.sweep({t, v}, dry_run=True) == left
+            assert backend.locks.sweep({t, v}) == left  # t's
             assert backend.locks.sweep({t, v}) == 0
             assert backend.locks.running() == {v}
             with pytest.raises(Busy), backend.locks.step(v, wait=False):
                 pass  # still held
-        assert backend.locks.sweep({t, v}) == 1  # v's, once released
-        assert backend.locks.sweep({t, u, v}, dry_run=True) == 1  # u was never swept
+        assert backend.locks.sweep({t, v}) == left  # v's, once released
+        assert backend.locks.sweep({t, u, v}, dry_run=True) == left  # u was never swept
         with backend.locks.step(t, wait=False):  # a late step still locks and sees it archived
             assert backend.locks.running() == {t}
+
+    def test_a_background_holder_records_its_log(self, backend: Backend) -> None:
+        t = _thread(1)
+        with backend.locks.step(t, wait=False, log="/srv/uwf/runs/t.log") as lock:
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.background
+            assert holder.log == "/srv/uwf/runs/t.log" and holder.pid == os.getpid()
+            lock.note(role="reviewer", agent="uwf-mock")
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.log == "/srv/uwf/runs/t.log"
+            assert (holder.role, holder.agent) == ("reviewer", "uwf-mock")
+        assert backend.locks.holder(t) is None
+        with backend.locks.step(t, wait=False):
+            holder = backend.locks.holder(t)
+            assert holder is not None and not holder.background and holder.log is None
+
+    def test_a_stop_request_reaches_the_holding_it_was_made_for(self, backend: Backend) -> None:
+        t, u = _thread(1), _thread(2)
+        assert backend.locks.request_stop(t) is None  # nobody holds it: nothing recorded
+        with (
+            backend.locks.step(t, wait=False, log="run.log") as lock,
+            backend.locks.step(u, wait=False) as other,
+        ):
+            assert not lock.stop_requested()
+            asked = backend.locks.request_stop(t)
+            assert asked is not None and asked.pid == os.getpid() and asked.log == "run.log"
+            assert lock.stop_requested() and not other.stop_requested()
+            assert backend.locks.running() == {t, u}  # a request releases nothing
+        with backend.locks.step(t, wait=False) as later:
+            assert not later.stop_requested()  # the request ended with its holding
+
+    def test_clear_stale_leaves_live_and_released_locks_alone(self, backend: Backend) -> None:
+        t = _thread(1)
+        assert backend.locks.clear_stale(t) is None
+        with backend.locks.step(t, wait=False, log="run.log"):
+            assert backend.locks.clear_stale(t) is None
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.log == "run.log"
+        assert backend.locks.clear_stale(t) is None
+        with backend.locks.step(t, wait=False):
+            pass
 
     def test_gc_lock_is_exclusive(self, backend: Backend) -> None:
         with backend.locks.gc():
@@ -613,6 +660,12 @@ try:
         with backend.locks.step(ThreadId(thread), wait=False):
             print("held", flush=True)
             time.sleep(float(b))
+    elif op == "background":  # a background run: hold with a log until asked to stop
+        with backend.locks.step(ThreadId(thread), wait=False, log=a) as lock:
+            print("held", flush=True)
+            while not lock.stop_requested():
+                time.sleep(0.02)
+            print("stopped", flush=True)
     elif op == "create":
         from uwf.backend.base import ThreadInfo
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
@@ -734,6 +787,9 @@ class SharedBackendContract(BackendContract):
         finally:
             proc.kill()
             proc.wait(10)
+        deadline = time.monotonic() + 10  # a server notices a dead session a moment later
+        while backend.locks.is_running(t) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert backend.locks.sweep({t}) == 1
 
     def test_a_killed_holder_releases_its_lock(
@@ -754,3 +810,46 @@ class SharedBackendContract(BackendContract):
         assert backend.locks.running() == set()
         with backend.locks.step(t, wait=False):
             pass
+
+    def _background(self, spec: str, tmp_path: Path, thread: ThreadId) -> subprocess.Popen[str]:
+        """A process holding ``thread``'s step lock as a background run (log ``run.log``)."""
+        (tmp_path / "go").touch()
+        go = str(tmp_path / "go")
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RACER, spec, "background", thread, "run.log", "-", go],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
+    def test_a_stop_request_reaches_another_process(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._background(spec, tmp_path, t)
+        holder = backend.locks.holder(t)
+        assert holder is not None and holder.pid == proc.pid and holder.log == "run.log"
+        asked = backend.locks.request_stop(t)
+        assert asked is not None and asked.pid == proc.pid
+        out, _ = proc.communicate(timeout=30)
+        assert (out.split(), proc.returncode) == (["stopped", "ok"], 0)
+        assert backend.locks.holder(t) is None and backend.locks.clear_stale(t) is None
+
+    def test_a_killed_background_run_leaves_a_stale_record(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        t = _thread(1)
+        proc = self._background(spec, tmp_path, t)
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while backend.locks.is_running(t) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backend.locks.holder(t) is None  # recognised as stale: not running
+        assert backend.locks.request_stop(t) is None
+        stale = backend.locks.clear_stale(t)
+        assert stale is not None and stale.pid == proc.pid and stale.log == "run.log"
+        assert backend.locks.clear_stale(t) is None  # cleaned up
+        with backend.locks.step(t, wait=False) as lock:
+            assert not lock.stop_requested()

@@ -30,6 +30,8 @@ class TestFsBackend(SharedBackendContract):
 
 
 class TestPostgresBackend(SharedBackendContract):
+    released_lock_leaves_something = False
+
     @pytest.fixture
     def backend(self, pg_url: str, tmp_path: Path) -> Iterator[Backend]:
         from uwf.backend import open_backend

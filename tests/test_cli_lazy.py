@@ -16,12 +16,13 @@ from uwf.cli.reference import render_reference
 
 def eager_root() -> Any:
     """The tree Typer builds when every command is added to the root up front (as uwf did
-    before the lazy tree), its top-level commands in the table's order."""
+    before the lazy tree), its top-level commands in the table's order, with Typer's
+    completion options (which `uwf --help` shows)."""
     app = typer.Typer(
         name="uwf",
         help=main.HELP,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
     )
@@ -78,7 +79,7 @@ def test_lazy_tree_prints_the_help_of_the_eager_tree(cli: Any) -> None:
 
 
 def test_reference_sees_every_command_of_the_lazy_tree() -> None:
-    lazy = typer.main.get_command(main.app)
+    lazy = main.root_command([])
     text = render_reference(lazy)
     assert text == render_reference(eager_root())
     assert "  - Alias: `uwf thread exec`\n" in text  # hidden commands are built too

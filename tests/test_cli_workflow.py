@@ -131,6 +131,28 @@ def test_bad_file_through_the_installed_script(cli_proc: Any, tmp_path: Path, ro
 # -- show ------------------------------------------------------------------------------
 
 
+def test_any_file_stem_safe_name_works_end_to_end(cli_proc: Any, tmp_path: Path) -> None:
+    """v0.5.0 accepts any name equal to its file stem: `2026-review`, `review.v2`, a name
+    starting with a digit, registered or project-local."""
+    registered = put(cli_proc, variant(tmp_path / "wf", "dated", name="2026-review"))
+    variant(Path.cwd() / ".workflows", "local", name="review.v2")
+    listed = cli_proc("workflow", "list").json()
+    assert [(w["name"], w["origin"]) for w in listed] == [
+        ("review.v2", "local"),
+        ("2026-review", "global"),
+    ]
+    for name in ("2026-review", "review.v2"):
+        started = cli_proc("thread", "start", name, "-p", "go")
+        assert started.code == 0, started.err
+    assert cli_proc("workflow", "show", "2026-review").json()["hash"] == registered
+    hashlike = cli_proc("workflow", "put", variant(tmp_path / "wf", "x", name="0123456789ABC"))
+    assert hashlike.code == 1
+    assert hashlike.err.splitlines()[1] == (
+        '  - name: "0123456789ABC" would be ambiguous with a hash '
+        "(a valid 13-character hash is never a name)"
+    )
+
+
 def test_show_by_name_and_by_hash(cli: Any) -> None:
     h = put(cli, SOLVE)
     by_name = cli("workflow", "show", "solve-issue")
@@ -258,8 +280,8 @@ def _bad_cases(tmp_path: Path, debate: str) -> list[tuple[list[str], str]]:
         ),
         (
             ["workflow", "rollback", "--", "-rf", debate],
-            'invalid workflow name: "-rf" '
-            "(letters, digits, _ and -, starting with a letter or _, at most 64 characters)",
+            '"-rf" is not a valid workflow name (letters, digits, _, - and ., '
+            "starting with a letter, a digit or _, at most 64 characters)",
         ),
     ]
 

@@ -32,6 +32,9 @@ from uwf.util.yamlio import MAX_BYTES
 GHOST = "01ARZ3NDEKTSV4RRFFQ69G5FAV"  # a well-formed ULID that names no thread
 MISSING = "0123456789ABC"  # a well-formed hash that names no node
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
+WORKFLOW_RULE = (
+    "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+)
 HASH_RULE = "expected 13 upper-case Crockford Base32 characters"
 NOT_ULID = "expected a 26-character ULID"
 NOT_MAPPING = "expected a mapping with name, description, roles and graph"
@@ -390,7 +393,7 @@ CASES: list[Case] = [
         "workflow",
         f"workflow rollback a/b {MISSING}",
         1,
-        f'error: invalid workflow name: "a/b" ({NAME_RULE})',
+        f'error: "a/b" is not a valid workflow name ({WORKFLOW_RULE})',
     ),
     case(
         "rollback-bad-hash",

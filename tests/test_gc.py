@@ -121,7 +121,13 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
     }
     assert nodes(root) == set(h.every)
     assert store.index(h.text) == []  # collected hashes leave the type index
-    assert gc(cli, "--grace", "0") == {**NOTHING, "scanned": n, "reachable": n, "collected": 0, "bytes": 0}
+    assert gc(cli, "--grace", "0") == {
+        **NOTHING,
+        "scanned": n,
+        "reachable": n,
+        "collected": 0,
+        "bytes": 0,
+    }
     verify_ok(cli)
     assert text_node(cli, "nobody refers to me") == garbage  # stored again, indexed again
     assert store.index(h.text) == [garbage]

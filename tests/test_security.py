@@ -30,6 +30,9 @@ from uwf.util.errors import InvalidInput
 SRC = REPO / "src" / "uwf"
 KEY = "sk-SECRET-123"
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
+WORKFLOW_RULE = (
+    "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+)
 
 
 def sources() -> Iterator[tuple[Path, str, ast.Module]]:
@@ -110,7 +113,8 @@ def write_workflow(tmp_path: Path, name: str, roles: list[str]) -> Path:
 
 
 @pytest.mark.parametrize(
-    "name", ["--rm", "-x", "../etc", "a/b", ".hidden", "a b", "x" * 65, "$(id)", "~root", "wf\n"]
+    "name",
+    ["--rm", "-x", "../etc", "a/b", ".hidden", "..", "a b", "x" * 65, "$(id)", "~root", "wf\n"],
 )
 def test_a_workflow_name_that_looks_like_a_flag_or_a_path_is_refused(
     tmp_path: Path, name: str
@@ -124,7 +128,7 @@ def test_a_workflow_name_that_looks_like_a_flag_or_a_path_is_refused(
     with pytest.raises(InvalidInput) as info:
         load_file(path)
     lines = str(info.value).splitlines()
-    assert f"  - name: {describe(name)} is not a plain identifier ({NAME_RULE})" in lines
+    assert f"  - name: {describe(name)} is not a valid workflow name ({WORKFLOW_RULE})" in lines
 
 
 @pytest.mark.parametrize(

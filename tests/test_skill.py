@@ -12,9 +12,10 @@ from uwf.cli.reference import reference_path, render_reference
 
 
 def live_command() -> Any:
-    from uwf.cli.main import app
+    """The root command as `uwf --help` has it (with the completion options)."""
+    from uwf.cli.main import root_command
 
-    return typer.main.get_command(app)
+    return root_command([])
 
 
 def walk(command: Any, path: str) -> list[tuple[str, Any]]:

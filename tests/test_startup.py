@@ -110,6 +110,7 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "uwf.engine.step",
         "uwf.engine.read",
         "uwf.cas.fastschema",
+        "uwf.cli.complete",  # shell completion: only when a shell asks
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
@@ -123,4 +124,5 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
     heavy = [h for h in HEAVY if h != "chevron"]  # chevron renders the edge prompt
     unused = ["yaml", "uwf.engine.workflows", "uwf.engine.read", "uwf.cas.fastschema"]
+    unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.background"]
     assert among(modules, [*heavy, *others, *unused]) == []

@@ -529,8 +529,28 @@ def test_exec_and_cancel_are_hidden_aliases(cli: Any, new_thread: Any, scenario:
     ]
     assert "step" in commands and "kill" in commands
     assert "exec" not in commands and "cancel" not in commands
-    assert "Alias of `thread step`" in ok(cli, "thread", "exec", "--help").out
-    assert "Alias of `thread kill`" in ok(cli, "thread", "cancel", "--help").out
+
+
+@pytest.mark.parametrize(
+    ("name", "current"),
+    [
+        ("thread exec", "thread step"),
+        ("thread cancel", "thread kill"),
+        ("workflow add", "workflow put"),
+        ("step list", "thread steps"),
+        ("step show", "thread step-details"),
+        ("step fork", "thread fork"),
+    ],
+)
+def test_an_alias_shows_its_commands_full_help_and_the_current_name(
+    cli_proc: Any, name: str, current: str
+) -> None:
+    alias = " ".join(ok(cli_proc, *name.split(), "--help").out.split())
+    command = " ".join(ok(cli_proc, *current.split(), "--help").out.split())
+    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its v0.5.0 name)."
+    assert line in alias
+    same = alias.replace(f" {line}", "", 1).replace(f"Usage: uwf {name} ", f"Usage: uwf {current} ")
+    assert same == command
 
 
 def test_step_group_lists_its_commands(cli: Any) -> None:

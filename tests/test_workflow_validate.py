@@ -23,6 +23,9 @@ from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
+WORKFLOW_RULE = (
+    "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+)
 NOT_MAPPING = "expected a mapping with name, description, roles and graph"
 
 
@@ -195,13 +198,39 @@ def test_yml_extension_is_a_stem_too(tmp_path: Path) -> None:
     assert load_file(write(tmp_path, base(), "wf.yml"))["name"] == "wf"
 
 
-@pytest.mark.parametrize("bad", ["-wf", "w f", "9wf", "w.f", "x" * 65])
-def test_name_must_be_an_identifier(tmp_path: Path, bad: str) -> None:
+@pytest.mark.parametrize("bad", ["-wf", ".wf", "w f", "w+f", "x" * 65])
+def test_name_must_be_a_file_stem_safe_name(tmp_path: Path, bad: str) -> None:
     doc = base()
     doc["name"] = bad
     assert problems(tmp_path, doc, f"{bad}.yaml") == [
-        f"name: {describe(bad)} is not a plain identifier ({NAME_RULE})"
+        f"name: {describe(bad)} is not a valid workflow name ({WORKFLOW_RULE})"
     ]
+
+
+@pytest.mark.parametrize("good", ["2026-review", "w.f", "review.v2", "9", "_x", "x" * 64])
+def test_a_name_may_be_any_file_stem_safe_name(tmp_path: Path, good: str) -> None:
+    doc = base()
+    doc["name"] = good
+    assert load_file(write(tmp_path, doc, f"{good}.yaml"))["name"] == good
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (
+            "0123456789ABC",
+            "would be ambiguous with a hash (a valid 13-character hash is never a name)",
+        ),
+        ("a.yaml", "would be read as a file path (a name never ends in .yaml or .yml)"),
+        ("a.yml", "would be read as a file path (a name never ends in .yaml or .yml)"),
+    ],
+)
+def test_a_name_that_reads_as_a_hash_or_a_file_is_ambiguous(
+    tmp_path: Path, bad: str, problem: str
+) -> None:
+    doc = base()
+    doc["name"] = bad
+    assert problems(tmp_path, doc, f"{bad}.yaml") == [f"name: {describe(bad)} {problem}"]
 
 
 # -- roles -----------------------------------------------------------------------------

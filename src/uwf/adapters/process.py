@@ -15,6 +15,9 @@ through ``run``:
   in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period. When the
   child exits by itself, what it left running in its group is killed too.
 
+``spawn_detached`` is the other way to start a process: one meant to outlive us (a background
+run), in its own session, reporting once on a pipe that it started.
+
 ``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
 :class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
 Ctrl-C unwinds through ``run`` and takes the agent's group down with it; a signal that
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -45,6 +49,7 @@ STDERR_TAIL = 2000  # characters of stderr kept for error messages
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
+READY_FD = "UWF_READY_FD"  # where a detached child finds the write end of its ready pipe
 
 # The watchdog: waits for the end of its stdin, a pipe whose other end only we hold. The end
 # comes when we die (nobody writes to it): it then kills the group. When we finish with the
@@ -125,6 +130,12 @@ def _kill_group(proc: subprocess.Popen[Any], grace: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their leader
 
 
+def terminate(pid: int) -> None:
+    """Send SIGTERM to the process ``pid`` (gone already, or not ours: nothing happens)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+
+
 def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None) -> None:
     while chunk := stream.read(65536):
         sink.extend(chunk)
@@ -179,17 +190,22 @@ def _start(
     what: str,
     cwd: Path | str | None,
 ) -> subprocess.Popen[bytes]:
+    return _popen(
+        argv,
+        what,
+        stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=_parent_death_hook(),
+    )
+
+
+def _popen(argv: Sequence[str], what: str, **options: Any) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=_parent_death_hook(),
-        )
+        return subprocess.Popen(list(argv), **options)
     except FileNotFoundError as exc:
         message = f"{what} not found: {argv[0]} (is it installed and on PATH?)"
         raise CannotStart(message, exc) from None
@@ -327,3 +343,65 @@ def _pump(
     for worker in workers:
         worker.start()
     return out, tail, workers
+
+
+def _read_all(fd: int, timeout: float) -> bytes | None:
+    """Everything written to the pipe ``fd`` until its last writer closes it; None when that
+    takes longer than ``timeout`` seconds."""
+    data = bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return bytes(data)
+        data.extend(chunk)
+
+
+def spawn_detached(
+    argv: Sequence[str],
+    env: dict[str, str],
+    *,
+    log: Path,
+    ready_timeout: float = 60.0,
+    what: str = "command",
+) -> tuple[int, str]:
+    """Start ``argv`` detached and wait until it says it started; return its pid and what it
+    said.
+
+    Detached: its own session (no controlling terminal: a shell that exits, a closed terminal
+    or a Ctrl-C do not reach it), stdin from /dev/null, stdout and stderr appended to ``log``,
+    and no parent-death signal, so that it outlives us. The child finds the write end of a
+    pipe in ``$UWF_READY_FD``; what it writes there before closing it (or exiting: ``""``) is
+    what it said. A child silent for ``ready_timeout`` seconds is killed (UwfError).
+    """
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(log, "ab")  # noqa: SIM115 - handed to the child, closed right after
+    except OSError as exc:
+        raise UwfError(f"cannot write {log}: {exc.strerror or exc}") from None
+    read_end, write_end = os.pipe()
+    try:
+        try:
+            with out:
+                proc = _popen(
+                    argv,
+                    what,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env={**env, READY_FD: str(write_end)},
+                    start_new_session=True,
+                    pass_fds=(write_end,),
+                )
+        finally:
+            os.close(write_end)  # the child's copy is the only one left: EOF when it closes
+        said = _read_all(read_end, ready_timeout)
+    finally:
+        os.close(read_end)
+    if said is None:
+        kill_group(proc)
+        raise UwfError(f"{what} did not start within {ready_timeout:g}s; see {log}")
+    return proc.pid, said.decode("utf-8", "replace")

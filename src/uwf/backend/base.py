@@ -6,7 +6,8 @@
   archive of finished ones (history).
 * ``registry`` — workflow name -> current Workflow hash.
 * ``locks`` — the per-thread step lock (try, wait, and "is it held" answered *without*
-  taking it, so that a reader never makes a step fail), and the gc lock.
+  taking it, so that a reader never makes a step fail), the stop request a background run
+  polls (``thread stop``), and the gc lock.
 
 The engine, the agent kit, gc and verify talk only to this interface; ``uwf.backend.open``
 chooses the implementation in one place. Every implementation passes the conformance class
@@ -111,10 +112,16 @@ class Holder(NamedTuple):
     since: int | None = None  # unix ms the lock was taken
     role: str | None = None  # set once the step knows which role runs
     agent: str | None = None  # the agent command (argv[0]) that runs
+    log: str | None = None  # set for a background run: its log file (on ``host``)
+
+    @property
+    def background(self) -> bool:
+        """Whether the holder is a background run (``thread step --background``)."""
+        return self.log is not None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"thread": self.thread}
-        for key in ("pid", "host", "since", "role", "agent"):
+        for key in ("pid", "host", "since", "role", "agent", "log"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -213,6 +220,11 @@ class StepLock(abc.ABC):
     def note(self, *, role: str, agent: str) -> None:
         """Record the role and agent of the step in the holder record."""
 
+    @abc.abstractmethod
+    def stop_requested(self) -> bool:
+        """Whether ``Locks.request_stop`` asked this holding to stop (a background run polls
+        it twice a second, from any machine sharing the backend)."""
+
 
 class Locks(abc.ABC):
     """The per-thread step lock and the gc lock.
@@ -222,11 +234,15 @@ class Locks(abc.ABC):
     """
 
     @abc.abstractmethod
-    def step(self, thread: ThreadId, *, wait: bool) -> contextlib.AbstractContextManager[StepLock]:
+    def step(
+        self, thread: ThreadId, *, wait: bool, log: str | None = None
+    ) -> contextlib.AbstractContextManager[StepLock]:
         """Hold the step lock of ``thread`` for the block.
 
         ``wait=False`` raises :class:`~uwf.util.errors.Busy` (``thread <id> is busy``) at once
-        when another holder has it.
+        when another holder has it. ``log`` marks the holder as a background run writing its
+        log there (``Holder.log``). Releasing the lock removes the holder record and any stop
+        request made for it.
         """
 
     @abc.abstractmethod
@@ -239,6 +255,17 @@ class Locks(abc.ABC):
     @abc.abstractmethod
     def holder(self, thread: ThreadId) -> Holder | None:
         """Who holds the step lock of ``thread``, None when nobody does."""
+
+    @abc.abstractmethod
+    def request_stop(self, thread: ThreadId) -> Holder | None:
+        """Ask the current holder of ``thread``'s step lock to stop; return that holder, None
+        when nobody holds it. The request is for that holding only: a later holder never sees
+        it. Takes no lock."""
+
+    @abc.abstractmethod
+    def clear_stale(self, thread: ThreadId) -> Holder | None:
+        """Remove the holder record that a holder which died left behind (SIGKILL, a reboot)
+        and return what it said; None when the lock is held or no record was left."""
 
     @abc.abstractmethod
     def gc(self) -> contextlib.AbstractContextManager[None]:

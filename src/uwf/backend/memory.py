@@ -186,41 +186,55 @@ class MemoryRegistry(Registry):
 
 
 class _MemoryStepLock(StepLock):
-    def __init__(self, holder: Holder, notes: dict[ThreadId, Holder]) -> None:
+    def __init__(self, holder: Holder, held: dict[ThreadId, _MemoryStepLock]) -> None:
         self.holder = holder
-        self.notes = notes
-        notes[holder.thread] = holder
+        self.stop = False
+        held[holder.thread] = self
 
     def note(self, *, role: str, agent: str) -> None:
         h = self.holder
-        self.holder = Holder(h.thread, h.pid, h.host, h.since, role, agent)
-        self.notes[h.thread] = self.holder
+        self.holder = Holder(h.thread, h.pid, h.host, h.since, role, agent, h.log)
+
+    def stop_requested(self) -> bool:
+        return self.stop
 
 
 class MemoryLocks(Locks):
     def __init__(self) -> None:
         self._locks: dict[ThreadId, threading.Lock] = {}
-        self._holders: dict[ThreadId, Holder] = {}
+        self._held: dict[ThreadId, _MemoryStepLock] = {}
         self._mutex = threading.Lock()
         self._gc = threading.Lock()
 
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
         with self._mutex:
             lock = self._locks.setdefault(thread, threading.Lock())
         if not lock.acquire(blocking=wait):
             raise Busy(f"thread {thread} is busy")
         try:
-            yield _MemoryStepLock(Holder(thread, os.getpid(), None, now_ms()), self._holders)
+            holder = Holder(thread, os.getpid(), None, now_ms(), log=log)
+            yield _MemoryStepLock(holder, self._held)
         finally:
-            self._holders.pop(thread, None)
+            self._held.pop(thread, None)
             lock.release()
 
     def running(self) -> set[ThreadId]:
-        return set(self._holders)
+        return set(self._held)
 
     def holder(self, thread: ThreadId) -> Holder | None:
-        return self._holders.get(thread)
+        held = self._held.get(thread)
+        return held.holder if held is not None else None
+
+    def request_stop(self, thread: ThreadId) -> Holder | None:
+        held = self._held.get(thread)
+        if held is None:
+            return None
+        held.stop = True
+        return held.holder
+
+    def clear_stale(self, thread: ThreadId) -> Holder | None:
+        return None  # a holder in this process cannot die and leave its record
 
     def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
         swept = 0

@@ -10,13 +10,13 @@ import gc
 import os
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from uwf import __version__
 from uwf.cli.lazy import LazyGroup
-from uwf.cli.options import Format
+from uwf.cli.options import Format, with_completion_options
 from uwf.util.errors import Interrupted, UwfError, report
 
 HELP = """Stateless workflow engine for teams of LLM agents.
@@ -132,9 +132,24 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def root_command(argv: list[str]) -> Any:
+    """The root click command for ``argv``.
+
+    It has ``--install-completion`` and ``--show-completion`` (Typer's own; README,
+    "Shell completion") when they can matter: the root's options or help are asked for (the
+    first argument is an option, or there is none), or a shell asks for completions
+    (``$_UWF_COMPLETE``; building them also registers Typer's shell classes). A command
+    (``uwf thread show …``) does not pay for building them.
+    """
+    command = typer.main.get_command(app)
+    if not argv or argv[0].startswith("-") or os.environ.get("_UWF_COMPLETE"):
+        with_completion_options(command)
+    return command
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (no sys.exit, for tests and embedding)."""
-    command = typer.main.get_command(app)
+    command = root_command(sys.argv[1:] if argv is None else argv)
     try:
         result = command.main(args=argv, prog_name="uwf", standalone_mode=False)
     except (UwfError, Interrupted) as exc:

@@ -7,8 +7,9 @@ annotation on every call.
 """
 
 import contextlib
+import inspect
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,8 +38,42 @@ FormatOpt = Annotated[
     ),
 ]
 
+# Shell completion of arguments (cli/complete.py, imported only when a shell asks).
+
+
+def complete_threads(incomplete: str) -> list[tuple[str, str]]:
+    from uwf.cli import complete
+
+    return complete.threads(incomplete)
+
+
+def complete_workflows(incomplete: str) -> list[tuple[str, str]]:
+    from uwf.cli import complete
+
+    return complete.workflows(incomplete)
+
+
+def complete_agents(incomplete: str) -> list[tuple[str, str]]:
+    from uwf.cli import complete
+
+    return complete.agents(incomplete)
+
+
+def with_completion_options(command: Any) -> Any:
+    """The root ``command`` with Typer's ``--install-completion`` and ``--show-completion``
+    (README, "Shell completion"); building them also registers Typer's shell classes."""
+    if not any(param.name == "install_completion" for param in command.params):
+        command.params.extend(typer.main.get_install_completion_arguments())
+    return command
+
+
 ThreadArg = Annotated[
-    str, typer.Argument(help="Thread id (a 26-character ULID).", show_default=False)
+    str,
+    typer.Argument(
+        help="Thread id (a 26-character ULID).",
+        show_default=False,
+        autocompletion=complete_threads,
+    ),
 ]
 StepHashArg = Annotated[
     str, typer.Argument(help="Hash of a StepNode (13 characters).", show_default=False)
@@ -50,6 +85,7 @@ AgentOpt = Annotated[
         "--agent",
         help="Agent command line, split like a shell would (overrides config).",
         show_default=False,
+        autocompletion=complete_agents,
     ),
 ]
 TimeoutOpt = Annotated[
@@ -80,6 +116,18 @@ QuotaOpt = Annotated[
     str,
     typer.Option("--quota", help="Character budget of the rendered markdown.", show_default=True),
 ]
+
+
+def add_alias(
+    app: typer.Typer, function: Callable[..., Any], name: str, current: str, hidden: bool = True
+) -> None:
+    """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name) as
+    an alias of ``current``: its help is one line naming the current name, then the command's
+    full help (``function``'s docstring); command listings say ``Alias of `uwf <current>`.``"""
+    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its v0.5.0 name)."
+    help_text = f"{line}\n\n{inspect.getdoc(function) or ''}"
+    short = f"Alias of `uwf {current}`."
+    app.command(name.split()[-1], hidden=hidden, help=help_text, short_help=short)(function)
 
 
 def root() -> Path:

@@ -2,7 +2,7 @@
 
 import typer
 
-from uwf.cli.options import emit_markdown
+from uwf.cli.options import emit_markdown, with_completion_options
 
 app = typer.Typer(
     help="Texts for agents: the CLI reference embedded in every role prompt.",
@@ -16,4 +16,4 @@ def cli(ctx: typer.Context) -> None:
     """Print the uwf CLI reference (markdown, generated from the commands themselves)."""
     from uwf.cli.reference import render_reference
 
-    emit_markdown(render_reference(ctx.find_root().command))
+    emit_markdown(render_reference(with_completion_options(ctx.find_root().command)))

@@ -7,15 +7,18 @@ from typing import Annotated
 import typer
 
 from uwf.cli import thread as thread_cli
-from uwf.cli.options import FormatOpt, QuotaOpt, backend, emit, emit_markdown
+from uwf.cli.options import FormatOpt, QuotaOpt, add_alias, backend, emit, emit_markdown
 
 app = typer.Typer(
     help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
 )
 
-app.command("list", help="Alias of `thread steps`.")(thread_cli._steps)
-app.command("show", help="Alias of `thread step-details`.")(thread_cli._step_details)
-app.command("fork", help="Alias of `thread fork`.")(thread_cli._fork)
+for name, current, function in (
+    ("list", "thread steps", thread_cli._steps),
+    ("show", "thread step-details", thread_cli._step_details),
+    ("fork", "thread fork", thread_cli._fork),
+):
+    add_alias(app, function, f"step {name}", current, hidden=False)
 
 
 @app.command()

@@ -3,7 +3,7 @@ graph, watch, export."""
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,7 +19,10 @@ from uwf.cli.options import (
     TimeoutOpt,
     WaitOpt,
     WorkflowFilterOpt,
+    add_alias,
     backend,
+    complete_threads,
+    complete_workflows,
     emit,
     emit_graph,
     emit_markdown,
@@ -44,6 +47,7 @@ def start(
             help="Workflow: a hash, a file path, a project-local name (.workflow/ or .workflows/ "
             "up the tree) or a registered name.",
             show_default=False,
+            autocompletion=complete_workflows,
         ),
     ],
     prompt: Annotated[
@@ -66,7 +70,26 @@ def start(
     emit(threads.start(backend(), workflow, text, max_rounds), fmt)
 
 
-# Longer than 60 lines: a Typer command's parameters and help text are its declaration.
+# The options of `thread step` of its own (the others are shared: cli/options.py).
+CountOpt = Annotated[
+    str, typer.Option("--count", "-c", help="Run up to N steps, stopping when the thread is done.")
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run", help="Print the next role, its prompt and the agent command; run nothing."
+    ),
+]
+BackgroundOpt = Annotated[
+    bool,
+    typer.Option(
+        "--background",
+        help='Run the steps in a detached process; print {"thread","pid","log"} '
+        "and return at once.",
+    ),
+]
+
+
 def _step(
     thread: Annotated[
         str | None,
@@ -84,18 +107,11 @@ def _step(
     ] = False,
     workflow: WorkflowFilterOpt = None,
     agent: AgentOpt = None,
-    count: Annotated[
-        str,
-        typer.Option("--count", "-c", help="Run up to N steps, stopping when the thread is done."),
-    ] = "1",
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Print the next role, its prompt and the agent command; run nothing."
-        ),
-    ] = False,
+    count: CountOpt = "1",
+    dry_run: DryRunOpt = False,
     timeout: TimeoutOpt = None,
     wait: WaitOpt = False,
+    background: BackgroundOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Run one moderator -> agent -> extract cycle (or up to -c N of them).
@@ -111,9 +127,14 @@ def _step(
     steps that landed are printed even when a later one fails; the exit code is that of the
     last attempt. --dry-run prints the plan of the next step instead and runs nothing.
 
+    --background starts a detached run of the same loop (its own session, stdin /dev/null,
+    output to <root>/runs/<thread>.log), prints {"thread","pid","log"} and returns once the run
+    holds the thread. It steps until $END, max rounds, a failure or -c N; meanwhile the thread
+    is "running", and other steps on it are refused as busy. `uwf thread stop` ends it.
+
     \b
     Exit codes (docs/errors.md):
-      0  a step ran, or --dry-run printed the plan
+      0  a step ran, --dry-run printed the plan, or --background started a run
       1  an error in uwf, the store or the configuration
       2  a usage error
       3  the thread is not active (completed, killed, max rounds): nothing left to do;
@@ -134,9 +155,16 @@ def _step(
         raise UsageError("--workflow needs --next")
     if next_ and (dry_run or wait):
         raise UsageError("--dry-run and --wait need a thread id, not --next")
+    if next_ and background:
+        raise UsageError("--background needs a thread id, not --next")
+    if background and (dry_run or wait):
+        raise UsageError("--background cannot be combined with --dry-run or --wait")
     with loop_contract():
         if thread is None:
             _step_next(n, workflow, agent, timeout, fmt)
+            return
+        if background:
+            emit(_launch(thread, n, agent, timeout), fmt)
             return
         if dry_run:
             emit(step.dry_run(backend(), thread, agent=agent, timeout=timeout), fmt)
@@ -181,8 +209,32 @@ def _step_next(
             )
 
 
+def _launch(thread: str, count: int, agent: str | None, timeout: float | None) -> dict[str, Any]:
+    from uwf.cli.background import WORKER
+    from uwf.engine.background import launch
+
+    return launch(backend(), thread, count=count, agent=agent, timeout=timeout, worker=WORKER)
+
+
 app.command("step")(_step)
-app.command("exec", hidden=True, help="Alias of `thread step` (v0.5.0 name).")(_step)
+add_alias(app, _step, "thread exec", "thread step")
+
+
+@app.command()
+def stop(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """End the thread's background run (thread step --background) and its agent.
+
+    The head stays where it was and the thread active. Prints {"thread","stopped":true} once
+    the run has ended, its agent's process group killed; with no background run,
+    {"thread","stopped":false} and a warning (removing what a run that died left behind).
+    Works from any machine that shares the storage backend.
+    """
+    from uwf.engine.background import stop as stop_run
+
+    result, warning = stop_run(backend(), thread)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
+    emit(result, fmt)
 
 
 @app.command()
@@ -417,7 +469,7 @@ def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
 
 
 app.command("kill")(_kill)
-app.command("cancel", hidden=True, help="Alias of `thread kill` (v0.5.0 name).")(_kill)
+add_alias(app, _kill, "thread cancel", "thread kill")
 
 
 @app.command("graph")
@@ -439,7 +491,9 @@ def watch(
     thread: Annotated[
         str | None,
         typer.Argument(
-            help="Thread id (a 26-character ULID); omit with --all.", show_default=False
+            help="Thread id (a 26-character ULID); omit with --all.",
+            show_default=False,
+            autocompletion=complete_threads,
         ),
     ] = None,
     all_: Annotated[

@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli.options import FormatOpt, GraphFormat, GraphFormatOpt, backend, emit, emit_graph
+from uwf.cli.options import (
+    FormatOpt,
+    GraphFormat,
+    GraphFormatOpt,
+    add_alias,
+    backend,
+    complete_workflows,
+    emit,
+    emit_graph,
+)
 
 app = typer.Typer(
     help="""Store, show and list workflows, and move the registry between their versions.
@@ -30,16 +39,9 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
-NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Workflow name.")]
-
-
-def _put(file: Path, fmt: FormatOpt) -> None:
-    from uwf.engine import workflows
-
-    result = workflows.put_workflow(backend(), file)
-    for warning in result.warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    emit(result.output(), fmt)
+NameArg = Annotated[
+    str, typer.Argument(metavar="NAME", help="Workflow name.", autocompletion=complete_workflows)
+]
 
 
 @app.command("put")
@@ -53,13 +55,15 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
     status without an enum. Putting the same file twice gives the same hash. `workflow
     check` runs the same checks without writing.
     """
-    _put(file, fmt)
+    from uwf.engine import workflows
+
+    result = workflows.put_workflow(backend(), file)
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    emit(result.output(), fmt)
 
 
-@app.command("add", hidden=True)
-def add(file: FileArg, fmt: FormatOpt = None) -> None:
-    """Alias of `workflow put` (the v0.5.0 name)."""
-    _put(file, fmt)
+add_alias(app, put, "workflow add", "workflow put")
 
 
 FilesArg = Annotated[
@@ -100,7 +104,12 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
 @app.command("show")
 def show(
     ident: Annotated[
-        str, typer.Argument(metavar="NAME|HASH", help="Registered name or Workflow node hash.")
+        str,
+        typer.Argument(
+            metavar="NAME|HASH",
+            help="Registered name or Workflow node hash.",
+            autocompletion=complete_workflows,
+        ),
     ],
     fmt: FormatOpt = None,
 ) -> None:
@@ -170,6 +179,7 @@ def graph(
         typer.Argument(
             metavar="NAME|HASH|FILE",
             help="Registered name, Workflow node hash, or a workflow YAML file (not stored).",
+            autocompletion=complete_workflows,
         ),
     ],
     fmt: GraphFormatOpt = GraphFormat.mermaid,

@@ -3,8 +3,9 @@
 A project workflow is a file ``<name>.yaml`` or ``<name>.yml`` in a ``.workflow/`` or
 ``.workflows/`` directory of the current directory or of any directory above it. The closest
 directory wins; in one directory ``.workflow/`` comes before ``.workflows/`` and ``.yaml``
-before ``.yml``. Only names that are plain identifiers count: only those can be started by
-name. A project workflow shadows a registered one of the same name.
+before ``.yml``. Only stems that are workflow names count (``schemas.is_workflow_name``):
+only those can be started by name. A project workflow shadows a registered one of the same
+name.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from uwf.moderator.validate import EXTENSIONS, stem
-from uwf.protocol.schemas import is_name
+from uwf.protocol.schemas import is_workflow_name
 
 LOCAL_DIRS = (".workflow", ".workflows")
 
@@ -34,7 +35,7 @@ def _directories(cwd: Path) -> Iterator[Path]:
 
 def find(name: str, cwd: Path) -> Path | None:
     """The project workflow file for ``name``, or None."""
-    if not is_name(name):
+    if not is_workflow_name(name):
         return None
     for directory in _directories(cwd):
         for ext in EXTENSIONS:
@@ -52,7 +53,7 @@ def _names_in(directory: Path) -> list[tuple[str, Path]]:
     found = []
     for entry in entries:
         name = stem(entry.name)
-        if name != entry.name and is_name(name) and entry.is_file():
+        if name != entry.name and is_workflow_name(name) and entry.is_file():
             found.append((name, Path(entry.path)))
     # .yaml before .yml for the same name, as ``find`` has it
     found.sort(key=lambda pair: (pair[0], not pair[1].name.endswith(".yaml")))

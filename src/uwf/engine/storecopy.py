@@ -66,7 +66,7 @@ def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> dict[str, in
             continue
         active = dst.threads.get(thread)
         if active is None:  # never copied; or copied as active, then archived in FROM
-            dst.threads.create(thread, entry.head, ThreadInfo(entry.workflow))
+            dst.threads.create(thread, entry.head, ThreadInfo(entry.workflow, entry.task))
         elif active.head != entry.head:
             differ.append(f"{thread} is active in TO at another head")
             continue

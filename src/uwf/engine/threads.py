@@ -72,8 +72,9 @@ def start(
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]:
-    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``) — a few node
-    reads, whatever the length: the cost is the total the head's detail records
+    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, and
+    ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
+    node reads, whatever the length: the cost is the total the head's detail records
     (docs/format.md, "Cost"). ``full`` adds ``chain``: the StartNode and every step, oldest
     first, as ``thread steps`` lists them (this walks the whole chain)."""
     ref = locate(backend, thread)
@@ -81,8 +82,9 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]
     head = chain.load_head(store, ref.head)
     start = chain.start_of(store, head)
     status = ref.status
+    holder = backend.locks.holder(ref.thread) if ref.active else None
     if ref.active:
-        status = active_status(ref.waiting, backend.locks.is_running(ref.thread))
+        status = active_status(ref.waiting, holder is not None)
     out: dict[str, Any] = {
         "workflow": ref.workflow or start.workflow,
         "thread": ref.thread,
@@ -93,6 +95,10 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]
     }
     if ref.waiting is not None and ref.active:
         out["waiting"] = waiting_json(ref.waiting)
+    if holder is not None and holder.background:
+        out["background"] = {
+            k: v for k, v in holder.as_json().items() if k in ("pid", "host", "since", "log")
+        }
     out["cost"] = {
         **cost.total(store, head).total_json(),
         "elapsedMs": max(0, head.timestamp - start.timestamp),

@@ -22,9 +22,8 @@ from uwf.cas.store import Store
 from uwf.engine import discovery
 from uwf.engine.workflow_file import check_file, load_file, store_definition
 from uwf.model.chain import workflow_node
-from uwf.moderator.validate import NAME_RULE
 from uwf.protocol import schemas
-from uwf.protocol.schemas import is_name
+from uwf.protocol.schemas import is_workflow_name, workflow_name_problem
 from uwf.util.base32 import NodeHash, check_hash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError, oneline
 from uwf.util.log import ProcessLog
@@ -158,8 +157,9 @@ def history(backend: Backend, name: str) -> list[dict[str, Any]]:
 
 def rollback(backend: Backend, name: str, h: str) -> dict[str, Any]:
     """Point the registry entry of ``name`` at an earlier (or any) stored version ``h``."""
-    if not is_name(name):
-        raise InvalidInput(f"invalid workflow name: {describe(name)} ({NAME_RULE})")
+    problem = workflow_name_problem(name)
+    if problem is not None:
+        raise InvalidInput(f"{describe(name)} {problem}")
     version = check_hash(h)
     node = workflow_node(backend.nodes, version)
     stored_name = node.payload.get("name") if isinstance(node.payload, dict) else None
@@ -202,7 +202,7 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     found = discovery.find(ident, cwd)
     if found is not None:
         return _store_file(backend, found)
-    h = backend.registry.get(ident) if is_name(ident) else None
+    h = backend.registry.get(ident) if is_workflow_name(ident) else None
     if h is not None:
         workflow_node(store, h)
         return h

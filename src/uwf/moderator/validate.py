@@ -9,8 +9,10 @@ a file in one round instead of one error at a time. Pure: no file and no store i
 
 What is checked, beyond the shape and the types of every field:
 
-* ``name`` and every role name are plain identifiers, so nothing from a workflow file can
-  become a command-line flag or a path; ``name`` must equal the file stem.
+* Every role name is a plain identifier, so nothing from a workflow file can become a
+  command-line flag or a path where a role reaches an agent's argv; ``name`` must equal the
+  file stem and be a workflow name (``schemas.workflow_name_problem``: letters, digits, ``_``,
+  ``-`` and ``.``, never a flag, a path, a hash or a file name).
 * A role's ``meta`` (or its other name ``frontmatter``) is a JSON Schema mapping; unknown
   keys are refused at the top level, in roles and in targets (a typo is never silently
   dropped); the legacy list/``conditions`` graph form gets a message that explains the
@@ -33,7 +35,7 @@ from typing import Any
 from uwf.cas.schema import check_schema
 from uwf.moderator import graphcheck
 from uwf.moderator.problems import Problems, key_text, kind, loc, string
-from uwf.protocol.schemas import is_name
+from uwf.protocol.schemas import is_name, workflow_name_problem
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import canonical
@@ -142,8 +144,9 @@ def _check_name(p: Problems, document: dict[Any, Any], basename: str) -> str | N
     name = string(p, document.get("name"), "name", present="name" in document)
     if name is None:
         return None
-    if not is_name(name):
-        p.add("name", f"{describe(name)} is not a plain identifier ({NAME_RULE})")
+    problem = workflow_name_problem(name)
+    if problem is not None:
+        p.add("name", f"{describe(name)} {problem}")
     implied = stem(basename)
     if implied != name:
         p.add(

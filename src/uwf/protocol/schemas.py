@@ -20,17 +20,44 @@ import re
 from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
+from uwf.util.base32 import is_hash
 
 CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
 
-# Workflow and role names are plain identifiers, so nothing from a workflow can become a
-# flag, a path or a shell word where uwf passes a name to an agent.
+# Role names are plain identifiers, so nothing from a workflow can become a flag, a path or a
+# shell word where uwf passes a role to an agent (as an argument).
 NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"  # compiled on first use, not at import
 
 
 def is_name(text: object) -> bool:
-    """True for a plain identifier usable as a workflow or role name."""
+    """True for a plain identifier usable as a role name."""
     return isinstance(text, str) and re.fullmatch(NAME_PATTERN, text) is not None
+
+
+# Workflow names are file stems (a workflow file's stem is its name) and never reach an
+# agent's argv: letters, digits, _, - and ., but never a flag or a hidden file (the first
+# character), a path (no separator), a hash or a file name (``thread start`` would read those
+# as a hash or a path before a name).
+WORKFLOW_NAME_RULE = (
+    "letters, digits, _, - and ., starting with a letter, a digit or _, at most 64 characters"
+)
+
+
+def workflow_name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a workflow name, as the end of a sentence about it; None when
+    it can."""
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", text) is None:
+        return f"is not a valid workflow name ({WORKFLOW_NAME_RULE})"
+    if is_hash(text):
+        return "would be ambiguous with a hash (a valid 13-character hash is never a name)"
+    if text.endswith((".yaml", ".yml")):
+        return "would be read as a file path (a name never ends in .yaml or .yml)"
+    return None
+
+
+def is_workflow_name(text: object) -> bool:
+    """True for a name a workflow may have (``workflow_name_problem`` says why not)."""
+    return isinstance(text, str) and workflow_name_problem(text) is None
 
 
 ROLE_DEFINITION: dict[str, Any] = {

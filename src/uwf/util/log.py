@@ -45,6 +45,9 @@ TAGS: dict[str, str] = {
     "D7W2K9M4": "agent deferred: thread waits",
     "E3N8V5Q1": "step written by hand (thread answer)",
     "W4F7K2Q9": "thread forked onto another workflow version",
+    "X7Q4W9M2": "background run spawned",
+    "V3N8K5R2": "background run ended",
+    "D6W3P8T5": "background run stopped",
 }
 
 

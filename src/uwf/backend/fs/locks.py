@@ -1,8 +1,13 @@
 """Step locks and the gc lock of the filesystem backend: ``flock`` on ``<root>/locks/*.lock``.
 
 A step holds an exclusive ``flock`` on ``locks/<thread>.lock`` and writes a holder record into
-that file (``{"pid","host","since","role","agent"}``, JSON; emptied on release). ``flock``
-locks die with their process, so a SIGKILL never leaves a thread locked.
+that file (``{"pid","host","since","role","agent"}``, plus ``"log"`` for a background run;
+JSON; emptied on release). ``flock`` locks die with their process, so a SIGKILL never leaves a
+thread locked; the record it leaves is stale (``clear_stale`` empties it).
+
+``thread stop`` asks a holder to stop by writing ``locks/<thread>.stop``: the holder's
+``{"pid","host","since"}``, so that the request reaches that holding and no later one. The
+holder polls it and removes it on release.
 
 "Is a step running" never takes a lock (docs/architecture.md, "Readers never block writers"):
 on Linux the held locks are read from ``/proc/locks`` and matched to lock files by inode; where
@@ -26,6 +31,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import Holder, Locks, StepLock
+from uwf.util import fsio
 from uwf.util.errors import Busy, UwfError
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
@@ -109,14 +115,41 @@ def _open_lock(path: Path) -> int:
         raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
 
 
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read() or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _holder(thread: ThreadId, record: dict[str, object]) -> Holder:
+    return Holder(
+        thread,
+        pid=_int(record.get("pid")),
+        host=_str(record.get("host")),
+        since=_int(record.get("since")),
+        role=_str(record.get("role")),
+        agent=_str(record.get("agent")),
+        log=_str(record.get("log")),
+    )
+
+
+_STOP_KEYS = ("pid", "host", "since")  # what binds a stop request to one holding
+
+
 class _FsStepLock(StepLock):
-    def __init__(self, fd: int, thread: ThreadId) -> None:
+    def __init__(self, fd: int, stop_path: Path, log: str | None) -> None:
         self.fd = fd
+        self.stop_path = stop_path
         self.record: dict[str, object] = {
             "pid": os.getpid(),
             "host": _host(),
             "since": now_ms(),
         }
+        if log is not None:
+            self.record["log"] = log
         self._write()
 
     def _write(self) -> None:
@@ -129,7 +162,13 @@ class _FsStepLock(StepLock):
         self.record.update(role=role, agent=agent)
         self._write()
 
+    def stop_requested(self) -> bool:
+        request = _read_json(self.stop_path)
+        return bool(request) and all(request.get(k) == self.record[k] for k in _STOP_KEYS)
+
     def clear(self) -> None:
+        with contextlib.suppress(OSError):  # while still held: a request now is for us
+            self.stop_path.unlink()
         with contextlib.suppress(OSError):
             os.ftruncate(self.fd, 0)
 
@@ -141,15 +180,18 @@ class FsLocks(Locks):
     def path(self, thread: ThreadId) -> Path:
         return self.dir / f"{thread}.lock"
 
+    def stop_path(self, thread: ThreadId) -> Path:
+        return self.dir / f"{thread}.stop"
+
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
         fd = _open_lock(self.path(thread))
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
-            lock = _FsStepLock(fd, thread)
+            lock = _FsStepLock(fd, self.stop_path(thread), log)
             try:
                 yield lock
             finally:
@@ -193,12 +235,7 @@ class FsLocks(Locks):
         return self._record_alive(thread)
 
     def _record(self, thread: ThreadId) -> dict[str, object]:
-        try:
-            with open(self.path(thread), "rb") as fh:
-                data = json.loads(fh.read() or b"{}")
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return _read_json(self.path(thread))
 
     def _record_alive(self, thread: ThreadId) -> bool:
         record = self._record(thread)
@@ -207,15 +244,41 @@ class FsLocks(Locks):
     def holder(self, thread: ThreadId) -> Holder | None:
         if not self.is_running(thread):
             return None
-        record = self._record(thread)
-        return Holder(
-            thread,
-            pid=_int(record.get("pid")),
-            host=_str(record.get("host")),
-            since=_int(record.get("since")),
-            role=_str(record.get("role")),
-            agent=_str(record.get("agent")),
-        )
+        return _holder(thread, self._record(thread))
+
+    def request_stop(self, thread: ThreadId) -> Holder | None:
+        holder = self.holder(thread)
+        if holder is None:
+            return None
+        request = {k: getattr(holder, k) for k in _STOP_KEYS}
+        fsio.atomic_write(self.stop_path(thread), json.dumps(request).encode())
+        return holder
+
+    def clear_stale(self, thread: ThreadId) -> Holder | None:
+        try:
+            if os.stat(self.path(thread)).st_size == 0:
+                return None  # released cleanly: no record (and no lock taken to find out)
+            fd = os.open(self.path(thread), os.O_RDWR)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # held: not stale
+            data = os.pread(fd, 1 << 16, 0)
+            if not data.strip():
+                return None
+            os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                self.stop_path(thread).unlink()
+            try:
+                record = json.loads(data)
+            except ValueError:
+                record = {}
+            return _holder(thread, record if isinstance(record, dict) else {})
+        finally:
+            os.close(fd)
 
     def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
         """Unlink the lock files of archived threads, each under its own lock taken without

@@ -4,9 +4,11 @@ A step lock is ``pg_advisory_lock(<63-bit hash of the thread id>)`` held by a co
 its own for the whole step, so that it dies with its holder: a worker killed with SIGKILL,
 or a network that goes away, closes the session and the server releases the lock. While it
 holds the lock, the holder writes a row into ``uwf_holders`` (its pid, host, since, role,
-agent, and the server process id of its session); a row counts only while ``pg_locks``
-shows that very session holding that very lock, so a row a dead holder left behind is never
-believed, and readers on any machine answer "is it running" without taking a lock.
+agent, the log of a background run, and the server process id of its session); a row counts
+only while ``pg_locks`` shows that very session holding that very lock, so a row a dead
+holder left behind is never believed, and readers on any machine answer "is it running"
+without taking a lock. A stop request (``thread stop``) is a flag on the current holder's row:
+the next holder's upsert resets it, so it never reaches a later holding.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import xxhash
@@ -26,12 +28,21 @@ from uwf.backend.postgres.schema import GC_KEY
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, now_ms
 
+_COLUMNS = "thread, pid, host, since, role, agent, log"
 _HELD = """
-SELECT h.thread, h.pid, h.host, h.since, h.role, h.agent FROM uwf_holders h
+SELECT h.thread, h.pid, h.host, h.since, h.role, h.agent, h.log FROM uwf_holders h
 JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_pid
  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
  AND l.classid::bigint = h.lock_hi AND l.objid::bigint = h.lock_lo AND l.objsubid = 1
 """
+_HELD_THREADS = f"SELECT held.thread FROM ({_HELD}) AS held"
+
+
+def _holder(row: tuple[Any, ...]) -> Holder:
+    thread, pid, host, since, role, agent, log = row
+    return Holder(
+        ThreadId(thread), pid=pid, host=host, since=since, role=role, agent=agent, log=log
+    )
 
 
 def lock_key(thread: str) -> int:
@@ -50,6 +61,15 @@ class _PgStepLock(StepLock):
                 " WHERE thread = %s AND backend_pid = pg_backend_pid()",
                 (role, agent, self.thread),
             )
+
+    def stop_requested(self) -> bool:
+        with self.db.errors():
+            row = self.conn.execute(
+                "SELECT stop_requested FROM uwf_holders"
+                " WHERE thread = %s AND backend_pid = pg_backend_pid()",
+                (self.thread,),
+            ).fetchone()
+        return bool(row and row[0])
 
 
 class PgLocks(Locks):
@@ -123,18 +143,19 @@ class PgLocks(Locks):
 
     # -- the interface --------------------------------------------------------------------
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool) -> Iterator[StepLock]:
+    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
         key = lock_key(thread)
         with self._advisory(key, wait, f"thread {thread} is busy") as conn:
             with self.db.errors():
                 conn.execute(
                     "INSERT INTO uwf_holders"
-                    " (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent)"
-                    " VALUES (%s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL)"
+                    " (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent, log,"
+                    " stop_requested)"
+                    " VALUES (%s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL, %s, false)"
                     " ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi,"
                     " lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,"
                     " pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,"
-                    " role = NULL, agent = NULL",
+                    " role = NULL, agent = NULL, log = EXCLUDED.log, stop_requested = false",
                     (
                         thread,
                         key >> 32,
@@ -142,6 +163,7 @@ class PgLocks(Locks):
                         os.getpid(),
                         socket.gethostname(),
                         now_ms(),
+                        log,
                     ),
                 )
             try:
@@ -162,10 +184,36 @@ class PgLocks(Locks):
 
     def holder(self, thread: ThreadId) -> Holder | None:
         row = self.db.one(_HELD + " WHERE h.thread = %s", (thread,))
-        if row is None:
-            return None
-        _, pid, host, since, role, agent = row
-        return Holder(thread, pid=pid, host=host, since=since, role=role, agent=agent)
+        return _holder(row) if row is not None else None
+
+    def request_stop(self, thread: ThreadId) -> Holder | None:
+        row = self.db.one(
+            "UPDATE uwf_holders SET stop_requested = true"
+            f" WHERE thread = %s AND thread IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
+            (thread,),
+        )
+        return _holder(row) if row is not None else None
+
+    def clear_stale(self, thread: ThreadId) -> Holder | None:
+        row = self.db.one(
+            "DELETE FROM uwf_holders"
+            f" WHERE thread = %s AND thread NOT IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
+            (thread,),
+        )
+        return _holder(row) if row is not None else None
+
+    def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
+        """Delete the holder rows of archived threads that no session holds (a released lock
+        deletes its own row: only a holder that died leaves one)."""
+        wanted = sorted(archived)
+        unheld = f"thread = ANY(%s) AND thread NOT IN ({_HELD_THREADS})"
+        if dry_run:
+            row = self.db.one(f"SELECT count(*) FROM uwf_holders WHERE {unheld}", (wanted,))
+            return int(row[0]) if row is not None else 0
+        with self.db.errors():
+            return int(
+                self.db.execute(f"DELETE FROM uwf_holders WHERE {unheld}", (wanted,)).rowcount
+            )
 
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:

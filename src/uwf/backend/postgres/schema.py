@@ -73,6 +73,15 @@ MIGRATIONS: list[str] = [
         agent text
     );
     """,
+    # 1 -> 2: the task line archived threads keep (listings read no node); background runs:
+    # the log file a holder writes to, and the stop request made to the current holding
+    # (reset by the next holder's upsert, gone with the row it is on)
+    """
+    ALTER TABLE uwf_history ADD COLUMN task text;
+    ALTER TABLE uwf_holders
+        ADD COLUMN log text,
+        ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

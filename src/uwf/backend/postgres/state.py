@@ -37,8 +37,8 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
-    thread, workflow, head, at, status = row
-    return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status)
+    thread, workflow, head, at, status, task = row
+    return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task)
 
 
 class PgThreads(ThreadTable):
@@ -124,27 +124,28 @@ class PgThreads(ThreadTable):
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
-                " RETURNING head",
+                " RETURNING head, task",
                 (thread, expected, expected),
             )
             if row is None:
                 raise self._why(thread, expected or NodeHash(""), "archive")
             self.db.execute(
-                "INSERT INTO uwf_history (thread, workflow, head, completed_at, status)"
-                " VALUES (%s, %s, %s, %s, %s)",
-                (thread, workflow, row[0], at_ms, status),
+                "INSERT INTO uwf_history (thread, workflow, head, completed_at, status, task)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (thread, workflow, row[0], at_ms, status, row[1]),
             )
         return NodeHash(row[0])
 
     def history(self) -> list[HistoryEntry]:
         rows = self.db.all(
-            "SELECT thread, workflow, head, completed_at, status FROM uwf_history ORDER BY seq"
+            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
+            " ORDER BY seq"
         )
         return [_entry(r) for r in rows]
 
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         row = self.db.one(
-            "SELECT thread, workflow, head, completed_at, status FROM uwf_history"
+            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
             " WHERE thread = %s ORDER BY seq DESC LIMIT 1",
             (thread,),
         )

@@ -5,15 +5,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import typer
-
-from uwf.cli.main import app
+from uwf.cli.main import root_command
 from uwf.cli.reference import reference_path, render_reference
 
 
 def live_reference() -> str:
-    """The reference of the real ``uwf`` app."""
-    return render_reference(typer.main.get_command(app))
+    """The reference of the real ``uwf`` app (its root as ``uwf --help`` shows it)."""
+    return render_reference(root_command([]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,8 +9,9 @@ the head where it was; nodes an agent wrote for a failed step are garbage for ``
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from uwf.adapters import otel
@@ -30,6 +31,7 @@ from uwf.model.threads import not_active, require_active
 from uwf.util.errors import (
     DEFER_EXIT,
     AgentFailed,
+    Busy,
     Conflict,
     Interrupted,
     InvalidInput,
@@ -40,10 +42,41 @@ from uwf.util.errors import (
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
 
-__all__ = ["Runner", "StepPlan", "StepResult", "dry_run", "step", "step_held", "step_many"]
+__all__ = [
+    "Runner",
+    "StepPlan",
+    "StepResult",
+    "check_timeout",
+    "dry_run",
+    "hold",
+    "step",
+    "step_held",
+    "step_many",
+]
 
 
-def _check_timeout(timeout: float | None) -> None:
+@contextlib.contextmanager
+def hold(
+    backend: Backend, thread: ThreadId, *, wait: bool, log: str | None = None
+) -> Iterator[StepLock]:
+    """The thread's step lock for the block; when a background run has it, the Busy error
+    says so and how to end it."""
+    with contextlib.ExitStack() as stack:
+        try:
+            lock = stack.enter_context(backend.locks.step(thread, wait=wait, log=log))
+        except Busy:
+            holder = backend.locks.holder(thread)
+            if holder is None or not holder.background:
+                raise
+            where = f"pid {holder.pid}" + (f" on {holder.host}" if holder.host else "")
+            raise Busy(
+                f"thread {thread} is busy: a background run ({where}) is stepping it; "
+                f"`uwf thread stop {thread}` ends it"
+            ) from None
+        yield lock
+
+
+def check_timeout(timeout: float | None) -> None:
     if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):  # refuses nan too
         raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
 
@@ -52,7 +85,7 @@ def dry_run(
     backend: Backend, thread: str, *, agent: str | None = None, timeout: float | None = None
 ) -> dict[str, Any]:
     """The plan of the next step, as ``thread step --dry-run`` prints it. Runs nothing."""
-    _check_timeout(timeout)
+    check_timeout(timeout)
     tid, head = require_active(backend, thread)
     return plan_step(backend, tid, head, agent=agent, timeout=timeout).dry_run()
 
@@ -68,9 +101,9 @@ def step(
     edge_prompt: str | None = None,
 ) -> StepResult:
     """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
-    _check_timeout(timeout)
+    check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
-    with backend.locks.step(tid, wait=wait) as lock:
+    with hold(backend, tid, wait=wait) as lock:
         return step_held(
             backend, lock, tid, agent=agent, timeout=timeout, runner=runner, edge_prompt=edge_prompt
         )
@@ -85,10 +118,15 @@ def step_held(
     timeout: float | None = None,
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
-    one span (docs/format.md, "Traces")."""
+    one span (docs/format.md, "Traces").
+
+    ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
+    the thread's head while the agent runs; when it answers True the agent's process group is
+    killed and the step fails, leaving the head where it was."""
     head = backend.threads.head(thread)
     if head is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
@@ -104,7 +142,7 @@ def step_held(
                 status = archive(backend, plan, plan.archive, head, log)
                 result = StepResult(plan.workflow, thread, head, None, True, status)
             else:
-                result = _run(backend, lock, plan, runner, log, span)
+                result = _run(backend, lock, plan, runner, log, span, should_stop)
             tracing.landed(span, result)
             return result
         except UwfError as exc:
@@ -124,6 +162,7 @@ def _run(
     runner: Runner,
     log: ProcessLog,
     span: otel.Span,
+    should_stop: Callable[[], bool] | None,
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
@@ -133,18 +172,18 @@ def _run(
     span.event("spawn", {"uwf.agent": plan.argv[0]})
     with artifacts_dir(backend, plan) as artifacts:
         env = {**agent_env(backend, plan, artifacts), **span.child_env()}
-        finished = runner(plan, env, _stop_when_gone(backend, plan))
+        finished = runner(plan, env, _stop_when(backend, plan, should_stop))
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:
-        raise _stopped(backend, plan.thread, "the agent was stopped")
+        raise _stopped(backend, plan, "the agent was stopped")
     if finished.code == DEFER_EXIT and not finished.timed_out:
         raise defer(backend, plan, finished, log)
     try:
         h = answered_hash(plan, finished)
     except AgentFailed:
         if backend.threads.head(plan.thread) != plan.head:  # e.g. killed: the agent saw it first
-            raise _stopped(backend, plan.thread, "the step was not recorded") from None
+            raise _stopped(backend, plan, "the step was not recorded") from None
         raise
     log.write("C6P9E3H7", f"agent returned hash={h}")
     result = commit_step(backend, plan, h, log)
@@ -152,15 +191,25 @@ def _run(
     return result
 
 
-def _stop_when_gone(backend: Backend, plan: StepPlan) -> Callable[[], bool]:
-    """True once the thread's head is no longer the plan's (``thread kill`` archived it)."""
-    return lambda: backend.threads.head(plan.thread) != plan.head
+def _stop_when(
+    backend: Backend, plan: StepPlan, asked: Callable[[], bool] | None
+) -> Callable[[], bool]:
+    """True once the thread's head is no longer the plan's (``thread kill`` archived it), or
+    once ``asked`` says so (``thread stop``)."""
+
+    def gone() -> bool:
+        return backend.threads.head(plan.thread) != plan.head
+
+    return gone if asked is None else lambda: gone() or asked()
 
 
-def _stopped(backend: Backend, thread: ThreadId, outcome: str) -> UwfError:
-    """Why a step ended without a result: its thread was archived, or its head moved, while
-    the agent ran (``outcome``: what became of the step)."""
+def _stopped(backend: Backend, plan: StepPlan, outcome: str) -> UwfError:
+    """Why a step ended without a result: its thread was archived, its head moved, or a stop
+    was asked for, while the agent ran (``outcome``: what became of the step)."""
+    thread = plan.thread
     head = backend.threads.head(thread)
+    if head == plan.head:
+        return UwfError(f"thread {thread}: the step was stopped (thread stop); {outcome}")
     if head is not None:
         return Conflict(f"thread {thread} moved to {head} while its step ran; {outcome}")
     entry = backend.threads.history_entry(thread)

@@ -1,0 +1,84 @@
+"""The worker process of ``uwf thread step --background`` (docs/architecture.md, "Background
+runs"): ``python -P -m uwf.cli.background <thread> <count> [--agent A] [--timeout S]``.
+
+``engine.background.launch`` starts it detached, its stdout and stderr appended to the run's
+log file, and waits on the pipe named by ``$UWF_READY_FD`` for its first answer. The log then
+holds what a foreground ``thread step -c N`` would print: one JSON line per step, the agents'
+stderr (prefixed with their names), an ``error:`` line for a failure; framed by a ``uwf:``
+line when the run starts and one saying why it ended.
+"""
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sys
+from typing import Any
+
+# ``-P``: the working directory (where agents run) is not put on ``sys.path``, so nothing in
+# it can stand in for uwf's own modules.
+WORKER = (sys.executable, "-P", "-m", "uwf.cli.background")
+
+
+def _say(text: str) -> None:
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    print(f"uwf: {now} {text}", flush=True)
+
+
+class _Ready:
+    """Answers the launcher once on the ready pipe; an accepted run is announced in the log.
+    A refused run writes nothing to the log (the launcher reports the refusal): the log may
+    be that of the run that holds the thread."""
+
+    def __init__(self, thread: str, count: int) -> None:
+        from uwf.adapters.process import READY_FD
+
+        self.fd = int(os.environ.pop(READY_FD, "-1"))  # not passed on to agents
+        self.thread, self.count = thread, count
+        self.started = False
+
+    def __call__(self, answer: dict[str, Any]) -> None:
+        if answer.get("ok") is True:
+            self.started = True
+            from uwf.engine.background import steps
+
+            _say(
+                f"background run of thread {self.thread} started: pid {os.getpid()}, "
+                f"up to {steps(self.count)}"
+            )
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self.fd, json.dumps(answer).encode())
+                os.close(self.fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from uwf.backend import open_backend
+    from uwf.engine import background
+    from uwf.util.jsonfmt import dumps
+    from uwf.util.signals import interrupt_on_signals
+
+    args = sys.argv[1:] if argv is None else argv
+    thread, count = args[0], int(args[1])
+    options = dict(zip(args[2::2], args[3::2], strict=True))
+    timeout = options.get("--timeout")
+    ready = _Ready(thread, count)
+    with interrupt_on_signals():
+        ended = background.run(
+            open_backend(),
+            thread,
+            count=count,
+            agent=options.get("--agent"),
+            timeout=float(timeout) if timeout is not None else None,
+            ready=ready,
+            on_result=lambda result: print(dumps(result.as_json()), flush=True),
+        )
+    if ready.started:
+        if ended.error is not None:
+            print(f"error: {ended.error}", flush=True)
+        _say(f"background run of thread {thread} ended: {ended.reason}")
+    return ended.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
