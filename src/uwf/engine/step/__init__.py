@@ -150,7 +150,7 @@ def step_held(
             tracing.failed(span, exc.message, exit_code(exc, loop=True))
             raise
         except Interrupted as exc:
-            log.write("H2V7N5C9", f"step interrupted: {exc.message}")
+            log.write("H2V7N5C9", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exc.exit_code)
             raise
 
