@@ -8,6 +8,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,26 @@ class TestFsStore(StoreContract):
         wrong_fan.mkdir()
         (wrong_fan / h).write_text("x")
         assert sorted(store.iter_hashes()) == sorted([meta_hash(), s, h])
+
+
+class PackingFsStore(FsStore):
+    """An FsStore that packs after every write: every node a test reads lives in a pack, and
+    a put of a node that is already stored finds it packed (so it writes a loose copy)."""
+
+    def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
+        super()._store(h, type_hash, payload, typed=typed)
+        self.pack()
+
+
+class TestPackedFsStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Store:
+        return PackingFsStore(tmp_path / "store" / "cas")
+
+    def test_every_node_is_in_a_pack(self, tmp_path: Path, store: PackingFsStore) -> None:
+        s = store.put_schema(ITEM)
+        hashes = [store.put(s, {"n": i}) for i in range(3)]
+        assert not list((tmp_path / "store" / "cas" / "objects").rglob("*/*"))
+        fresh = FsStore(tmp_path / "store" / "cas")  # another process's view
+        assert [fresh.require(h).payload for h in hashes] == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert sorted(fresh.iter_hashes()) == sorted([meta_hash(), s, *hashes])

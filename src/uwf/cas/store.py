@@ -94,7 +94,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def delete(self, h: str) -> int:
-        """Remove a node (gc only); returns the bytes freed."""
+        """Remove a node (gc only); returns the bytes freed.
+
+        A store that keeps nodes in packs may only drop a packed copy: this store no longer
+        sees it, and ``pack(everything=True)`` leaves it out for everyone.
+        """
 
     @abc.abstractmethod
     def write_index(self, index: dict[str, list[str]]) -> None:
@@ -107,6 +111,21 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def info(self, h: str) -> NodeInfo | None:
         """Type, last put time and size of a node (gc only); None if absent, CorruptNode."""
+
+    # -- bulk storage (the filesystem store's packs; nothing to do elsewhere) -------------
+    def pack(self, *, everything: bool = False) -> dict[str, int]:
+        """Move loose nodes into packed storage; with ``everything``, rewrite all of it as one
+        pack and leave out what ``delete`` dropped (gc). The caller holds the gc lock.
+
+        Returns ``{"packed","loose","packs","bytes"}``: nodes moved, loose nodes left, packs
+        now and their bytes. A store without packs has nothing to do.
+        """
+        return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
+
+    def check_storage(self) -> list[dict[str, str]]:
+        """Damage of the storage itself rather than of a node (a pack's checksum):
+        ``[{"pack","problem"}]`` for ``cas verify``."""
+        return []
 
     # -- coordination with gc (no-ops for single-process backends) ----------------------
     def _writing(self) -> contextlib.AbstractContextManager[None]:

@@ -119,6 +119,16 @@ def reindex(backend: Backend) -> dict[str, Any]:
     return {"status": "reindexed", "nodes": counts["nodes"], "types": counts["types"]}
 
 
+def pack(backend: Backend) -> dict[str, int]:
+    """Move loose nodes into a pack (docs/format.md, "Packs"), under the gc lock:
+    ``{"packed","loose","packs","bytes"}``. An empty store is left as it is (nothing created)."""
+    store = backend.nodes
+    if next(iter(store.iter_hashes()), None) is None:
+        return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
+    with backend.locks.gc():
+        return store.pack()
+
+
 def verify(backend: Backend) -> dict[str, Any]:
     """Re-hash every node and check its type and refs: ``{"scanned","ok","damaged"}``."""
     return ops.verify(backend.nodes)
