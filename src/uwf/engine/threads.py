@@ -199,7 +199,12 @@ def list_threads(
 
 
 def steps(backend: Backend, thread: str) -> dict[str, Any]:
-    """Every node of the chain, oldest first, outputs expanded."""
+    """Every node of the chain, oldest first, outputs expanded, each step's cost.
+
+    Two reads per step (the StepNode, its detail for the cost), plus one per distinct
+    output: a role that answers alike on many steps (an approval, a rejection) stores that
+    output once, and it is read once.
+    """
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
@@ -213,16 +218,21 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
         }
     ]
     total = cost.Cost()
+    outputs: dict[Any, Any] = {}
     for step in chain.steps_oldest_first(store, head):
+        payload = step.payload
+        key = payload.get("output")
+        if key not in outputs:
+            outputs[key] = chain.output_of(store, step)
         spent = cost.step_cost(store, step)
         total = total + spent.pop("cost")
         out.append(
             {
                 "hash": step.hash,
                 "role": step.role,
-                "output": chain.output_of(store, step),
-                "detail": step.payload.get("detail") or None,
-                "agent": step.payload.get("agent", ""),
+                "output": outputs[key],
+                "detail": payload.get("detail") or None,
+                "agent": payload.get("agent", ""),
                 "timestamp": step.timestamp,
                 **spent,
             }
