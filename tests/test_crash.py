@@ -358,13 +358,11 @@ def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -
                     rng.uniform(0, 0.01),
                 )
             else:  # once the new pack is there: removing loose files, then replaced packs
-                res = crashkit.kill_when(
-                    proc,
-                    lambda: any(
-                        f.endswith(".idx") and f not in files for f in _pack_files(root)
-                    ),
-                    rng.uniform(0, rng.choice([0.005, 0.05])),
-                )
+
+                def new_index(files: list[str] = files) -> bool:
+                    return any(f.endswith(".idx") and f not in files for f in _pack_files(root))
+
+                res = crashkit.kill_when(proc, new_index, rng.uniform(0, rng.choice([0.005, 0.05])))
             if res.code != -signal.SIGKILL:
                 assert res.code == 0, res.err
                 durations.append(time.monotonic() - t0)
