@@ -193,7 +193,9 @@ def list_threads(
         items = [i for i in items if i["status"] in wanted]
     if after_ms is not None or before_ms is not None:
         items = [i for i in items if _in_window(i["thread"], after_ms, before_ms)]
-    items.sort(key=lambda i: timestamp_ms(i["thread"]) or 0, reverse=True)
+    # A ULID's first 10 characters are its creation time, in an alphabet that sorts like
+    # the numbers it encodes (and every id here was checked): no decoding to sort.
+    items.sort(key=lambda i: i["thread"][:10], reverse=True)
     end = None if take is None else skip + take
     return items[skip:end]
 

@@ -42,9 +42,13 @@ MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this m
 BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
 
 
+_parse_json = json.JSONDecoder().decode  # json.loads without its checks of the argument
+
+
 def _decode(h: str, data: bytes) -> Node:
+    """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it."""
     try:
-        record = json.loads(data)
+        record = _parse_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
     return decode_node(h, record)

@@ -128,16 +128,19 @@ class Pack:
     def read(self, i: int) -> bytes:
         """The node JSON at position ``i``; CorruptNode when its record cannot be inflated."""
         offset, length, _ = _ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size)
-        name = self.name_at(i)
         if offset < self.records_at or offset + length > len(self.pack):
-            raise CorruptNode(f"corrupt node {name}: its record lies outside {self.name}")
+            raise CorruptNode(
+                f"corrupt node {self.name_at(i)}: its record lies outside {self.name}"
+            )
         inflate = zlib.decompressobj(-15, self.zdict) if self.zdict else zlib.decompressobj(-15)
         try:
             data = inflate.decompress(self.pack[offset : offset + length])
         except zlib.error:
             data = b""
         if not inflate.eof or inflate.unused_data:
-            raise CorruptNode(f"corrupt node {name}: its record in {self.name} does not inflate")
+            raise CorruptNode(
+                f"corrupt node {self.name_at(i)}: its record in {self.name} does not inflate"
+            )
         return data
 
     def check(self) -> str | None:

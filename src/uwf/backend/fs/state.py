@@ -41,11 +41,27 @@ REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
 def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
-    """The top-level mapping of a state file: the fast path, else the safe YAML loader."""
+    """The top-level mapping of a state file: the fast paths, else the safe YAML loader.
+
+    uwf's own shape is one ``"key": value`` line per entry, the value a JSON string or
+    object: joined with commas inside braces, the lines are one JSON object, parsed in one
+    call (10,000 threads: one ``json.loads`` instead of 20,000). Only when every line has
+    that shape and each gives exactly one key; otherwise line by line, then YAML.
+    """
+    lines = [
+        line
+        for line in data.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if all(_LINE.match(line) for line in lines):
+        try:
+            joined = json.loads("{" + ",".join(lines) + "}")
+        except ValueError:
+            joined = None
+        if isinstance(joined, dict) and len(joined) == len(lines):
+            return joined
     out: dict[str, Any] = {}
-    for line in data.decode("utf-8", "replace").splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+    for line in lines:
         m = _LINE.match(line)
         if m is None:
             break
