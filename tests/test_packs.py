@@ -17,7 +17,7 @@ import xxhash
 from backend_contract import ITEM
 from rootfiles import open_store
 from uwf.backend.fs import FsBackend, packs
-from uwf.backend.fs.nodes import MAX_PACKS, FsStore
+from uwf.backend.fs.nodes import MAX_PACKS, FsStore, pack_names
 from uwf.cas import ops
 from uwf.cas.schema import meta_hash
 from uwf.util.base32 import encode64
@@ -103,7 +103,7 @@ def test_the_files_are_as_docs_format_md_says(cas: Path) -> None:
     _, hashes = items(store, 40)
     originals = {h: (cas / "objects" / h[:2] / h).read_bytes() for h in store.iter_hashes()}
     store.pack()
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     data = (cas / "packs" / f"{name}.pack").read_bytes()
     idx = (cas / "packs" / f"{name}.idx").read_bytes()
     assert name == "pack-" + encode64(xxhash.xxh64_intdigest(data))
@@ -140,7 +140,7 @@ def test_a_small_pack_has_no_dictionary(cas: Path) -> None:
     store = FsStore(cas)
     items(store, 3)
     store.pack()
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     assert (cas / "packs" / f"{name}.pack").read_bytes()[8:12] == b"\0\0\0\0"
     assert FsStore(cas).require(meta_hash()).type == meta_hash()
 
@@ -238,7 +238,7 @@ def test_a_corrupt_loose_file_stays_loose(cas: Path) -> None:
 
 def _damage_record(cas: Path, h: str) -> None:
     """Flip the bytes of the packed record of ``h``."""
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     pack = packs.Pack(cas / "packs", name)
     offset, length, _ = pack.entry(pack.find(h.encode()))
     pack.close()
@@ -261,7 +261,7 @@ def test_a_damaged_record_is_corrupt_until_a_put_stores_a_good_copy(cas: Path) -
     assert str(info.value).startswith(f"corrupt node {victim}: ")
     assert reader.require(hashes[8]).payload["n"] == 8
     report = ops.verify(reader)
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     assert report["ok"] is False
     assert report["damaged"][0] == {
         "pack": name,
@@ -280,7 +280,7 @@ def test_a_damaged_index_fails_every_read_and_verify_reports_it(cas: Path) -> No
     store = FsStore(cas)
     _, hashes = items(store, 5)
     store.pack()
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     idx = cas / "packs" / f"{name}.idx"
     idx.write_bytes(idx.read_bytes()[:-1])
     with pytest.raises(CorruptNode) as info:
@@ -297,7 +297,7 @@ def test_an_unsorted_index_is_reported(cas: Path) -> None:
     store = FsStore(cas)
     items(store, 3)
     store.pack()
-    (name,) = packs.pack_names(cas / "packs")
+    (name,) = pack_names(cas / "packs")
     idx = cas / "packs" / f"{name}.idx"
     data = bytearray(idx.read_bytes())
     at = 12 + 512 * 4

@@ -28,18 +28,32 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from uwf.backend.fs import packs
-from uwf.backend.fs.packs import Pack
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio
 from uwf.util.base32 import is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
 
+if TYPE_CHECKING:
+    from uwf.backend.fs.packs import Pack
+
 SWEEP_LOCK = "cas-sweep.lock"
 MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this many
 BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
+
+
+def pack_names(directory: Path) -> list[str]:
+    """The packs in ``directory`` (those whose index exists), newest name first. The pack
+    format (``packs.py``: mmap, zlib, struct) is imported only where there are packs."""
+    try:
+        entries = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(
+        (e[:-4] for e in entries if e.startswith("pack-") and e.endswith(".idx")), reverse=True
+    )
 
 
 _parse_json = json.JSONDecoder().decode  # json.loads without its checks of the argument
@@ -78,9 +92,15 @@ class FsStore(Store):
         return self._packs if self._packs is not None else self._list_packs()
 
     def _list_packs(self) -> list[Pack]:
+        names = pack_names(self.pack_dir)
+        if not names:
+            self._packs = []
+            return self._packs
+        from uwf.backend.fs.packs import Pack
+
         known = {p.name: p for p in self._packs or []}
         found = []
-        for name in packs.pack_names(self.pack_dir):
+        for name in names:
             pack = known.get(name)
             if pack is None:
                 try:
@@ -161,9 +181,8 @@ class FsStore(Store):
             st = os.stat(self._file(h))
             last_put, size = max(last_put, st.st_mtime_ns // 1_000_000), st.st_size
         for pack, i in self._packed_copies(h):
-            entry = pack.entry(i)
-            last_put = max(last_put, entry.last_put)
-            size += entry.length + packs.ENTRY_BYTES
+            last_put = max(last_put, pack.entry(i).last_put)
+            size += pack.size_of(i)
         return NodeInfo(node.type, last_put, size)
 
     def _packed_copies(self, h: str) -> Iterator[tuple[Pack, int]]:
@@ -204,8 +223,10 @@ class FsStore(Store):
 
     def check_storage(self) -> list[dict[str, str]]:
         """Packs that cannot be opened, or whose checksums or order are wrong."""
+        from uwf.backend.fs.packs import Pack
+
         damaged = []
-        for name in packs.pack_names(self.pack_dir):
+        for name in pack_names(self.pack_dir):
             try:
                 pack = Pack(self.pack_dir, name)
             except FileNotFoundError:
@@ -276,7 +297,7 @@ class FsStore(Store):
         copies = list(self._packed_copies(h))
         if copies:
             self._dropped.add(h)
-            freed += sum(p.entry(i).length + packs.ENTRY_BYTES for p, i in copies)
+            freed += sum(pack.size_of(i) for pack, i in copies)
         return freed
 
     def pack(self, *, everything: bool = False) -> dict[str, int]:

@@ -125,6 +125,10 @@ class Pack:
     def entry(self, i: int) -> Entry:
         return Entry(*_ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size))
 
+    def size_of(self, i: int) -> int:
+        """The bytes the node at ``i`` takes here: its record and its index entry."""
+        return self.entry(i).length + ENTRY_BYTES
+
     def read(self, i: int) -> bytes:
         """The node JSON at position ``i``; CorruptNode when its record cannot be inflated."""
         offset, length, _ = _ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size)
@@ -164,17 +168,6 @@ class Pack:
     def close(self) -> None:
         self.idx.close()
         self.pack.close()
-
-
-def pack_names(directory: Path) -> list[str]:
-    """The packs in ``directory`` (those whose index exists), newest name order first."""
-    try:
-        entries = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    return sorted(
-        (e[:-4] for e in entries if e.startswith("pack-") and e.endswith(".idx")), reverse=True
-    )
 
 
 def remove(directory: Path, name: str) -> None:
