@@ -567,6 +567,8 @@ class Bench:
         )
         behind = []
         for key, label in self.rows:
+            if key == "python":  # the interpreter's start, not uwf's
+                continue
             peer = best_peer(key)
             uwf = f[key].get("uwf")
             if peer is not None and uwf is not None and uwf.value > peer[1].value:
@@ -725,7 +727,9 @@ NOTES = """\
 - Workload: planner → developer → reviewer, reviewer always rejecting; no-op nodes that overwrite
   two small state fields (nothing accumulates, so the peers' per-step state stays constant).
 - uwf: the real CLI on roots built with uwf's own code (node for node what `uwf thread step`
-  with `uwf-mock` writes); a step is `uwf thread step` plus the `uwf-mock` it spawns.
+  with `uwf-mock` writes); a step is `uwf thread step` plus the `uwf-mock` it spawns. The
+  threads root is packed by `uwf cas pack` (one cold run, timed) after its first row, the full
+  history read from loose files; every later row reads it packed (new steps are loose files).
 - LangGraph: `SqliteSaver`, graph compiled with `interrupt_after` every node, one
   `invoke(None, config)` per process; latest state `get_state`; history
   `list(get_state_history)`; fork = `get_state_history(filter={"step": k})` + `update_state`
@@ -734,10 +738,14 @@ NOTES = """\
   process; latest state `persister.load`; history raw SQL over its table (it has no API for
   it), each state decoded; fork = `initialize_from(fork_from_app_id, fork_from_sequence_id)`
   (persists nothing until the fork's first step); thread list = `list_app_ids`.
-- Bytes per step: uwf counts what the engine itself writes per step (the StepNode file, its
+- Bytes per step: uwf counts what the engine itself writes per step (the StepNode, its
   type-index line, the threads.yaml change), not the agent's output/detail/turn nodes; the
   peers count their database's growth (WAL folded in) over the window. "blocks used" is
-  st_blocks × 512: each uwf node is a file of its own, so it takes at least one 4 KiB block.
+  st_blocks × 512. As a loose file each StepNode takes at least one 4 KiB block; once packed
+  it takes its compressed record and its 33-byte index entry, and blocks are counted in
+  proportion to what the pack's two files take on disk.
+- The "in one pack" rows read stores whose nodes, fillers included, were written straight
+  into one pack (the records `uwf cas pack` would write; see `uwf_bench.fill_packed`).
 - uwf's bytecode is written before anything is measured (as `pip install` does), so no run
   compiles uwf's sources, whatever `PYTHONDONTWRITEBYTECODE` says.
 - Start-up targets are multiples of `python -c "import typer"` in uwf's venv; the interpreter,
