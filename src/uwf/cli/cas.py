@@ -127,7 +127,7 @@ def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
 
 @app.command("reindex")
 def reindex(fmt: FormatOpt = None) -> None:
-    """Rebuild the type index from the node files; print the counts.
+    """Rebuild the type index from the nodes (loose and packed); print the counts.
 
     Reads every node, so it takes time proportional to the size of the store.
     """

@@ -114,7 +114,7 @@ def walk(backend: Backend, h: str) -> dict[str, list[str]]:
 
 
 def reindex(backend: Backend) -> dict[str, Any]:
-    """Rebuild the type index from the node files (the only fix for a lost or stale index)."""
+    """Rebuild the type index from the nodes themselves (the only fix for a lost or stale index)."""
     counts = ops.reindex(backend.nodes)
     return {"status": "reindexed", "nodes": counts["nodes"], "types": counts["types"]}
 
