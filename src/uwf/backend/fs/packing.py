@@ -9,7 +9,8 @@
    the directory fsynced: from here every node it holds is readable from it.
 3. Only then, under the store's sweep lock (in batches, so writers are never held long), the
    loose files go — each only if its mtime is the one packed: a put that refreshed it since
-   keeps it (its later last put must not be lost) — and then the packs it replaced.
+   keeps it (its later last put must not be lost) — and then the packs it replaced (all of
+   them stay when one of their records could not be read: it is for ``cas verify``).
 
 A crash at any moment leaves each node in its loose file, in the new pack or in both; temp
 files and a .pack whose .idx never came are removed by the next run. The caller holds the gc
@@ -93,7 +94,7 @@ def _merged(store: FsStore, old: list[Pack], loose: _Loose, broken: set[str]) ->
                 try:
                     return pack.read(i)
                 except CorruptNode:
-                    broken.add(pack.name)  # kept as it is, for `cas verify` to report
+                    broken.add(pack.name)  # `cas verify` reports it
                     return None
 
             yield Source(name, load, pack.entry(i).last_put)
@@ -139,12 +140,14 @@ def pack_store(store: FsStore, *, everything: bool = False) -> dict[str, int]:
 
         name = packs.write(store.pack_dir, sources(), zdict)
         removed = _remove_packed(store, loose.packed)
-        replaced = [p.name for p in old if p.name != name and p.name not in broken]
+        # A record that cannot be read keeps every merged pack (an older one may hold the
+        # only good copy of that node): nothing is lost, the new pack merely duplicates.
+        replaced = [] if broken else [p.name for p in old if p.name != name]
         if replaced:
             with store.sweeping():
                 for pack_name in replaced:
                     packs.remove(store.pack_dir, pack_name)
-        if merge and not broken:
+        if replaced:
             store._dropped.clear()
     final = store._list_packs()
     return {
