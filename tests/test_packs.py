@@ -320,3 +320,35 @@ def test_leftovers_of_a_killed_pack_go_with_the_next(cas: Path) -> None:
     assert [fresh.require(h).payload["n"] for h in hashes] == [0, 1, 2]
     FsStore(cas).pack()
     assert [f for f in pack_files(cas) if f.startswith((".tmp-", "pack-0000"))] == []
+
+
+def test_a_merge_keeps_a_pack_whose_record_cannot_be_read(cas: Path) -> None:
+    store = FsStore(cas)
+    s, hashes = items(store, 30)
+    store.pack()
+    _damage_record(cas, hashes[3])
+    later = store.put(s, {"n": 99})
+    (damaged,) = pack_names(cas / "packs")
+    FsStore(cas).pack(everything=True)  # as gc: one pack of everything it can read
+    assert damaged in pack_names(cas / "packs") and len(pack_names(cas / "packs")) == 2
+    fresh = FsStore(cas)
+    assert [fresh.require(h).payload["n"] for h in [*hashes[4:], later]] == [*range(4, 30), 99]
+    report = ops.verify(fresh)
+    assert [d.get("hash") for d in report["damaged"] if "hash" in d] == [hashes[3]]
+
+
+def test_a_good_copy_in_another_pack_is_used(cas: Path) -> None:
+    store = FsStore(cas)
+    s, hashes = items(store, 30)
+    store.pack()
+    _damage_record(cas, hashes[3])
+    _damage_record(cas, hashes[5])  # (no good copy anywhere: its pack stays)
+    assert store.put(s, {"n": 3, "tag": "item 3"}) == hashes[3]  # a good loose copy
+    FsStore(cas).pack(everything=True)  # packs the good copy; the damaged pack stays
+    assert loose(cas) == [] and len(pack_names(cas / "packs")) == 2
+    for order in (1, -1):  # whichever pack is read first
+        reader = FsStore(cas)
+        reader._packs = reader.packs()[::order]
+        assert reader.require(hashes[3]).payload["n"] == 3
+    with pytest.raises(CorruptNode):
+        FsStore(cas).get(hashes[5])

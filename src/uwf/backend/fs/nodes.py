@@ -45,7 +45,7 @@ BATCH = 256  # loose files removed per hold of the sweep lock, so writers are ne
 
 
 def pack_names(directory: Path) -> list[str]:
-    """The packs in ``directory`` (those whose index exists), newest name first. The pack
+    """The packs in ``directory`` (those whose index exists), in a fixed order. The pack
     format (``packs.py``: mmap, zlib, struct) is imported only where there are packs."""
     try:
         entries = os.listdir(directory)
@@ -160,10 +160,24 @@ class FsStore(Store):
         try:
             return _decode(h, found[0].read(found[1]))
         except CorruptNode:
-            data = self._read_loose(h)  # a good loose copy (a later put) is used instead
-            if data is None:
+            good = self._good_copy(h, found[0])
+            if good is None:
                 raise
+            return good
+
+    def _good_copy(self, h: str, damaged: Pack) -> Node | None:
+        """Another copy of a node whose record in ``damaged`` is corrupt: in another pack,
+        or a loose file (a later put) — used instead, as any copy that hashes to its name."""
+        for pack, i in self._packed_copies(h):
+            if pack is not damaged:
+                with contextlib.suppress(CorruptNode):
+                    return _decode(h, pack.read(i))
+        data = self._read_loose(h)
+        if data is None:
+            return None
+        with contextlib.suppress(CorruptNode):
             return _decode(h, data)
+        return None
 
     def loose_bytes(self, h: str) -> int | None:
         """The size of a node's loose file, None when it has none (benchmarks, tests)."""
