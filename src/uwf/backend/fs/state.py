@@ -45,15 +45,16 @@ def _parse_mapping(data: bytes, name: str) -> dict[str, Any]:
 
     uwf's own shape is one ``"key": value`` line per entry, the value a JSON string or
     object: joined with commas inside braces, the lines are one JSON object, parsed in one
-    call (10,000 threads: one ``json.loads`` instead of 20,000). Only when every line has
-    that shape and each gives exactly one key; otherwise line by line, then YAML.
+    call (10,000 threads: one ``json.loads`` instead of 20,000, and no regex per line).
+    Taken only when every line starts with a quote and gives exactly one key (a line with
+    two pairs, or a pair cut over two lines, fails that); otherwise line by line, then YAML.
     """
     lines = [
         line
         for line in data.decode("utf-8", "replace").splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
-    if all(_LINE.match(line) for line in lines):
+    if all(line[0] == '"' for line in lines):
         try:
             joined = json.loads("{" + ",".join(lines) + "}")
         except ValueError:
