@@ -17,7 +17,6 @@ does), the directory fsynced; it is never changed afterwards, only removed as a 
 
 from __future__ import annotations
 
-import array
 import contextlib
 import mmap
 import os
@@ -25,11 +24,14 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from uwf.util import fsio
 from uwf.util.base32 import ALPHABET, encode64
 from uwf.util.errors import CorruptNode, UwfError
+
+if TYPE_CHECKING:
+    import array
 
 PACK_MAGIC = b"UWFPACK1"
 IDX_MAGIC = b"UWFIDX01"
@@ -232,6 +234,8 @@ def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
 def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
     """Write one pack of ``sources`` (records in that order, each name once) and its index;
     return the pack's name, None when no source had anything to pack. Durable on return."""
+    import array
+
     import xxhash
 
     if zdict:
