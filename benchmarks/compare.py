@@ -742,7 +742,7 @@ NOTES = """\
   type-index line, the threads.yaml change), not the agent's output/detail/turn nodes; the
   peers count their database's growth (WAL folded in) over the window. "blocks used" is
   st_blocks × 512. As a loose file each StepNode takes at least one 4 KiB block; once packed
-  it takes its compressed record and its 33-byte index entry, and blocks are counted in
+  it takes its compressed record and its 41-byte index entry, and blocks are counted in
   proportion to what the pack's two files take on disk.
 - The "in one pack" rows read stores whose nodes, fillers included, were written straight
   into one pack (the records `uwf cas pack` would write; see `uwf_bench.fill_packed`).

@@ -5,6 +5,7 @@ packed nodes in tests/test_cas_store.py (``TestPackedFsStore``); killing `cas pa
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import zlib
@@ -18,7 +19,7 @@ from backend_contract import ITEM
 from rootfiles import open_store
 from uwf.backend.fs import FsBackend, packs
 from uwf.backend.fs.nodes import MAX_PACKS, FsStore, pack_names
-from uwf.cas import ops
+from uwf.cas import codec, ops
 from uwf.cas.schema import meta_hash
 from uwf.util.base32 import encode64
 from uwf.util.errors import CorruptNode
@@ -125,14 +126,15 @@ def test_the_files_are_as_docs_format_md_says(cas: Path) -> None:
         )
     entries_at = names_at + 13 * count
     for i, h in enumerate(names):
-        offset, length, last_put = struct.unpack_from(">QIQ", idx, entries_at + 20 * i)
+        offset, length, last_put, check = struct.unpack_from(">QIQQ", idx, entries_at + 28 * i)
         inflate = zlib.decompressobj(-15, zdict)
         assert inflate.decompress(data[offset : offset + length]) == originals[h]
         assert last_put > 0
+        assert check == xxhash.xxh64_intdigest(h.encode() + originals[h])
     pack_sum, idx_sum = struct.unpack_from(">QQ", idx, len(idx) - 16)
     assert pack_sum == xxhash.xxh64_intdigest(data)
     assert idx_sum == xxhash.xxh64_intdigest(idx[:-8])
-    assert len(idx) == entries_at + 20 * count + 16
+    assert len(idx) == entries_at + 28 * count + 16
     assert [store.require(h).payload["n"] for h in hashes] == list(range(40))
 
 
@@ -240,7 +242,7 @@ def _damage_record(cas: Path, h: str) -> None:
     """Flip the bytes of the packed record of ``h``."""
     (name,) = pack_names(cas / "packs")
     pack = packs.Pack(cas / "packs", name)
-    offset, length, _ = pack.entry(pack.find(h.encode()))
+    offset, length, *_ = pack.entry(pack.find(h.encode()))
     pack.close()
     path = cas / "packs" / f"{name}.pack"
     data = bytearray(path.read_bytes())
@@ -352,3 +354,43 @@ def test_a_good_copy_in_another_pack_is_used(cas: Path) -> None:
         assert reader.require(hashes[3]).payload["n"] == 3
     with pytest.raises(CorruptNode):
         FsStore(cas).get(hashes[5])
+
+
+def test_a_record_read_under_another_name_fails_its_check(cas: Path) -> None:
+    """A record's check covers its name: an index whose entries were swapped (a writer bug,
+    a damaged disk) never serves one node's JSON as another's."""
+    store = FsStore(cas)
+    _, (a, b) = items(store, 2)
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    idx = cas / "packs" / f"{name}.idx"
+    data = bytearray(idx.read_bytes())
+    pack = packs.Pack(cas / "packs", name)
+    i, j = pack.find(a.encode()), pack.find(b.encode())
+    at_i, at_j = pack.entries_at + 28 * i, pack.entries_at + 28 * j
+    pack.close()
+    data[at_i : at_i + 28], data[at_j : at_j + 28] = data[at_j : at_j + 28], data[at_i : at_i + 28]
+    idx.write_bytes(bytes(data))
+    with pytest.raises(CorruptNode) as info:
+        FsStore(cas).get(a)
+    assert str(info.value) == f"corrupt node {a}: its record in {name} does not match its check"
+
+
+def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
+    """Reads trust a record whose check matches (it was hashed when packed); cas verify
+    re-hashes every copy anyway, so a pack written around that rule is still caught."""
+    store = FsStore(cas)
+    s, (a,) = items(store, 1)
+    store.pack()
+    wrong = FsStore(cas).require(a).as_dict() | {"payload": {"n": 5, "tag": "item 0"}}
+    forged = json.dumps(wrong, separators=(",", ":")).encode()
+    packs.write(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
+    reader = FsStore(cas)
+    reader._packs = sorted(reader.packs(), key=lambda p: p.count)  # the forged pack first
+    assert reader.require(a).payload["n"] == 5
+    actual = codec.node_hash(s, wrong["payload"])
+    problem = f"corrupt node {a}: content hashes to {actual}"
+    with pytest.raises(CorruptNode) as info:
+        reader.verified(a)
+    assert str(info.value) == problem
+    assert ops.verify(FsStore(cas))["damaged"] == [{"hash": a, "problem": problem}]

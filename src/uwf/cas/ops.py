@@ -47,7 +47,7 @@ def verify(store: Store) -> dict[str, Any]:
     for h in sorted(present):
         scanned += 1
         try:
-            node = store.get(h)
+            node = store.verified(h)  # re-hashed, packed or not
         except CorruptNode as exc:
             damaged.append({"hash": h, "problem": str(exc)})
             continue

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
 
@@ -56,16 +56,30 @@ def pack_names(directory: Path) -> list[str]:
     )
 
 
-_parse_json = json.JSONDecoder().decode  # json.loads without its checks of the argument
+_JSON = json.JSONDecoder()
 
 
-def _decode(h: str, data: bytes) -> Node:
-    """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it."""
+def _parse_json(text: str) -> object:
+    """``json.loads`` for uwf's compact records: no whitespace to skip around the value in
+    the usual case (one regex match less on each side, per node read), the full parse
+    otherwise."""
+    try:
+        value, end = _JSON.raw_decode(text)
+        if end == len(text):
+            return value
+    except ValueError:
+        pass
+    return _JSON.decode(text)
+
+
+def _decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
+    """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it (unless
+    ``rehash`` is False: a packed record whose check ties it to a node that did)."""
     try:
         record = _parse_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
-    return decode_node(h, record)
+    return decode_node(h, record, rehash=rehash)
 
 
 class FsStore(Store):
@@ -148,7 +162,9 @@ class FsStore(Store):
             or self._find_fresh(h) is not None
         )
 
-    def _load(self, h: str) -> Node | None:
+    def _load(self, h: str, *, rehash: bool = False) -> Node | None:
+        """A loose file is re-hashed; a packed record is checked against its ``check`` (and
+        re-hashed too with ``rehash``: ``cas verify``)."""
         found = self._find(h)
         if found is None:
             data = self._read_loose(h)
@@ -158,26 +174,38 @@ class FsStore(Store):
             if found is None:
                 return None
         try:
-            return _decode(h, found[0].read(found[1]))
+            return _decode(h, found[0].read(found[1]), rehash=rehash)
         except CorruptNode:
-            good = self._good_copy(h, found[0])
+            good = self._good_copy(h, found[0], rehash)
             if good is None:
                 raise
             return good
 
-    def _good_copy(self, h: str, damaged: Pack) -> Node | None:
+    def _good_copy(self, h: str, damaged: Pack, rehash: bool) -> Node | None:
         """Another copy of a node whose record in ``damaged`` is corrupt: in another pack,
-        or a loose file (a later put) — used instead, as any copy that hashes to its name."""
+        or a loose file (a later put) — used instead, as any good copy."""
         for pack, i in self._packed_copies(h):
             if pack is not damaged:
                 with contextlib.suppress(CorruptNode):
-                    return _decode(h, pack.read(i))
+                    return _decode(h, pack.read(i), rehash=rehash)
         data = self._read_loose(h)
         if data is None:
             return None
         with contextlib.suppress(CorruptNode):
             return _decode(h, data)
         return None
+
+    def verified(self, h: str) -> Node | None:
+        """Every copy re-hashed — each pack's record and the loose file — so that no copy a
+        read might take is bad (CorruptNode names the first bad one)."""
+        check_hash(h)
+        node = None
+        for pack, i in self._packed_copies(h):
+            node = _decode(h, pack.read(i))
+        data = self._read_loose(h)
+        if data is not None:
+            node = _decode(h, data)
+        return node if node is not None else self._load(h, rehash=True)
 
     def loose_bytes(self, h: str) -> int | None:
         """The size of a node's loose file, None when it has none (benchmarks, tests)."""

@@ -7,12 +7,16 @@ docs/format.md, "Packs", is the format; in short, all integers big-endian::
                       it), compressed with the pack's preset dictionary
     pack-<NAME>.idx   "UWFIDX01", u32 count, u32 fan-out[512], the names (count x 13 ASCII
                       characters, ascending), count x (u64 offset, u32 length, u64 last put
-                      in unix ms), u64 xxh64 of the .pack, u64 xxh64 of the .idx before it
+                      in unix ms, u64 check: xxh64 of the name and the node's JSON),
+                      u64 xxh64 of the .pack, u64 xxh64 of the .idx before it
 
 ``NAME`` is the 13-character hash of the .pack's bytes. A reader maps both files and finds a
-name by binary search within its fan-out bucket (the first two characters). A pack is written
-as temp files, fsynced, renamed (the .pack first, the .idx last: a pack exists once its index
-does), the directory fsynced; it is never changed afterwards, only removed as a whole.
+name by binary search within its fan-out bucket (the first two characters); a process that
+looks up many names in one pack builds a table of them once. A node was checked against its
+name when it was packed; a read checks the inflated JSON against the record's ``check``,
+which binds it to its name (``Pack.read``); ``cas verify`` re-hashes every node. A pack is
+written as temp files, fsynced, renamed (the .pack first, the .idx last: a pack exists once
+its index does), the directory fsynced; it is never changed afterwards, only removed whole.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
+
+import xxhash
 
 from uwf.util import fsio
 from uwf.util.base32 import ALPHABET, encode64
@@ -39,7 +45,7 @@ NAME_LEN = 13
 FANOUT = 512  # buckets by the first two characters: 16 x 32 (a hash starts with 0-F)
 _HEAD = struct.Struct(">8sI")  # magic, count (or dictionary length)
 _FAN = struct.Struct(f">{FANOUT}I")
-_ENTRY = struct.Struct(">QIQ")  # offset in the .pack, length, last put (unix ms)
+_ENTRY = struct.Struct(">QIQQ")  # offset in the .pack, length, last put (unix ms), check
 _SUMS = struct.Struct(">QQ")
 ENTRY_BYTES = NAME_LEN + _ENTRY.size  # what one node costs in the index
 _NAMES_AT = _HEAD.size + _FAN.size
@@ -58,6 +64,12 @@ class Entry(NamedTuple):
     offset: int
     length: int
     last_put: int
+    check: int
+
+
+def check_of(name: bytes, data: bytes) -> int:
+    """A record's ``check``: XXH64 of the node's name (13 ASCII bytes) and its JSON."""
+    return xxhash.xxh64_intdigest(name + data)
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -93,12 +105,29 @@ class Pack:
         if magic != PACK_MAGIC or self.records_at > len(self.pack) or self.fan[-1] != count:
             raise self.corrupt("not a pack of this format")
         self.zdict = bytes(self.pack[_HEAD.size : self.records_at])
+        self._table: dict[bytes, int] | None = None  # name -> position, once worth building
+        self._lookups = 0
+        self._table_at = 64 + count // 16  # lookups after which a table costs less
 
     def corrupt(self, problem: str) -> CorruptNode:
         return CorruptNode(f"corrupt pack {self.name}: {problem}")
 
     def find(self, name: bytes) -> int:
-        """The position of ``name`` (13 ASCII bytes), -1 when the pack does not hold it."""
+        """The position of ``name`` (13 ASCII bytes), -1 when the pack does not hold it.
+
+        By bisection in the name's bucket; once a process has looked up more than about
+        one name in sixteen of the pack (a long chain, verify, gc), it builds a table of
+        every name instead (a few ms for 20,000 names) and looks names up there.
+        """
+        if self._table is not None:
+            return self._table.get(name, -1)
+        self._lookups += 1
+        if self._lookups > self._table_at:
+            names = self.idx[_NAMES_AT : self.entries_at]
+            self._table = {
+                names[at : at + NAME_LEN]: i for i, at in enumerate(range(0, len(names), NAME_LEN))
+            }
+            return self._table.get(name, -1)
         b = _DIGIT[name[0]] * 32 + _DIGIT[name[1]]
         lo = self.fan[b - 1] if b else 0
         hi = self.fan[b]
@@ -132,8 +161,9 @@ class Pack:
         return self.entry(i).length + ENTRY_BYTES
 
     def read(self, i: int) -> bytes:
-        """The node JSON at position ``i``; CorruptNode when its record cannot be inflated."""
-        offset, length, _ = _ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size)
+        """The node JSON at position ``i``, as it was packed: CorruptNode when its record
+        cannot be inflated or does not match its ``check`` (name and JSON)."""
+        offset, length, _, check = _ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size)
         if offset < self.records_at or offset + length > len(self.pack):
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record lies outside {self.name}"
@@ -147,12 +177,16 @@ class Pack:
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record in {self.name} does not inflate"
             )
+        at = _NAMES_AT + i * NAME_LEN
+        if check_of(self.idx[at : at + NAME_LEN], data) != check:
+            raise CorruptNode(
+                f"corrupt node {self.name_at(i)}: its record in {self.name} does not match "
+                "its check"
+            )
         return data
 
     def check(self) -> str | None:
         """What is wrong with the files as a whole (their checksums, the order of names)."""
-        import xxhash
-
         pack_sum, idx_sum = _SUMS.unpack_from(self.idx, len(self.idx) - _SUMS.size)
         if xxhash.xxh64_intdigest(self.idx[: len(self.idx) - 8]) != idx_sum:
             return "its index does not match its checksum"
@@ -209,9 +243,8 @@ def dictionary(sample: Iterable[bytes]) -> bytes:
 
 
 def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
-    """The .idx of records whose names and (offset, length, last put) are in write order."""
-    import xxhash
-
+    """The .idx of records whose names and entries (offset, length, last put, check) are in
+    write order."""
     count = len(names) // NAME_LEN
     order = sorted(range(count), key=lambda i: names[i * NAME_LEN : (i + 1) * NAME_LEN])
     counts = [0] * FANOUT
@@ -221,7 +254,7 @@ def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
         name = names[i * NAME_LEN : (i + 1) * NAME_LEN]
         counts[bucket(name)] += 1
         sorted_names += name
-        sorted_entries += _ENTRY.pack(entries[3 * i], entries[3 * i + 1], entries[3 * i + 2])
+        sorted_entries += _ENTRY.pack(*entries[4 * i : 4 * i + 4])
     fan, total = [], 0
     for c in counts:
         total += c
@@ -233,10 +266,11 @@ def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
 
 def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
     """Write one pack of ``sources`` (records in that order, each name once) and its index;
-    return the pack's name, None when no source had anything to pack. Durable on return."""
-    import array
+    return the pack's name, None when no source had anything to pack. Durable on return.
 
-    import xxhash
+    Each source's bytes must be the JSON of the node its name is the hash of (checked by the
+    caller: ``packing`` re-hashes loose nodes, and records read from a pack were checked)."""
+    import array
 
     if zdict:
         base = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
@@ -246,7 +280,7 @@ def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | Non
     tmp = f"{TMP_PREFIX}pack-{os.getpid()}-{os.urandom(4).hex()}"
     tmp_pack, tmp_idx = directory / f"{tmp}.pack", directory / f"{tmp}.idx"
     names = bytearray()
-    entries = array.array("Q")  # offset, length, last put of each record, in write order
+    entries = array.array("Q")  # offset, length, last put, check of each record, in order
     digest = xxhash.xxh64()
     try:
         with open(tmp_pack, "wb", buffering=1 << 20) as out:
@@ -262,8 +296,9 @@ def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | Non
                 record = deflate.compress(data) + deflate.flush()
                 out.write(record)
                 digest.update(record)
-                names += source.name.encode("ascii")
-                entries.extend((offset, len(record), source.last_put))
+                key = source.name.encode("ascii")
+                names += key
+                entries.extend((offset, len(record), source.last_put, check_of(key, data)))
                 offset += len(record)
             out.flush()
             os.fsync(out.fileno())
