@@ -256,6 +256,7 @@ class Bench:
         tid = tr.threads
         R = tr.root
         self.say(f"measuring: median of {s.repeat} cold runs each")
+        self.loose_then_pack()  # every row below reads the threads root packed
 
         def expect_steps(count: int) -> Callable[[str], None]:
             def check(out: str) -> None:
@@ -444,6 +445,8 @@ class Bench:
                 {"uwf": self.uwf_job(cas.root, "workflow", "show", "solve-issue")},
             )
 
+        self.packed_store_rows()
+
         # bytes per step
         yaml = self.extra["uwf.threads_yaml"]
         for part, first, last in (
@@ -452,15 +455,13 @@ class Bench:
         ):
             engine = tr.engine_bytes[part] + yaml
             for kind in ("apparent", "blocks"):
-                values = {"uwf": Fig(float(getattr(engine, kind)), "B")}
-                for name in self.peers:
-                    values[name] = Fig(float(self.extra[f"{name}.bytes"][part][kind]), "B")
                 what = "apparent size" if kind == "apparent" else "blocks used"
                 self.static(
                     f"bytes-{part}-{kind}",
-                    f"bytes per step, {what}, steps {n(first)}..{n(last)}",
-                    values,
+                    f"uwf: bytes per step as loose files, {what}, steps {n(first)}..{n(last)}",
+                    {"uwf": Fig(float(getattr(engine, kind)), "B")},
                 )
+            self.packed_bytes_rows(part, first, last, yaml)
         real = self.extra["uwf.real_step"]
         self.static(
             "bytes-real-apparent",
@@ -472,6 +473,119 @@ class Bench:
             "uwf: all files one real step adds, blocks used",
             {"uwf": Fig(float(real.blocks), "B")},
         )
+
+    # -- packs (cas pack): the threads root packed, a packed store, disk per step ---------
+    def loose_then_pack(self) -> None:
+        """The long thread's full history from loose files, then ``uwf cas pack`` on the
+        threads root (one cold run, timed) and the disk each step takes once packed."""
+        s, tr, R = self.s, self.tr, self.tr.root
+
+        def all_steps(out: str) -> None:
+            got = len(json.loads(out)["steps"])
+            if got != s.large + 1:
+                raise harness.CommandFailed(f"thread steps listed {got} nodes, not {s.large + 1}")
+
+        self.timed(
+            "history@large-loose",
+            f"uwf thread steps, {n(s.large)}-step thread, loose files (before cas pack)",
+            {"uwf": self.uwf_job(R, "thread", "steps", tr.threads["large"])},
+            {"uwf": all_steps},
+        )
+        job = self.uwf_job(R, "cas", "pack")
+        t0 = time.perf_counter()
+        report = json.loads(harness.run(job.argv, job.env, job.cwd))
+        took = (time.perf_counter() - t0) * 1000
+        self.static(
+            "pack",
+            f"uwf cas pack: {n(report['packed'])} loose nodes into one pack (one run)",
+            {"uwf": Fig(took, "ms")},
+        )
+        self.extra["uwf.pack_report"] = report
+        for part, (first, last) in {
+            "early": (s.small, s.small + s.window),
+            "late": (s.large - s.window, s.large),
+        }.items():
+            steps = tr.steps["large"][first:last]
+            self.extra[f"uwf.packed_bytes.{part}"] = uwf_bench.packed_step_bytes(R, steps)
+
+    def packed_bytes_rows(self, part: str, first: int, last: int, yaml: Usage) -> None:
+        """Disk per step once packed, next to the peers' database growth per step."""
+        packed = self.extra[f"uwf.packed_bytes.{part}"] + yaml
+        for kind in ("apparent", "blocks"):
+            values = {"uwf": Fig(float(getattr(packed, kind)), "B")}
+            for name in self.peers:
+                values[name] = Fig(float(self.extra[f"{name}.bytes"][part][kind]), "B")
+            what = "apparent size" if kind == "apparent" else "blocks used"
+            self.static(
+                f"packed-{part}-{kind}",
+                f"bytes per step once packed, {what}, steps {n(first)}..{n(last)}",
+                values,
+            )
+
+    def packed_store_rows(self) -> None:
+        """``cas get`` and ``workflow show`` on stores of few and of many nodes, all packed
+        (one pack each, built directly: see ``uwf_bench.fill_packed``)."""
+        for size, count in (("small", self.s.nodes_small), ("large", self.s.nodes_large)):
+            root = self.work / f"uwf-cas-packed-{size}"
+            cas = uwf_bench.setup_cas_root(root, self.scenario)
+            took = uwf_bench.fill_packed(root, count)
+            self.say(f"  packed store of {n(count)} filler nodes built in {took:.1f} s")
+            self.timed(
+                f"casget-packed@{size}",
+                f"uwf cas get, {n(count)} nodes in one pack",
+                {"uwf": self.uwf_job(root, "cas", "get", cas.text_hash)},
+            )
+            self.timed(
+                f"wfshow-packed@{size}",
+                f"uwf workflow show, {n(count)} nodes in one pack",
+                {"uwf": self.uwf_job(root, "workflow", "show", "solve-issue")},
+            )
+
+    def pack_targets(self) -> list[tuple[str, str, bool | None]]:
+        """The targets of packs, listing and history (issue 14): each (label, measured, ok)."""
+        s, f = self.s, self.figs
+        out: list[tuple[str, str, bool | None]] = []
+
+        def best_peer(key: str) -> tuple[str, Fig] | None:
+            peers = [(t, f[key][t]) for t in ("LangGraph", "Burr") if t in f[key]]
+            return min(peers, key=lambda p: p[1].value) if peers else None
+
+        for key, what in (
+            ("list@large", f"thread list, {n(s.threads_large)} threads"),
+            ("history@large", f"thread steps, {n(s.large)} steps (packed)"),
+        ):
+            peer = best_peer(key)
+            uwf = f[key]["uwf"]
+            if peer is None:
+                out.append((f"{what} ≤ the best peer", uwf.text() + ", peers not run", None))
+            else:
+                measured = f"{uwf.text()} vs {peer[0]} {peer[1].text()}"
+                out.append((f"{what} ≤ the best peer", measured, uwf.value <= peer[1].value))
+        worst = max(f["packed-early-blocks"]["uwf"].value, f["packed-late-blocks"]["uwf"].value)
+        out.append(("disk per step once packed ≤ 512 B of blocks", f"{worst:,.0f} B", worst <= 512))
+        big, small = f["casget-packed@large"]["uwf"], f["casget-packed@small"]["uwf"]
+        r = big.value / small.value
+        out.append(
+            (
+                f"cas get at {n(s.nodes_large)} vs {n(s.nodes_small)} nodes, packed, within 1.2×",
+                f"{r:.2f}× ({big.value:.1f} / {small.value:.1f} ms)",
+                r <= 1.2,
+            )
+        )
+        behind = []
+        for key, label in self.rows:
+            if key == "python":  # the interpreter's start, not uwf's
+                continue
+            peer = best_peer(key)
+            uwf = f[key].get("uwf")
+            if peer is not None and uwf is not None and uwf.value > peer[1].value:
+                behind.append(f"{label} ({uwf.value / peer[1].value:.2f}×)")
+        if self.peers:
+            shown = "; ".join(behind) if behind else "every row"
+            out.append(("uwf ≤ the best peer on every row with a peer", shown, not behind))
+        else:
+            out.append(("uwf ≤ the best peer on every row with a peer", "peers not run", None))
+        return out
 
     # -- tables -------------------------------------------------------------------------
     def table(self) -> tuple[list[str], list[list[str]]]:
@@ -580,6 +694,8 @@ class Bench:
         )
         rate = f["verify"]["uwf"]
         add("cas verify ≥ 20,000 nodes/s", rate.text(), rate.value >= 20_000)
+        for label, measured, ok in self.pack_targets():
+            add(label, measured, ok)
         early = f["bytes-early-apparent"]["uwf"].value
         late = f["bytes-late-apparent"]["uwf"].value
         add(
@@ -618,7 +734,9 @@ NOTES = """\
 - Workload: planner → developer → reviewer, reviewer always rejecting; no-op nodes that overwrite
   two small state fields (nothing accumulates, so the peers' per-step state stays constant).
 - uwf: the real CLI on roots built with uwf's own code (node for node what `uwf thread step`
-  with `uwf-mock` writes); a step is `uwf thread step` plus the `uwf-mock` it spawns.
+  with `uwf-mock` writes); a step is `uwf thread step` plus the `uwf-mock` it spawns. The
+  threads root is packed by `uwf cas pack` (one cold run, timed) after its first row, the full
+  history read from loose files; every later row reads it packed (new steps are loose files).
 - LangGraph: `SqliteSaver`, graph compiled with `interrupt_after` every node, one
   `invoke(None, config)` per process; latest state `get_state`; history
   `list(get_state_history)`; fork = `get_state_history(filter={"step": k})` + `update_state`
@@ -632,10 +750,14 @@ NOTES = """\
   (psycopg 3), Burr on `PostgreSQLPersister` (psycopg2), the same operations as above.
 - Fleet rows: N `uwf worker --idle-exit 0.5` processes draining threads of the loop, each
   archived by `--max-rounds 5`; steps per second of wall time (less the final idle wait).
-- Bytes per step: uwf counts what the engine itself writes per step (the StepNode file, its
+- Bytes per step: uwf counts what the engine itself writes per step (the StepNode, its
   type-index line, the threads.yaml change), not the agent's output/detail/turn nodes; the
   peers count their database's growth (WAL folded in) over the window. "blocks used" is
-  st_blocks × 512: each uwf node is a file of its own, so it takes at least one 4 KiB block.
+  st_blocks × 512. As a loose file each StepNode takes at least one 4 KiB block; once packed
+  it takes its compressed record and its 41-byte index entry, and blocks are counted in
+  proportion to what the pack's two files take on disk.
+- The "in one pack" rows read stores whose nodes, fillers included, were written straight
+  into one pack (the records `uwf cas pack` would write; see `uwf_bench.fill_packed`).
 - uwf's bytecode is written before anything is measured (as `pip install` does), so no run
   compiles uwf's sources, whatever `PYTHONDONTWRITEBYTECODE` says.
 - Start-up targets are multiples of `python -c "import typer"` in uwf's venv; the interpreter,

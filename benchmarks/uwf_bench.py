@@ -17,6 +17,7 @@ Every figure is then measured through the real CLI in fresh processes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from harness import Usage, file_usage
+from harness import Usage, file_usage, tree_usage
 
 from uwf.backend.fs import FsBackend
 from uwf.model.cost import Cost
@@ -328,3 +329,56 @@ def setup_cas_root(root: Path, scenario: Path) -> CasRoot:
     wf = setup_root(root, scenario)
     text = casops.put_text(FsBackend(root), "the node we read")["hash"]
     return CasRoot(root=root, text_hash=text, workflow=wf)
+
+
+# -- packs --------------------------------------------------------------------------------
+
+
+def packed_step_bytes(root: Path, steps: list[str]) -> Usage:
+    """Disk per StepNode once packed: its record and index entry (``NodeInfo.size`` of a
+    node that only a pack holds) plus its type-index line; blocks in proportion to what the
+    pack files take on disk (one pack: only its last block is partly empty)."""
+    from uwf.backend.fs.packs import NAME_LEN
+
+    store = FsBackend(root).nodes
+    apparent = 0
+    for h in steps:
+        if store.loose_bytes(h) is not None:
+            raise RuntimeError(f"step {h} is still a loose file after cas pack")
+        info = store.info(h)
+        assert info is not None
+        apparent += info.size + NAME_LEN + 1  # + the type-index line
+    files = tree_usage(store.pack_dir)
+    per_step = apparent / len(steps)
+    return Usage(round(per_step), round(per_step * files.blocks / files.apparent), 1)
+
+
+def _filler_source(type_hash: str, i: int) -> Any:
+    from uwf.backend.fs.packs import Source
+    from uwf.cas import codec
+    from uwf.util.jsonfmt import dumps
+
+    payload = f"filler node {i}"
+    data = dumps({"type": type_hash, "payload": payload, "timestamp": 0}).encode()
+    return Source(codec.node_hash(type_hash, payload), lambda: data, 0)
+
+
+def fill_packed(root: Path, count: int) -> float:
+    """Pack the root's loose nodes together with ``count`` filler Text nodes, written
+    straight into one pack (the same records ``uwf cas pack`` would write for loose filler
+    files, without writing and removing a million files first). Seconds taken."""
+    from uwf.backend.fs import packs
+    from uwf.protocol import schemas
+
+    t0 = time.perf_counter()
+    store = FsBackend(root).nodes
+    loose = [(h, store.path(h)) for h in store.iter_hashes()]
+    text = schemas.hashes().text
+    sources = [packs.Source(h, path.read_bytes, 0) for h, path in loose]
+    sample = [s.load() for s in sources] + [_filler_source(text, i).load() for i in range(64)]
+    filler = (_filler_source(text, i) for i in range(count))
+    packs.write(store.pack_dir, itertools.chain(sources, filler), packs.dictionary(sample))
+    for _, path in loose:
+        path.unlink()
+    os.sync()
+    return time.perf_counter() - t0

@@ -636,7 +636,7 @@ class BackendContract:
         with backend.locks.gc():
             with pytest.raises(Busy) as err, backend.locks.gc():
                 pass
-            assert err.value.message == "cas gc is already running"
+            assert err.value.message == "cas gc or cas pack is already running"
         with backend.locks.gc():
             pass
 

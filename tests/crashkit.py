@@ -175,6 +175,18 @@ def kill_after(proc: subprocess.Popen[str], delay: float) -> Result:
     return sigkill(proc)
 
 
+def kill_when(
+    proc: subprocess.Popen[str], ready: Any, jitter: float, timeout: float = 60
+) -> Result:
+    """SIGKILL ``proc`` ``jitter`` seconds after ``ready()`` first holds (or once it exits)."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and not ready() and time.monotonic() < deadline:
+        time.sleep(0.0002)
+    if jitter:
+        time.sleep(jitter)
+    return sigkill(proc)
+
+
 def kill_after_writes(
     proc: subprocess.Popen[str], root: Path, writes: int, jitter: float, baseline: Any
 ) -> Result:

@@ -85,6 +85,21 @@ def test_filler_nodes_are_valid_nodes(bench, root: Path, tmp_path: Path, cli_pro
     assert cli_proc("cas", "get", cas.text_hash).json()["payload"] == "the node we read"
 
 
+def test_packed_filler_nodes_are_valid_nodes(bench, root: Path, tmp_path: Path, cli_proc):
+    scenario = bench.write_scenario(tmp_path / "scenario.json")
+    cas = bench.setup_cas_root(root, scenario)
+    before = cli_proc("cas", "verify").json()["scanned"]
+    bench.fill_packed(root, 300)
+    assert not list((root / "cas" / "objects").glob("*/*"))  # one pack holds everything
+    assert len(list((root / "cas" / "packs").glob("*.idx"))) == 1
+    assert cli_proc("cas", "verify").json() == {
+        "scanned": before + 300,
+        "ok": True,
+        "damaged": [],
+    }
+    assert cli_proc("cas", "get", cas.text_hash).json()["payload"] == "the node we read"
+
+
 def test_noisy_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
     import harness
@@ -118,6 +133,8 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
     assert main.splitlines()[0].split(" | ")[-1].strip() == "uwf/best-peer"
     labels = [line.split(" | ")[0].strip() for line in main.splitlines()[2:]]
     expected = [
+        "uwf thread steps, 20-step thread, loose files (before cas pack)",
+        "uwf cas pack: ",
         "interpreter start (python -c pass)",
         'Typer import (python -c "import typer")',
         "uwf --help",
@@ -141,10 +158,18 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
         "uwf workflow show, 50 nodes in the store",
         "uwf cas get, 50 nodes in the store",
         "uwf workflow show, 50 nodes in the store",
-        "bytes per step, apparent size, steps 10..12",
-        "bytes per step, blocks used, steps 10..12",
-        "bytes per step, apparent size, steps 18..20",
-        "bytes per step, blocks used, steps 18..20",
+        "uwf cas get, 50 nodes in one pack",
+        "uwf workflow show, 50 nodes in one pack",
+        "uwf cas get, 50 nodes in one pack",
+        "uwf workflow show, 50 nodes in one pack",
+        "uwf: bytes per step as loose files, apparent size, steps 10..12",
+        "uwf: bytes per step as loose files, blocks used, steps 10..12",
+        "bytes per step once packed, apparent size, steps 10..12",
+        "bytes per step once packed, blocks used, steps 10..12",
+        "uwf: bytes per step as loose files, apparent size, steps 18..20",
+        "uwf: bytes per step as loose files, blocks used, steps 18..20",
+        "bytes per step once packed, apparent size, steps 18..20",
+        "bytes per step once packed, blocks used, steps 18..20",
         "uwf: all files one real step adds, apparent",
         "uwf: all files one real step adds, blocks used",
     ]
@@ -156,9 +181,13 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
         assert cells[1] != "—", line  # every row has a uwf figure
         assert cells[2:] == ["—", "—", "—"], line  # and no peer figure without peers
     verdicts = [line.rsplit(" | ", 1)[1].strip() for line in targets.splitlines()[2:]]
-    assert len(verdicts) == 18
+    assert len(verdicts) == 23
     assert set(verdicts) <= {"pass", "FAIL", "n/a"}
-    assert verdicts.count("n/a") == 2  # the two comparisons with the peers' cold step
+    # the two comparisons with the peers' cold step, list and history vs the best peer, and
+    # "uwf ≤ the best peer on every row"
+    assert verdicts.count("n/a") == 5
+    packed = next(line for line in targets.splitlines() if line.startswith("disk per step once"))
+    assert [c.strip() for c in packed.split(" | ")][2] == "pass"
     fork = next(line for line in targets.splitlines() if line.startswith("fork copies 0 bytes"))
     assert [c.strip() for c in fork.split(" | ")][1:] == ["0 B", "pass"]
     text = md.read_text()

@@ -186,3 +186,26 @@ class TestPostgresStore(StoreContract):
         backend = open_backend(pg_url)
         yield backend.nodes
         backend.close()
+
+
+class PackingFsStore(FsStore):
+    """An FsStore that packs after every write: every node a test reads lives in a pack, and
+    a put of a node that is already stored finds it packed (so it writes a loose copy)."""
+
+    def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
+        super()._store(h, type_hash, payload, typed=typed)
+        self.pack()
+
+
+class TestPackedFsStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Store:
+        return PackingFsStore(tmp_path / "store" / "cas")
+
+    def test_every_node_is_in_a_pack(self, tmp_path: Path, store: PackingFsStore) -> None:
+        s = store.put_schema(ITEM)
+        hashes = [store.put(s, {"n": i}) for i in range(3)]
+        assert not list((tmp_path / "store" / "cas" / "objects").rglob("*/*"))
+        fresh = FsStore(tmp_path / "store" / "cas")  # another process's view
+        assert [fresh.require(h).payload for h in hashes] == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert sorted(fresh.iter_hashes()) == sorted([meta_hash(), s, *hashes])

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import crashkit
 from conftest import EXAMPLES
-from rootfiles import RootFiles
+from rootfiles import RootFiles, open_store
+from uwf.protocol import schemas
 
 STEP_KILLS = crashkit.scaled(22, 130)
+PACK_KILLS = crashkit.scaled(6, 60)
 AGENT_KILLS = crashkit.scaled(4, 20)
 WRITE_KILLS = crashkit.scaled(14, 60)
 AGENT_SLEEP = 0.1  # seconds each killed step's agent runs (plus its start-up)
@@ -303,3 +305,85 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
             crashkit.assert_continues(root, target, fast)
         _report("write kills", stats, began)
     assert stats["kills"] >= WRITE_KILLS
+
+
+def _fill(root: Path, rng: random.Random, count: int) -> list[str]:
+    """``count`` new loose Text nodes (fsync skipped: the files are the same)."""
+    from unittest import mock
+
+    store = open_store(root)
+    with mock.patch("os.fsync", lambda fd: None):
+        text = schemas.ensure(store).text
+        return [store.put(text, f"filler {rng.randrange(1 << 60)}") for _ in range(count)]
+
+
+def _pack_files(root: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(root / "cas" / "packs"))
+    except FileNotFoundError:
+        return []
+
+
+def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -> None:
+    """Kill ``cas pack`` and ``cas gc`` (which packs what survives) while they write a pack,
+    remove the packed loose files or remove the packs a merge replaced: every node stays
+    readable (gc's default grace keeps every young node), the store verifies, the next pack
+    cleans up after the killed one, and threads step on."""
+    began = time.monotonic()
+    fast = crashkit.write_scenario(tmp_path / "fast.yaml", crashkit.loop_roles())
+    _put(EXAMPLES / "solve-issue.yaml")
+    stats: Counter[str] = Counter()
+    durations: list[float] = [0.5]
+    with crashkit.seeded("pack kills") as rng:
+        _refill(root, rng)
+        for _ in range(PACK_KILLS * 4):
+            if stats["kills"] >= PACK_KILLS:
+                break
+            _fill(root, rng, rng.randrange(200, 600))
+            if rng.random() < 0.3:  # a second pack, so that the next gc merges and removes
+                assert crashkit.cli("cas", "pack").code == 0
+                _fill(root, rng, 50)
+            before = set(open_store(root).iter_hashes())
+            files = _pack_files(root)
+            args = ("cas", "pack") if rng.random() < 0.6 else ("cas", "gc")
+            mix = rng.random()
+            t0 = time.monotonic()
+            proc = crashkit.popen(*args)
+            if mix < 0.3:
+                res = crashkit.kill_after(proc, rng.uniform(0, statistics.median(durations)))
+            elif mix < 0.6:  # while the pack is written
+                res = crashkit.kill_when(
+                    proc,
+                    lambda: any(f.startswith(".tmp-") for f in _pack_files(root)),
+                    rng.uniform(0, 0.01),
+                )
+            else:  # once the new pack is there: removing loose files, then replaced packs
+
+                def new_index(files: list[str] = files) -> bool:
+                    return any(f.endswith(".idx") and f not in files for f in _pack_files(root))
+
+                res = crashkit.kill_when(proc, new_index, rng.uniform(0, rng.choice([0.005, 0.05])))
+            if res.code != -signal.SIGKILL:
+                assert res.code == 0, res.err
+                durations.append(time.monotonic() - t0)
+                stats["finished before the kill"] += 1
+                continue
+            stats["kills"] += 1
+            stats[f"kills of {args[1]}"] += 1
+            leftovers = [f for f in _pack_files(root) if f.startswith(".tmp-")]
+            stats["kills that left temp files"] += bool(leftovers)
+            crashkit.check_invariants(root)
+            store = open_store(root)
+            missing = [h for h in before if store.get(h) is None]
+            assert not missing, f"{len(missing)} nodes lost, e.g. {missing[:3]}"
+            out = crashkit.cli("cas", "pack")
+            assert out.code == 0, out.err
+            left = _pack_files(root)
+            assert not [f for f in left if f.startswith(".tmp-")]
+            assert {f[:-5] for f in left if f.endswith(".pack")} == {
+                f[:-4] for f in left if f.endswith(".idx")
+            }  # no records whose index never came
+            assert set(open_store(root).iter_hashes()) >= before
+            crashkit.assert_continues(root, rng.choice(sorted(RootFiles(root).active())), fast)
+        _report("pack kills", stats, began)
+    assert stats["kills"] >= PACK_KILLS

@@ -91,7 +91,8 @@ def test_empty_root_creates_nothing(cli: Any, root: Path) -> None:
     for args in ([], ["--dry-run"], ["--grace", "0"]):
         out = gc(cli, *args)
         expected = {**NOTHING, "scanned": 0, "reachable": 0, "collected": 0, "bytes": 0}
-        assert out == ({**expected, "dryRun": True} if args == ["--dry-run"] else expected)
+        extra = {"dryRun": True} if args == ["--dry-run"] else {"packed": 0}
+        assert out == {**expected, **extra}
     assert not root.exists()
 
 
@@ -102,7 +103,14 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
     n = len(h.every)  # the meta-schema and uwf's schemas
     assert nodes(root) == {*h.every, garbage}
     size = store.path(garbage).stat().st_size
-    assert gc(cli) == {**NOTHING, "scanned": n + 1, "reachable": n, "collected": 0, "bytes": 0}
+    assert gc(cli, "--dry-run") == {  # 1h grace
+        **NOTHING,
+        "scanned": n + 1,
+        "reachable": n,
+        "collected": 0,
+        "bytes": 0,
+        "dryRun": True,
+    }
     assert gc(cli, "--grace", "0", "--dry-run") == {
         **NOTHING,
         "scanned": n + 1,
@@ -118,15 +126,18 @@ def test_only_garbage_goes_and_uwf_schemas_stay(cli: Any, root: Path) -> None:
         "reachable": n,
         "collected": 1,
         "bytes": size,
+        "packed": n,  # what survives is packed
     }
     assert nodes(root) == set(h.every)
     assert store.index(h.text) == []  # collected hashes leave the type index
+    assert not list((root / "cas" / "objects").rglob("*/*"))
     assert gc(cli, "--grace", "0") == {
         **NOTHING,
         "scanned": n,
         "reachable": n,
         "collected": 0,
         "bytes": 0,
+        "packed": 0,
     }
     verify_ok(cli)
     assert text_node(cli, "nobody refers to me") == garbage  # stored again, indexed again
@@ -150,10 +161,28 @@ def test_grace_period_and_refresh_by_a_later_put(cli: Any, root: Path) -> None:
     young = text_node(cli, "young")
     assert gc(cli, "--dry-run")["collected"] == 1  # default grace: one hour
     assert text_node(cli, "old") == old
-    assert gc(cli)["collected"] == 0
+    assert gc(cli, "--dry-run")["collected"] == 0
     age(root, old, 2 * HOUR_MS)
     assert gc(cli, "--grace", "90m")["collected"] == 1
     assert nodes(root) >= {young} and old not in nodes(root)
+
+
+def test_a_put_of_a_packed_node_makes_it_young_again(cli: Any, root: Path) -> None:
+    """A pack never changes, so a put of a packed node writes a loose copy of it: its mtime
+    is the node's last put, and the next pack records it."""
+    old = text_node(cli, "old")
+    age(root, old, 2 * HOUR_MS)
+    assert ok(cli, "cas", "pack")["packed"] == 6  # the old node keeps its age in the pack
+    assert open_store(root).loose_bytes(old) is None
+    assert gc(cli, "--dry-run")["collected"] == 1
+    assert text_node(cli, "old") == old
+    assert open_store(root).loose_bytes(old) is not None  # the loose copy
+    assert gc(cli)["collected"] == 0  # young again; gc packs it with its new last put
+    assert open_store(root).loose_bytes(old) is None
+    assert gc(cli, "--dry-run")["collected"] == 0
+    assert gc(cli, "--grace", "0")["collected"] == 1
+    assert old not in nodes(root)
+    verify_ok(cli)
 
 
 @pytest.mark.parametrize("make", [MemoryStore, None], ids=["memory", "fs"])
@@ -337,7 +366,7 @@ def test_a_second_gc_is_refused(cli: Any, root: Path) -> None:
     text_node(cli, "x")
     with fsio.locked(root / "locks" / "gc"):
         r = cli("cas", "gc")
-    assert (r.code, r.err) == (1, "error: cas gc is already running\n")
+    assert (r.code, r.err) == (1, "error: cas gc or cas pack is already running\n")
     assert gc(cli)["scanned"] == len(schemas.hashes().every) + 1
 
 

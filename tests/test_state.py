@@ -26,6 +26,24 @@ def test_hand_edited_threads_yaml_is_read_with_the_yaml_loader(root: Path, new_t
     assert RootFiles(root).active() == {thread: head}
 
 
+def test_the_one_parse_fast_path_takes_only_uwfs_own_shape(
+    cli: Any, root: Path, new_thread: Any
+) -> None:
+    """uwf's lines are read as one JSON object; a line that is not one ``"key": value`` pair
+    goes to the YAML loader, which reads what YAML reads and refuses what it refuses."""
+    threads = [new_thread(f"task {i}") for i in range(3)]
+    heads = RootFiles(root).active()
+    path = root / "threads.yaml"
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4 and all(line.startswith('"') for line in lines[1:])
+    path.write_text("\n".join([lines[0], *[f"  {x}" for x in lines[1:]]]) + "\n")
+    assert RootFiles(root).active() == heads  # indented alike: YAML reads the same mapping
+    a, b = (f'"{t}": "{heads[t]}"' for t in threads[:2])
+    path.write_text(f"{a}, {b}\n")  # two pairs on one line: not YAML
+    r = cli("thread", "list")
+    assert r.code == 1 and r.err.startswith("error: threads.yaml is damaged: ")
+
+
 def test_crash_between_history_append_and_threads_rewrite(
     cli: Any, root: Path, new_thread: Any, scenario: Any
 ) -> None:

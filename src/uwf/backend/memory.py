@@ -254,7 +254,7 @@ class MemoryLocks(Locks):
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:
         if not self._gc.acquire(blocking=False):
-            raise Busy("cas gc is already running")
+            raise Busy("cas gc or cas pack is already running")
         try:
             yield
         finally:

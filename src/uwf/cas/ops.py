@@ -29,19 +29,25 @@ def reindex(store: Store) -> dict[str, int]:
 def verify(store: Store) -> dict[str, Any]:
     """Re-hash every node and check that its type and its refs exist.
 
-    Returns ``{"scanned": n, "ok": bool, "damaged": [{"hash", "problem"}]}``.
+    Returns ``{"scanned": n, "ok": bool, "damaged": [{"hash", "problem"}]}``; damage of the
+    storage itself (a pack whose checksum fails) comes first, as ``{"pack", "problem"}``.
     """
-    damaged: list[dict[str, str]] = []
+    damaged: list[dict[str, str]] = store.check_storage()  # a pack's own checksums
     schemas: dict[str, Any] = {}
     holds_refs: dict[str, bool] = {}  # per type: can its nodes refer to others at all?
     # One directory scan; refs are then set lookups. A miss is confirmed on disk, since a step
     # running beside verify may have written the node after the scan.
-    present = set(store.iter_hashes())
+    try:
+        present = set(store.iter_hashes())
+    except CorruptNode:
+        if not damaged:
+            raise
+        return {"scanned": 0, "ok": False, "damaged": damaged}  # a pack cannot even be read
     scanned = 0
     for h in sorted(present):
         scanned += 1
         try:
-            node = store.get(h)
+            node = store.verified(h)  # re-hashed, packed or not
         except CorruptNode as exc:
             damaged.append({"hash": h, "problem": str(exc)})
             continue

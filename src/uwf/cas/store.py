@@ -39,8 +39,12 @@ class NodeInfo(NamedTuple):
     size: int  # bytes freed by deleting it
 
 
-def decode_node(claimed: str, data: dict[str, Any] | Any) -> Node:
-    """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode."""
+def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True) -> Node:
+    """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode.
+
+    ``rehash=False`` skips the hash when the bytes are known to be ones that did hash to
+    ``claimed`` (a packed record whose check matched: docs/format.md, "Packs").
+    """
     if (
         not isinstance(data, dict)
         or set(data) != {"type", "payload", "timestamp"}
@@ -49,6 +53,8 @@ def decode_node(claimed: str, data: dict[str, Any] | Any) -> Node:
         or isinstance(data["timestamp"], bool)
     ):
         raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
+    if not rehash:
+        return Node(data["type"], data["payload"], data["timestamp"])
     try:
         type_hash = None if data["type"] == claimed else data["type"]
         actual = codec.stored_hash(type_hash, data["payload"])
@@ -94,7 +100,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def delete(self, h: str) -> int:
-        """Remove a node (gc only); returns the bytes freed."""
+        """Remove a node (gc only); returns the bytes freed.
+
+        A store that keeps nodes in packs may only drop a packed copy: this store no longer
+        sees it, and ``pack(everything=True)`` leaves it out for everyone.
+        """
 
     @abc.abstractmethod
     def write_index(self, index: dict[str, list[str]]) -> None:
@@ -107,6 +117,26 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def info(self, h: str) -> NodeInfo | None:
         """Type, last put time and size of a node (gc only); None if absent, CorruptNode."""
+
+    # -- bulk storage (the filesystem store's packs; nothing to do elsewhere) -------------
+    def pack(self, *, everything: bool = False) -> dict[str, int]:
+        """Move loose nodes into packed storage; with ``everything``, rewrite all of it as one
+        pack and leave out what ``delete`` dropped (gc). The caller holds the gc lock.
+
+        Returns ``{"packed","loose","packs","bytes"}``: nodes moved, loose nodes left, packs
+        now and their bytes. A store without packs has nothing to do.
+        """
+        return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
+
+    def verified(self, h: str) -> Node | None:
+        """The node at ``h`` re-hashed, whatever holds it (``cas verify``; ``get`` may trust
+        a record that a checksum ties to a node that was hashed when it was stored)."""
+        return self.get(h)
+
+    def check_storage(self) -> list[dict[str, str]]:
+        """Damage of the storage itself rather than of a node (a pack's checksum):
+        ``[{"pack","problem"}]`` for ``cas verify``."""
+        return []
 
     # -- coordination with gc (no-ops for single-process backends) ----------------------
     def _writing(self) -> contextlib.AbstractContextManager[None]:

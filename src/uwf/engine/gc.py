@@ -78,10 +78,12 @@ def parse_grace(text: str) -> int:
 
 
 def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
-    """Collect unreachable nodes, the step locks of archived threads and old temp files;
-    ``{"scanned","reachable","collected","bytes","locks","tempFiles"}``.
+    """Collect unreachable nodes, pack what survives, then sweep the step locks of archived
+    threads and old temp files; ``{"scanned","reachable","collected","bytes","locks",
+    "tempFiles","packed"}`` (``packed``: nodes moved from loose files into the pack).
 
-    With ``dry_run`` nothing is deleted; the counts say what would be (and ``"dryRun"``).
+    With ``dry_run`` nothing is deleted or packed; the counts say what would be collected
+    (and ``"dryRun"`` replaces ``"packed"``).
     """
     grace_ms = parse_grace(grace)
     result: dict[str, Any] = {
@@ -92,8 +94,7 @@ def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -
         "locks": 0,
         "tempFiles": 0,
     }
-    if dry_run:
-        result["dryRun"] = True
+    result.update({"dryRun": True} if dry_run else {"packed": 0})
     if next(iter(backend.nodes.iter_hashes()), None) is None:  # nothing stored: create nothing
         return result
     with backend.locks.gc():
@@ -157,16 +158,19 @@ def _gc(backend: Backend, grace_ms: int, dry_run: bool) -> dict[str, int]:
     _mark(store, keep, marked)
     old = [node for node in old if node not in marked]
 
-    collected, freed = 0, 0
+    collected, freed, packed = 0, 0, 0
     if dry_run:
         collected, freed = len(old), sum(sizes[node] for node in old)
     else:
-        collected, freed = _sweep(store, old, cutoff)
-    return {"scanned": len(scanned), "reachable": reachable, "collected": collected, "bytes": freed}
+        collected, freed, packed = _sweep(store, old, cutoff)
+    out = {"scanned": len(scanned), "reachable": reachable, "collected": collected, "bytes": freed}
+    return out if dry_run else {**out, "packed": packed}
 
 
-def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int]:
-    """Delete the nodes still older than ``cutoff`` (re-checked under the sweep lock)."""
+def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int, int]:
+    """Delete the nodes still older than ``cutoff`` (re-checked under the sweep lock), then
+    pack what survives (which also leaves out the collected nodes' packed copies); returns
+    (collected, bytes freed, nodes moved from loose files into the pack)."""
     collected, freed = 0, 0
     gone: dict[str, list[str]] = {}
     for start in range(0, len(old), BATCH):
@@ -181,12 +185,13 @@ def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int]:
                 freed += store.delete(node)
                 collected += 1
                 gone.setdefault(info.type, []).append(node)
+    packed = store.pack(everything=True)["packed"]
     if gone:
         with store.sweeping():
             for type_hash, nodes in gone.items():
                 absent = {node for node in nodes if not store.has(node)}  # not stored again
                 store.set_index(type_hash, [x for x in store.index(type_hash) if x not in absent])
-    return collected, freed
+    return collected, freed, packed
 
 
 def _mark(store: Store, roots: Iterable[str], marked: set[str]) -> None:

@@ -106,9 +106,15 @@ def recorded(detail: Any) -> tuple[int | None, Cost | None]:
 
 
 def own(detail: Any) -> Cost:
-    """One step's own cost (what it did not record counts as 0)."""
+    """One step's own cost (what it did not record counts as 0). Built directly, not with
+    ``dataclasses.replace`` (which inspects the fields on every call): ``thread steps``
+    runs it once per step."""
     ms, usage = recorded(detail)
-    return replace(usage or Cost(), duration_ms=ms or 0)
+    if usage is None:
+        return Cost(ms or 0)
+    return Cost(
+        ms or 0, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, usage.calls
+    )
 
 
 def step_cost(store: Store, step: chain.Step) -> dict[str, Any]:

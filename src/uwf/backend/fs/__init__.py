@@ -2,7 +2,8 @@
 
 docs/format.md, "The filesystem backend", describes every file it writes::
 
-    <root>/cas/objects/<2 chars>/<HASH>   nodes (``nodes.FsStore``)
+    <root>/cas/objects/<2 chars>/<HASH>   nodes as loose files (``nodes.FsStore``)
+    <root>/cas/packs/pack-<NAME>.*        nodes in packs (``packs``, written by ``packing``)
     <root>/cas/index/<TYPE>               the type index
     <root>/threads.yaml, history.jsonl    active heads and the archive (``state.FsThreads``)
     <root>/registry.yaml                  workflow name -> hash (``state.FsRegistry``)

@@ -324,7 +324,7 @@ class FsLocks(Locks):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise Busy("cas gc is already running") from None
+                raise Busy("cas gc or cas pack is already running") from None
             yield
         finally:
             os.close(fd)

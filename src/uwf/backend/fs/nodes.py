@@ -1,34 +1,85 @@
-"""The filesystem store: ``<root>/cas/objects/<2 chars>/<HASH>`` JSON files, read-only.
+"""The filesystem store: loose node files, and packs of many nodes (docs/format.md, "Packs").
 
-Opening it reads nothing. A node is written once (temp file, fsync, link, fsync of the
-directory) and never rewritten, so a crash leaves it either absent or whole; a file whose
-content does not hash to its name is reported as corrupt, never used. The type index is
-``<root>/cas/index/<TYPEHASH>``, one hash per line, appended after the node is durable.
+A new node is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compact JSON, read-only,
+written once (temp file, fsync, link, fsync of the directory) and never rewritten, so a crash
+leaves it either absent or whole. ``uwf cas pack`` (and ``cas gc``) move loose nodes into
+packs under ``<root>/cas/packs/`` (``packs.py``): a pack and its index are durable before any
+loose file goes. Readers look in the packs, then at the loose file, and when both miss they
+list the packs again (a pack written meanwhile may hold a node whose loose file just went).
+Whatever holds it, a node whose content does not hash to its name is reported as corrupt,
+never used. The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended
+after the node is durable.
 
 Coordination with ``cas gc`` (see ``uwf.engine.gc``): every write holds a shared ``flock`` on
 ``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is never
 deleted between a writer's "it exists" and the writer linking to it. A put that finds its
-node already stored refreshes the file's mtime: gc judges a node's age by the later of its
-timestamp and its mtime.
+node already stored refreshes its last put: the loose file's mtime, or, for a node only in a
+pack, a loose copy of it (packs never change). gc judges a node's age by the later of its
+timestamp and its last put.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import heapq
 import json
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
 
+if TYPE_CHECKING:
+    from uwf.backend.fs.packs import Pack
+
 SWEEP_LOCK = "cas-sweep.lock"
+MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this many
+BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
+
+
+def pack_names(directory: Path) -> list[str]:
+    """The packs in ``directory`` (those whose index exists), in a fixed order. The pack
+    format (``packs.py``: mmap, zlib, struct) is imported only where there are packs."""
+    try:
+        entries = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(
+        (e[:-4] for e in entries if e.startswith("pack-") and e.endswith(".idx")), reverse=True
+    )
+
+
+_JSON = json.JSONDecoder()
+
+
+def _parse_json(text: str) -> object:
+    """``json.loads`` for uwf's compact records: no whitespace to skip around the value in
+    the usual case (one regex match less on each side, per node read), the full parse
+    otherwise."""
+    try:
+        value, end = _JSON.raw_decode(text)
+        if end == len(text):
+            return value
+    except ValueError:
+        pass
+    return _JSON.decode(text)
+
+
+def _decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
+    """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it (unless
+    ``rehash`` is False: a packed record whose check ties it to a node that did)."""
+    try:
+        record = _parse_json(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
+    return decode_node(h, record, rehash=rehash)
 
 
 class FsStore(Store):
@@ -37,8 +88,11 @@ class FsStore(Store):
         self.objects = cas_dir / "objects"
         self._objects = str(self.objects)  # reads build paths as strings: cheaper than Path
         self.index_dir = cas_dir / "index"
+        self.pack_dir = cas_dir / "packs"
         # Outside cas/ so the store directory holds nothing but nodes and the index.
         self.lock_dir = lock_dir if lock_dir is not None else cas_dir.parent / "locks"
+        self._packs: list[Pack] | None = None  # opened on the first read
+        self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -46,23 +100,189 @@ class FsStore(Store):
     def _file(self, h: str) -> str:
         return f"{self._objects}/{h[:2]}/{h}"
 
-    def _exists(self, h: str) -> bool:
-        return os.path.exists(self._file(h))
+    # -- packs --------------------------------------------------------------------------
+    def packs(self) -> list[Pack]:
+        """The packs as this process last listed them (listing them on the first call)."""
+        return self._packs if self._packs is not None else self._list_packs()
 
-    def _load(self, h: str) -> Node | None:
+    def _list_packs(self) -> list[Pack]:
+        names = pack_names(self.pack_dir)
+        if not names:
+            self._packs = []
+            return self._packs
+        from uwf.backend.fs.packs import Pack
+
+        known = {p.name: p for p in self._packs or []}
+        found = []
+        for name in names:
+            pack = known.get(name)
+            if pack is None:
+                try:
+                    pack = Pack(self.pack_dir, name)
+                except FileNotFoundError:
+                    continue  # removed since the listing: a newer pack holds what it held
+                except OSError as exc:
+                    raise UwfError(f"cannot read pack {name}: {exc.strerror or exc}") from None
+            found.append(pack)
+        self._packs = found
+        return found
+
+    def _packs_changed(self) -> bool:
+        """List the packs again after a miss; True when the set changed."""
+        before = [p.name for p in self._packs or []]
+        return [p.name for p in self._list_packs()] != before
+
+    def _find(self, h: str) -> tuple[Pack, int] | None:
+        """The pack holding ``h`` and its position there (packs as last listed)."""
+        found = self.packs()
+        if not found or h in self._dropped:
+            return None
+        key = h.encode("ascii")
+        for pack in found:
+            i = pack.find(key)
+            if i >= 0:
+                return pack, i
+        return None
+
+    def _find_fresh(self, h: str) -> tuple[Pack, int] | None:
+        return self._find(h) if self._packs_changed() else None
+
+    # -- reading ------------------------------------------------------------------------
+    def _read_loose(self, h: str) -> bytes | None:
         try:
             with open(self._file(h), "rb") as fh:
-                data = fh.read()
+                return fh.read()
         except FileNotFoundError:
-            data = None
+            return None
+
+    def _exists(self, h: str) -> bool:
+        return (
+            self._find(h) is not None
+            or os.path.exists(self._file(h))
+            or self._find_fresh(h) is not None
+        )
+
+    def _load(self, h: str, *, rehash: bool = False) -> Node | None:
+        """A loose file is re-hashed; a packed record is checked against its ``check`` (and
+        re-hashed too with ``rehash``: ``cas verify``)."""
+        found = self._find(h)
+        if found is None:
+            data = self._read_loose(h)
+            if data is not None:
+                return _decode(h, data)
+            found = self._find_fresh(h)
+            if found is None:
+                return None
+        try:
+            return _decode(h, found[0].read(found[1]), rehash=rehash)
+        except CorruptNode:
+            good = self._good_copy(h, found[0], rehash)
+            if good is None:
+                raise
+            return good
+
+    def _good_copy(self, h: str, damaged: Pack, rehash: bool) -> Node | None:
+        """Another copy of a node whose record in ``damaged`` is corrupt: in another pack,
+        or a loose file (a later put) — used instead, as any good copy."""
+        for pack, i in self._packed_copies(h):
+            if pack is not damaged:
+                with contextlib.suppress(CorruptNode):
+                    return _decode(h, pack.read(i), rehash=rehash)
+        data = self._read_loose(h)
         if data is None:
             return None
-        try:
-            record = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
-        return decode_node(h, record)
+        with contextlib.suppress(CorruptNode):
+            return _decode(h, data)
+        return None
 
+    def verified(self, h: str) -> Node | None:
+        """Every copy re-hashed — each pack's record and the loose file — so that no copy a
+        read might take is bad (CorruptNode names the first bad one)."""
+        check_hash(h)
+        node = None
+        for pack, i in self._packed_copies(h):
+            node = _decode(h, pack.read(i))
+        data = self._read_loose(h)
+        if data is not None:
+            node = _decode(h, data)
+        return node if node is not None else self._load(h, rehash=True)
+
+    def loose_bytes(self, h: str) -> int | None:
+        """The size of a node's loose file, None when it has none (benchmarks, tests)."""
+        try:
+            return os.stat(self._file(h)).st_size
+        except FileNotFoundError:
+            return None
+
+    def info(self, h: str) -> NodeInfo | None:
+        node = self._load(h)
+        if node is None:
+            return None
+        last_put, size = node.timestamp, 0
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(self._file(h))
+            last_put, size = max(last_put, st.st_mtime_ns // 1_000_000), st.st_size
+        for pack, i in self._packed_copies(h):
+            last_put = max(last_put, pack.entry(i).last_put)
+            size += pack.size_of(i)
+        return NodeInfo(node.type, last_put, size)
+
+    def _packed_copies(self, h: str) -> Iterator[tuple[Pack, int]]:
+        if h in self._dropped:
+            return
+        key = h.encode("ascii")
+        for pack in self.packs():
+            i = pack.find(key)
+            if i >= 0:
+                yield pack, i
+
+    def _loose(self) -> Iterator[os.DirEntry[str]]:
+        """Every loose node file, by fan-out directory and name."""
+        try:
+            fans = sorted(os.scandir(self.objects), key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        for fan in fans:
+            if not fan.is_dir() or len(fan.name) != 2:
+                continue
+            for entry in sorted(os.scandir(fan.path), key=lambda e: e.name):
+                if is_hash(entry.name) and entry.name[:2] == fan.name:
+                    yield entry
+
+    def iter_hashes(self) -> Iterator[str]:
+        """Loose files first, then the packs listed afresh: a node packed meanwhile is in a
+        pack that is listed after its loose file went. Sorted, each hash once."""
+        loose = [entry.name for entry in self._loose()]
+        dropped = self._dropped
+        streams: list[Iterator[str]] = [iter(loose)]
+        for pack in self._list_packs():
+            streams.append(n for n in pack.names() if n not in dropped)
+        last = None
+        for h in heapq.merge(*streams):
+            if h != last:
+                yield h
+                last = h
+
+    def check_storage(self) -> list[dict[str, str]]:
+        """Packs that cannot be opened, or whose checksums or order are wrong."""
+        from uwf.backend.fs.packs import Pack
+
+        damaged = []
+        for name in pack_names(self.pack_dir):
+            try:
+                pack = Pack(self.pack_dir, name)
+            except FileNotFoundError:
+                continue
+            except CorruptNode as exc:
+                damaged.append({"pack": name, "problem": str(exc)})
+                continue
+            problem = pack.check()
+            if problem is not None:
+                damaged.append({"pack": name, "problem": str(pack.corrupt(problem))})
+            pack.close()
+        return damaged
+
+    # -- writing ------------------------------------------------------------------------
     def _create(self, h: str, node: Node) -> bool:
         data = dumps(node.as_dict()).encode()
         return fsio.create_once(self.path(h), data, mode=0o444)
@@ -70,12 +290,23 @@ class FsStore(Store):
     def _refresh(self, h: str) -> bool:
         now = time.time_ns()  # the clock of node timestamps, not the kernel's coarser one
         try:
-            os.utime(self.path(h), ns=(now, now))  # allowed on a 0444 file for its owner
+            os.utime(self._file(h), ns=(now, now))  # allowed on a 0444 file for its owner
             return True
         except FileNotFoundError:
-            return False
+            pass
         except OSError:  # another user's store: the node is there, its age stays as it was
             return self._exists(h)
+        found = self._find(h) or self._find_fresh(h)
+        if found is None:
+            return False
+        try:
+            data = found[0].read(found[1])
+            _decode(h, data)
+        except CorruptNode:
+            return False  # stored again as a new loose file, which readers then use
+        # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
+        fsio.create_once(self.path(h), data, mode=0o444)
+        return True
 
     @contextlib.contextmanager
     def _flock(self, operation: int) -> Iterator[None]:
@@ -97,20 +328,26 @@ class FsStore(Store):
     def sweeping(self) -> contextlib.AbstractContextManager[None]:
         return self._flock(fcntl.LOCK_EX)
 
-    def info(self, h: str) -> NodeInfo | None:
-        try:
-            with open(self.path(h), "rb") as fh:
-                st = os.fstat(fh.fileno())
-                data = fh.read()
-        except FileNotFoundError:
-            return None
-        try:
-            record = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
-        node = decode_node(h, record)
-        return NodeInfo(node.type, max(node.timestamp, st.st_mtime_ns // 1_000_000), st.st_size)
+    def delete(self, h: str) -> int:
+        """Remove the loose file; a packed copy is dropped, and goes at the next full pack
+        (``pack(everything=True)``, which gc runs). Until then only this store skips it."""
+        freed = 0
+        with contextlib.suppress(FileNotFoundError):
+            size = os.stat(self._file(h)).st_size
+            os.unlink(self._file(h))
+            freed = size
+        copies = list(self._packed_copies(h))
+        if copies:
+            self._dropped.add(h)
+            freed += sum(pack.size_of(i) for pack, i in copies)
+        return freed
 
+    def pack(self, *, everything: bool = False) -> dict[str, int]:
+        from uwf.backend.fs.packing import pack_store
+
+        return pack_store(self, everything=everything)
+
+    # -- the type index -----------------------------------------------------------------
     def _index_add(self, type_hash: str, h: str) -> None:
         fsio.append_line(self.index_dir / type_hash, h)
 
@@ -124,27 +361,6 @@ class FsStore(Store):
             if is_hash(line):  # a torn last line from a crash is skipped, never trusted
                 seen[line] = None
         return list(seen)
-
-    def iter_hashes(self) -> Iterator[str]:
-        try:
-            fans = sorted(os.scandir(self.objects), key=lambda e: e.name)
-        except FileNotFoundError:
-            return
-        for fan in fans:
-            if not fan.is_dir() or len(fan.name) != 2:
-                continue
-            for entry in sorted(os.listdir(fan.path)):
-                if is_hash(entry) and entry[:2] == fan.name:
-                    yield entry
-
-    def delete(self, h: str) -> int:
-        path = self.path(h)
-        try:
-            size = path.stat().st_size
-            path.unlink()
-        except FileNotFoundError:
-            return 0
-        return size
 
     def write_index(self, index: dict[str, list[str]]) -> None:
         if not index and not self.index_dir.is_dir():  # nothing stored: create nothing

@@ -41,11 +41,28 @@ REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
 def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
-    """The top-level mapping of a state file: the fast path, else the safe YAML loader."""
+    """The top-level mapping of a state file: the fast paths, else the safe YAML loader.
+
+    uwf's own shape is one ``"key": value`` line per entry, the value a JSON string or
+    object: joined with commas inside braces, the lines are one JSON object, parsed in one
+    call (10,000 threads: one ``json.loads`` instead of 20,000, and no regex per line).
+    Taken only when every line starts with a quote and gives exactly one key (a line with
+    two pairs, or a pair cut over two lines, fails that); otherwise line by line, then YAML.
+    """
+    lines = [
+        line
+        for line in data.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if all(line[0] == '"' for line in lines):
+        try:
+            joined = json.loads("{" + ",".join(lines) + "}")
+        except ValueError:
+            joined = None
+        if isinstance(joined, dict) and len(joined) == len(lines):
+            return joined
     out: dict[str, Any] = {}
-    for line in data.decode("utf-8", "replace").splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+    for line in lines:
         m = _LINE.match(line)
         if m is None:
             break
@@ -122,19 +139,24 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
 
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?}``."""
-    thread = ThreadId(key)
-    if is_hash(raw):
-        return ActiveThread(thread, NodeHash(raw))
-    if not isinstance(raw, dict) or not is_hash(raw.get("head")):
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?}``.
+
+    Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
+    checks each field once and builds the records positionally."""
+    if not isinstance(raw, dict):
+        return ActiveThread(ThreadId(key), NodeHash(raw)) if is_hash(raw) else None
+    head: Any = raw.get("head")
+    if not is_hash(head):
         return None
-    head = NodeHash(raw["head"])
-    workflow, task = raw.get("workflow"), raw.get("task")
+    workflow: Any = raw.get("workflow")
+    task, waiting = raw.get("task"), raw.get("waiting")
     info = ThreadInfo(
-        workflow=NodeHash(workflow) if isinstance(workflow, str) and is_hash(workflow) else None,
-        task=task if isinstance(task, str) else None,
+        NodeHash(workflow) if is_hash(workflow) else None,
+        task if isinstance(task, str) else None,
     )
-    return ActiveThread(thread, head, info, _decode_waiting(raw.get("waiting"), head))
+    if waiting is not None:
+        waiting = _decode_waiting(waiting, NodeHash(head))
+    return ActiveThread(ThreadId(key), NodeHash(head), info, waiting)
 
 
 def encode_thread(record: ActiveThread) -> Any:

@@ -217,5 +217,5 @@ class PgLocks(Locks):
 
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:
-        with self._advisory(GC_KEY, False, "cas gc is already running"):
+        with self._advisory(GC_KEY, False, "cas gc or cas pack is already running"):
             yield

@@ -1,0 +1,396 @@
+"""Packs of the filesystem store (docs/format.md, "Packs"): `uwf cas pack`, the format, readers
+beside packing, damage, and what a killed pack leaves behind. The node store contract runs on
+packed nodes in tests/test_cas_store.py (``TestPackedFsStore``); killing `cas pack` and
+`cas gc` at random moments is in tests/test_crash.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import xxhash
+
+from backend_contract import ITEM
+from rootfiles import open_store
+from uwf.backend.fs import FsBackend, packs
+from uwf.backend.fs.nodes import MAX_PACKS, FsStore, pack_names
+from uwf.cas import codec, ops
+from uwf.cas.schema import meta_hash
+from uwf.util.base32 import encode64
+from uwf.util.errors import CorruptNode
+
+
+def ok(cli: Any, *args: str) -> Any:
+    r = cli(*args)
+    assert r.code == 0, (args, r.out, r.err)
+    return r.json()
+
+
+def loose(cas: Path) -> list[str]:
+    return sorted(p.name for p in (cas / "objects").glob("*/*"))
+
+
+def pack_files(cas: Path) -> list[str]:
+    return sorted(os.listdir(cas / "packs")) if (cas / "packs").exists() else []
+
+
+@pytest.fixture
+def cas(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "cas"
+
+
+def items(store: FsStore, n: int, start: int = 0) -> tuple[str, list[str]]:
+    s = store.put_schema(ITEM)
+    return s, [store.put(s, {"n": i, "tag": f"item {i}"}) for i in range(start, start + n)]
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def test_cas_pack_moves_every_loose_node_and_threads_read_the_same(
+    cli: Any, root: Path, new_thread: Any, scenario: Any
+) -> None:
+    thread = new_thread()
+    agent = scenario()
+    for _ in range(3):
+        ok(cli, "thread", "step", thread, "--agent", agent)
+    views = [ok(cli, "thread", *args, thread) for args in (["show"], ["steps"])]
+    read = cli("thread", "read", thread).out
+    before = set(open_store(root).iter_hashes())
+    report = ok(cli, "cas", "pack")
+    assert report["packed"] == len(before) and report["loose"] == 0 and report["packs"] == 1
+    cas = root / "cas"
+    assert loose(cas) == []
+    (name,) = {f.rsplit(".", 1)[0] for f in pack_files(cas)}
+    assert pack_files(cas) == [f"{name}.idx", f"{name}.pack"]
+    assert report["bytes"] == sum(os.stat(cas / "packs" / f).st_size for f in pack_files(cas))
+    assert [ok(cli, "thread", *args, thread) for args in (["show"], ["steps"])] == views
+    assert cli("thread", "read", thread).out == read
+    assert set(open_store(root).iter_hashes()) == before
+    assert ok(cli, "cas", "verify") == {"scanned": len(before), "ok": True, "damaged": []}
+    assert ok(cli, "cas", "pack") == {**report, "packed": 0}  # nothing loose: nothing to do
+
+    head = ok(cli, "thread", "step", thread, "--agent", agent)["head"]  # new steps: loose
+    assert head in loose(cas)
+    again = ok(cli, "cas", "pack")
+    assert again["packs"] == 2 and again["loose"] == 0
+    assert ok(cli, "thread", "show", thread)["head"] == head
+    assert ok(cli, "cas", "verify")["ok"] is True
+
+
+def test_cas_pack_of_an_empty_store_creates_nothing(cli: Any, root: Path) -> None:
+    assert ok(cli, "cas", "pack") == {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
+    assert not root.exists()
+
+
+def test_cas_pack_never_runs_beside_gc(cli: Any, root: Path) -> None:
+    ok(cli, "cas", "put-text", "x")
+    with FsBackend(root).locks.gc():
+        r = cli("cas", "pack")
+    assert (r.code, r.err) == (1, "error: cas gc or cas pack is already running\n")
+    assert loose(root / "cas") == sorted(open_store(root).iter_hashes())
+
+
+# -- the format --------------------------------------------------------------------------
+
+
+def test_the_files_are_as_docs_format_md_says(cas: Path) -> None:
+    store = FsStore(cas)
+    _, hashes = items(store, 40)
+    originals = {h: (cas / "objects" / h[:2] / h).read_bytes() for h in store.iter_hashes()}
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    data = (cas / "packs" / f"{name}.pack").read_bytes()
+    idx = (cas / "packs" / f"{name}.idx").read_bytes()
+    assert name == "pack-" + encode64(xxhash.xxh64_intdigest(data))
+    assert data[:8] == b"UWFPACK1"
+    (dict_len,) = struct.unpack_from(">I", data, 8)
+    zdict = data[12 : 12 + dict_len]
+    assert 0 < dict_len <= 16 << 10  # 42 nodes: a dictionary of sample records
+    assert idx[:8] == b"UWFIDX01"
+    (count,) = struct.unpack_from(">I", idx, 8)
+    assert count == len(originals) == 42
+    fan = struct.unpack_from(">512I", idx, 12)
+    names_at = 12 + 512 * 4
+    names = [idx[names_at + 13 * i : names_at + 13 * (i + 1)].decode() for i in range(count)]
+    assert names == sorted(originals)
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    for b in range(512):
+        assert fan[b] == sum(
+            1 for n in names if 32 * alphabet.index(n[0]) + alphabet.index(n[1]) <= b
+        )
+    entries_at = names_at + 13 * count
+    for i, h in enumerate(names):
+        offset, length, last_put, check = struct.unpack_from(">QIQQ", idx, entries_at + 28 * i)
+        inflate = zlib.decompressobj(-15, zdict)
+        assert inflate.decompress(data[offset : offset + length]) == originals[h]
+        assert last_put > 0
+        assert check == xxhash.xxh64_intdigest(h.encode() + originals[h])
+    pack_sum, idx_sum = struct.unpack_from(">QQ", idx, len(idx) - 16)
+    assert pack_sum == xxhash.xxh64_intdigest(data)
+    assert idx_sum == xxhash.xxh64_intdigest(idx[:-8])
+    assert len(idx) == entries_at + 28 * count + 16
+    assert [store.require(h).payload["n"] for h in hashes] == list(range(40))
+
+
+def test_a_small_pack_has_no_dictionary(cas: Path) -> None:
+    store = FsStore(cas)
+    items(store, 3)
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    assert (cas / "packs" / f"{name}.pack").read_bytes()[8:12] == b"\0\0\0\0"
+    assert FsStore(cas).require(meta_hash()).type == meta_hash()
+
+
+def test_packs_merge_into_one_at_the_limit(cas: Path) -> None:
+    store = FsStore(cas)
+    s, first = items(store, 2)
+    store.pack()
+    everything = list(first)
+    for k in range(1, MAX_PACKS):
+        everything.append(store.put(s, {"n": 100 + k}))
+        assert store.pack()["packs"] == k + 1
+    everything.append(store.put(s, {"n": 1000}))
+    assert store.pack()["packs"] == 1  # the 9th: merged with the 8 into one
+    fresh = FsStore(cas)
+    assert [fresh.require(h).payload["n"] for h in everything] == [
+        0,
+        1,
+        *[100 + k for k in range(1, MAX_PACKS)],
+        1000,
+    ]
+    assert ops.verify(fresh)["ok"] is True
+    assert loose(cas) == [] and len(pack_files(cas)) == 2
+
+
+# -- readers beside packing --------------------------------------------------------------
+
+
+def test_a_reader_finds_nodes_packed_after_it_listed_the_packs(cas: Path) -> None:
+    writer = FsStore(cas)
+    s, hashes = items(writer, 5)
+    writer.pack()
+    reader = FsStore(cas)  # another process: lists the packs once, on its first read
+    assert reader.require(hashes[0]).payload["n"] == 0
+    later = [writer.put(s, {"n": 10 + i}) for i in range(3)]
+    writer.pack()  # moves them into a second pack and removes their loose files
+    assert [reader.require(h).payload["n"] for h in later] == [10, 11, 12]
+    assert reader.has(later[0]) and sorted(reader.iter_hashes()) == sorted(writer.iter_hashes())
+    writer.pack(everything=True)  # merges both and removes the packs the reader has mapped
+    assert [reader.require(h).payload["n"] for h in hashes + later] == [0, 1, 2, 3, 4, 10, 11, 12]
+    assert len(reader.packs()) == 2  # still the old ones, mapped (their files are gone)
+    newest = writer.put(s, {"n": 99})
+    writer.pack()
+    assert reader.require(newest).payload["n"] == 99  # a miss lists the packs again
+    assert len(reader.packs()) == 2 and [p.name for p in reader.packs()] == [
+        p.name for p in FsStore(cas).packs()
+    ]
+
+
+def test_a_put_after_the_loose_file_was_read_keeps_it(
+    cas: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put refreshing a loose file while it is being packed keeps that file: its later last
+    put would be lost with it (gc judges age by it)."""
+    store = FsStore(cas)
+    s, (a, b) = items(store, 2)
+    write = packs.write
+
+    def put_meanwhile(*args: Any) -> Any:
+        name = write(*args)
+        FsStore(cas).put(s, {"n": 0, "tag": "item 0"})  # another writer re-puts a
+        return name
+
+    monkeypatch.setattr(packs, "write", put_meanwhile)
+    report = store.pack()
+    assert report["packed"] == 4 and report["loose"] == 2  # a and its schema (refreshed)
+    assert loose(cas) == sorted([a, s])
+    fresh = FsStore(cas)
+    info = fresh.info(a)
+    assert (
+        info is not None
+        and info.last_put >= os.stat(cas / "objects" / a[:2] / a).st_mtime_ns // 10**6
+    )
+    assert fresh.require(b).payload["n"] == 1
+
+
+# -- damage --------------------------------------------------------------------------------
+
+
+def test_a_corrupt_loose_file_stays_loose(cas: Path) -> None:
+    store = FsStore(cas)
+    _, (good, bad) = items(store, 2)
+    path = cas / "objects" / bad[:2] / bad
+    path.chmod(0o644)
+    path.write_text("{not json")
+    report = store.pack()
+    assert (report["packed"], report["loose"]) == (3, 1)
+    assert loose(cas) == [bad]
+    fresh = FsStore(cas)
+    assert fresh.require(good).payload["n"] == 0
+    assert ops.verify(fresh)["damaged"] == [
+        {"hash": bad, "problem": f"corrupt node {bad}: not valid JSON"}
+    ]
+
+
+def _damage_record(cas: Path, h: str) -> None:
+    """Flip the bytes of the packed record of ``h``."""
+    (name,) = pack_names(cas / "packs")
+    pack = packs.Pack(cas / "packs", name)
+    offset, length, *_ = pack.entry(pack.find(h.encode()))
+    pack.close()
+    path = cas / "packs" / f"{name}.pack"
+    data = bytearray(path.read_bytes())
+    for i in range(offset, offset + length):
+        data[i] ^= 0x55
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_record_is_corrupt_until_a_put_stores_a_good_copy(cas: Path) -> None:
+    store = FsStore(cas)
+    s, hashes = items(store, 30)
+    victim = hashes[7]
+    store.pack()
+    _damage_record(cas, victim)
+    reader = FsStore(cas)
+    with pytest.raises(CorruptNode) as info:
+        reader.get(victim)
+    assert str(info.value).startswith(f"corrupt node {victim}: ")
+    assert reader.require(hashes[8]).payload["n"] == 8
+    report = ops.verify(reader)
+    (name,) = pack_names(cas / "packs")
+    assert report["ok"] is False
+    assert report["damaged"][0] == {
+        "pack": name,
+        "problem": f"corrupt pack {name}: its records do not match their checksum",
+    }
+    assert [d.get("hash") for d in report["damaged"][1:]] == [victim]
+
+    assert reader.put(s, {"n": 7, "tag": "item 7"}) == victim  # a writer stores it again
+    assert loose(cas) == sorted([victim, s])  # and its schema: a put refreshes the type
+    assert FsStore(cas).require(victim).payload["n"] == 7  # the good loose copy is used
+    FsStore(cas).pack(everything=True)  # gc's pack: the good copy replaces the damaged pack
+    assert ops.verify(FsStore(cas)) == {"scanned": 32, "ok": True, "damaged": []}
+
+
+def test_a_damaged_index_fails_every_read_and_verify_reports_it(cas: Path) -> None:
+    store = FsStore(cas)
+    _, hashes = items(store, 5)
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    idx = cas / "packs" / f"{name}.idx"
+    idx.write_bytes(idx.read_bytes()[:-1])
+    with pytest.raises(CorruptNode) as info:
+        FsStore(cas).get(hashes[0])
+    assert str(info.value) == f"corrupt pack {name}: not a pack index of this format"
+    assert ops.verify(FsStore(cas)) == {
+        "scanned": 0,
+        "ok": False,
+        "damaged": [{"pack": name, "problem": str(info.value)}],
+    }
+
+
+def test_an_unsorted_index_is_reported(cas: Path) -> None:
+    store = FsStore(cas)
+    items(store, 3)
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    idx = cas / "packs" / f"{name}.idx"
+    data = bytearray(idx.read_bytes())
+    at = 12 + 512 * 4
+    data[at : at + 26] = data[at + 13 : at + 26] + data[at : at + 13]  # swap two names
+    body = bytes(data[:-8])
+    idx.write_bytes(body + struct.pack(">Q", xxhash.xxh64_intdigest(body)))
+    assert FsStore(cas).check_storage() == [
+        {"pack": name, "problem": f"corrupt pack {name}: its index is not sorted"}
+    ]
+
+
+def test_leftovers_of_a_killed_pack_go_with_the_next(cas: Path) -> None:
+    store = FsStore(cas)
+    _, hashes = items(store, 3)
+    store.pack()
+    (cas / "packs" / ".tmp-pack-1-ab.pack").write_bytes(b"half")
+    (cas / "packs" / ".tmp-pack-1-ab.idx").write_bytes(b"half")
+    (cas / "packs" / "pack-0000000000000.pack").write_bytes(b"UWFPACK1")  # its .idx never came
+    fresh = FsStore(cas)
+    assert [fresh.require(h).payload["n"] for h in hashes] == [0, 1, 2]
+    FsStore(cas).pack()
+    assert [f for f in pack_files(cas) if f.startswith((".tmp-", "pack-0000"))] == []
+
+
+def test_a_merge_keeps_a_pack_whose_record_cannot_be_read(cas: Path) -> None:
+    store = FsStore(cas)
+    s, hashes = items(store, 30)
+    store.pack()
+    _damage_record(cas, hashes[3])
+    later = store.put(s, {"n": 99})
+    (damaged,) = pack_names(cas / "packs")
+    FsStore(cas).pack(everything=True)  # as gc: one pack of everything it can read
+    assert damaged in pack_names(cas / "packs") and len(pack_names(cas / "packs")) == 2
+    fresh = FsStore(cas)
+    assert [fresh.require(h).payload["n"] for h in [*hashes[4:], later]] == [*range(4, 30), 99]
+    report = ops.verify(fresh)
+    assert [d.get("hash") for d in report["damaged"] if "hash" in d] == [hashes[3]]
+
+
+def test_a_good_copy_in_another_pack_is_used(cas: Path) -> None:
+    store = FsStore(cas)
+    s, hashes = items(store, 30)
+    store.pack()
+    _damage_record(cas, hashes[3])
+    _damage_record(cas, hashes[5])  # (no good copy anywhere: its pack stays)
+    assert store.put(s, {"n": 3, "tag": "item 3"}) == hashes[3]  # a good loose copy
+    FsStore(cas).pack(everything=True)  # packs the good copy; the damaged pack stays
+    assert loose(cas) == [] and len(pack_names(cas / "packs")) == 2
+    for order in (1, -1):  # whichever pack is read first
+        reader = FsStore(cas)
+        reader._packs = reader.packs()[::order]
+        assert reader.require(hashes[3]).payload["n"] == 3
+    with pytest.raises(CorruptNode):
+        FsStore(cas).get(hashes[5])
+
+
+def test_a_record_read_under_another_name_fails_its_check(cas: Path) -> None:
+    """A record's check covers its name: an index whose entries were swapped (a writer bug,
+    a damaged disk) never serves one node's JSON as another's."""
+    store = FsStore(cas)
+    _, (a, b) = items(store, 2)
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    idx = cas / "packs" / f"{name}.idx"
+    data = bytearray(idx.read_bytes())
+    pack = packs.Pack(cas / "packs", name)
+    i, j = pack.find(a.encode()), pack.find(b.encode())
+    at_i, at_j = pack.entries_at + 28 * i, pack.entries_at + 28 * j
+    pack.close()
+    data[at_i : at_i + 28], data[at_j : at_j + 28] = data[at_j : at_j + 28], data[at_i : at_i + 28]
+    idx.write_bytes(bytes(data))
+    with pytest.raises(CorruptNode) as info:
+        FsStore(cas).get(a)
+    assert str(info.value) == f"corrupt node {a}: its record in {name} does not match its check"
+
+
+def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
+    """Reads trust a record whose check matches (it was hashed when packed); cas verify
+    re-hashes every copy anyway, so a pack written around that rule is still caught."""
+    store = FsStore(cas)
+    s, (a,) = items(store, 1)
+    store.pack()
+    wrong = FsStore(cas).require(a).as_dict() | {"payload": {"n": 5, "tag": "item 0"}}
+    forged = json.dumps(wrong, separators=(",", ":")).encode()
+    packs.write(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
+    reader = FsStore(cas)
+    reader._packs = sorted(reader.packs(), key=lambda p: p.count)  # the forged pack first
+    assert reader.require(a).payload["n"] == 5
+    actual = codec.node_hash(s, wrong["payload"])
+    problem = f"corrupt node {a}: content hashes to {actual}"
+    with pytest.raises(CorruptNode) as info:
+        reader.verified(a)
+    assert str(info.value) == problem
+    assert ops.verify(FsStore(cas))["damaged"] == [{"hash": a, "problem": problem}]
