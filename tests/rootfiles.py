@@ -103,3 +103,27 @@ def put_unchecked(store: Store, type_hash: str, payload: Any) -> str:
     h = codec.node_hash(type_hash, payload)
     store._store(h, type_hash, payload, typed=False)
     return h
+
+
+def damage_packed_record(cas: Path, h: str) -> str:
+    """Flip the bytes of the packed record of ``h`` (in the first pack that holds it) behind
+    the store's back; returns that pack's name."""
+    from uwf.backend.fs import packs
+    from uwf.backend.fs.nodes import pack_names
+
+    for name in pack_names(cas / "packs"):
+        pack = packs.Pack(cas / "packs", name)
+        try:
+            i = pack.find(h.encode())
+            if i < 0:
+                continue
+            offset, length, *_ = pack.entry(i)
+        finally:
+            pack.close()
+        path = cas / "packs" / f"{name}.pack"
+        data = bytearray(path.read_bytes())
+        for k in range(offset, offset + length):
+            data[k] ^= 0x55
+        path.write_bytes(bytes(data))
+        return name
+    raise AssertionError(f"{h} is in no pack")

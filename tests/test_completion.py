@@ -169,8 +169,8 @@ def test_help_lists_the_completion_options_a_command_does_not_build_them(
     def names(argv: list[str]) -> list[str]:
         return [param.name for param in root_command(argv).params]
 
-    assert names(["thread", "show", "X"]) == ["fmt", "version"]
-    completion = ["fmt", "version", "install_completion", "show_completion"]
+    assert names(["thread", "show", "X"]) == ["fmt", "store", "version"]
+    completion = ["fmt", "store", "version", "install_completion", "show_completion"]
     assert names([]) == names(["--help"]) == names(["--format", "yaml", "thread"]) == completion
     monkeypatch.setenv("_UWF_COMPLETE", "complete_bash")
     assert names(["thread", "show", "X"]) == completion

@@ -172,7 +172,8 @@ def test_a_put_of_a_packed_node_makes_it_young_again(cli: Any, root: Path) -> No
     is the node's last put, and the next pack records it."""
     old = text_node(cli, "old")
     age(root, old, 2 * HOUR_MS)
-    assert ok(cli, "cas", "pack")["packed"] == 6  # the old node keeps its age in the pack
+    packed = ok(cli, "cas", "pack")["packed"]
+    assert packed == len(schemas.hashes().every) + 1  # the old node keeps its age in the pack
     assert open_store(root).loose_bytes(old) is None
     assert gc(cli, "--dry-run")["collected"] == 1
     assert text_node(cli, "old") == old

@@ -16,7 +16,7 @@ import pytest
 import xxhash
 
 from backend_contract import ITEM
-from rootfiles import open_store
+from rootfiles import damage_packed_record, open_store
 from uwf.backend.fs import FsBackend, packs
 from uwf.backend.fs.nodes import MAX_PACKS, FsStore, pack_names
 from uwf.cas import codec, ops
@@ -238,25 +238,12 @@ def test_a_corrupt_loose_file_stays_loose(cas: Path) -> None:
     ]
 
 
-def _damage_record(cas: Path, h: str) -> None:
-    """Flip the bytes of the packed record of ``h``."""
-    (name,) = pack_names(cas / "packs")
-    pack = packs.Pack(cas / "packs", name)
-    offset, length, *_ = pack.entry(pack.find(h.encode()))
-    pack.close()
-    path = cas / "packs" / f"{name}.pack"
-    data = bytearray(path.read_bytes())
-    for i in range(offset, offset + length):
-        data[i] ^= 0x55
-    path.write_bytes(bytes(data))
-
-
 def test_a_damaged_record_is_corrupt_until_a_put_stores_a_good_copy(cas: Path) -> None:
     store = FsStore(cas)
     s, hashes = items(store, 30)
     victim = hashes[7]
     store.pack()
-    _damage_record(cas, victim)
+    damage_packed_record(cas, victim)
     reader = FsStore(cas)
     with pytest.raises(CorruptNode) as info:
         reader.get(victim)
@@ -328,7 +315,7 @@ def test_a_merge_keeps_a_pack_whose_record_cannot_be_read(cas: Path) -> None:
     store = FsStore(cas)
     s, hashes = items(store, 30)
     store.pack()
-    _damage_record(cas, hashes[3])
+    damage_packed_record(cas, hashes[3])
     later = store.put(s, {"n": 99})
     (damaged,) = pack_names(cas / "packs")
     FsStore(cas).pack(everything=True)  # as gc: one pack of everything it can read
@@ -343,8 +330,8 @@ def test_a_good_copy_in_another_pack_is_used(cas: Path) -> None:
     store = FsStore(cas)
     s, hashes = items(store, 30)
     store.pack()
-    _damage_record(cas, hashes[3])
-    _damage_record(cas, hashes[5])  # (no good copy anywhere: its pack stays)
+    damage_packed_record(cas, hashes[3])
+    damage_packed_record(cas, hashes[5])  # (no good copy anywhere: its pack stays)
     assert store.put(s, {"n": 3, "tag": "item 3"}) == hashes[3]  # a good loose copy
     FsStore(cas).pack(everything=True)  # packs the good copy; the damaged pack stays
     assert loose(cas) == [] and len(pack_names(cas / "packs")) == 2
