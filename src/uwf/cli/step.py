@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 
 from uwf.cli import thread as thread_cli
-from uwf.cli.options import FormatOpt, QuotaOpt, add_alias, backend, emit, emit_markdown
+from uwf.cli.options import (
+    FormatOpt,
+    QuotaOpt,
+    StepHashArg,
+    add_alias,
+    backend,
+    emit,
+    emit_markdown,
+)
 
 app = typer.Typer(
     help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
@@ -23,7 +31,7 @@ for name, current, function in (
 
 @app.command()
 def read(
-    step_hash: thread_cli.StepHashArg,
+    step_hash: StepHashArg,
     quota: QuotaOpt = "4000",
 ) -> None:
     """Render one step's turns as markdown, newest turns first to fit the quota.
@@ -38,7 +46,7 @@ def read(
 
 @app.command()
 def artifacts(
-    step_hash: thread_cli.StepHashArg,
+    step_hash: StepHashArg,
     extract: Annotated[
         Path | None,
         typer.Option(
