@@ -73,7 +73,7 @@ def contents(store: Store) -> dict[str, Node | None]:
 
 
 class StoreContract:
-    """Behaviour every backend must share (PORT §3)."""
+    """Behaviour every backend must share (docs/format.md, "Nodes")."""
 
     @pytest.fixture
     def store(self) -> Store:

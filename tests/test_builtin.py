@@ -1,4 +1,4 @@
-"""`uwf-builtin`: the OpenAI-compatible tool loop (REFERENCE §6.3, §8 "Builtin agent").
+"""`uwf-builtin`: the OpenAI-compatible tool loop (docs/agents.md, "`uwf-builtin`").
 
 The pure parts (messages, nudges, the deadline warning, tool calls, the loop's end) are tested
 as functions; the rest end to end: `uwf thread step` spawns the real `uwf-builtin`, which talks

@@ -1,8 +1,9 @@
-"""The node hash: crockford13(xxh64(ascii(type) ++ dcbor(payload))) (PORT §3).
+"""The node hash: crockford13(xxh64(ascii(type) ++ dcbor(payload))) (docs/format.md, "Nodes").
 
-The test vectors of PORT §3 pin the exact bytes, so that stores written by any uwf agree;
-the property tests pin what makes the hash content-derived: key order and ``1.0`` vs ``1``
-do not matter, NaN/Infinity are refused, and canonicalisation is a fixed point.
+The test vectors of docs/format.md, "Nodes", pin the exact bytes, so that stores written by
+any uwf agree; the property tests pin what makes the hash content-derived: key order and
+``1.0`` vs ``1`` do not matter, NaN/Infinity are refused, and canonicalisation is a fixed
+point.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from uwf.util.jsonfmt import canonical
 ZERO = "0000000000000"
 TYPE = "ABCDEFGHJKMNP"
 
-# -- PORT §3 test vectors -------------------------------------------------------------------
+# -- the test vectors of docs/format.md, "Nodes" ---------------------------------------------------
 
 
 def test_vector_xxh64_of_empty_input() -> None:
@@ -59,7 +60,7 @@ def test_self_typed_hash_leaves_out_the_type_prefix() -> None:
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [  # RFC 8949 appendix A, with integral floats encoded as integers (PORT §3)
+    [  # RFC 8949 appendix A, with integral floats encoded as integers (docs/format.md, "Nodes")
         (0, "00"),
         (23, "17"),
         (24, "1818"),

@@ -1,4 +1,4 @@
-"""References between nodes: collect, refs, walk and expand (REFERENCE §2.4, §1.12)."""
+"""References between nodes: collect, refs, walk and expand (docs/format.md, "Nodes")."""
 
 from __future__ import annotations
 

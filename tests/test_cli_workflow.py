@@ -322,7 +322,7 @@ def test_invalid_file_lists_every_problem(cli: Any, tmp_path: Path) -> None:
     ]
 
 
-# -- resolve_for_start (REFERENCE §1.4) --------------------------------------------------------
+# -- resolve_for_start (docs/format.md, "uwf's schemas") -------------------------------------------
 
 
 def test_resolve_a_stored_hash(cli: Any, root: Path) -> None:

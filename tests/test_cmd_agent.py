@@ -1,7 +1,8 @@
 """`uwf-cmd` end to end: `uwf thread step --agent "uwf-cmd -- <command…>"` spawns the real
 `uwf-cmd`, which runs small scripts written here. The scripts record what they were given
-(stdin, argv, environment) so the tests can check the prompt contract of PORT §7, then print
-the role's frontmatter (or, on purpose, none)."""
+(stdin, argv, environment) so the tests can check the prompt contract (docs/agents.md,
+"`uwf-cmd`: any command-line agent, no code"; docs/format.md, "The agent protocol"), then
+print the role's frontmatter (or, on purpose, none)."""
 
 from __future__ import annotations
 

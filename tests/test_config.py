@@ -1,4 +1,5 @@
-"""config.yaml and .env: loader errors, agent and model resolution (PORT §8, REFERENCE §7.1)."""
+"""config.yaml and .env: loader errors, agent and model resolution (docs/format.md,
+"config.yaml and .env")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Frontmatter parsing and the fast path (REFERENCE §5.7; checklists "Agent kit — extraction"
-and "Utilities"), plus property tests: no agent answer can make the fast path raise."""
+"""Frontmatter parsing and the fast path (docs/agents.md, "A Python agent on the agent
+kit"; docs/format.md, "What a role can emit"), plus property tests: no agent answer can make
+the fast path raise."""
 
 from __future__ import annotations
 

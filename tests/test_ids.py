@@ -1,4 +1,5 @@
-"""Identifiers: 13-character Crockford hashes and ULID thread ids (PORT §3)."""
+"""Identifiers: 13-character Crockford hashes and ULID thread ids (docs/format.md, "Nodes" and
+"Thread state")."""
 
 from __future__ import annotations
 

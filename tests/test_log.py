@@ -1,4 +1,4 @@
-"""`uwf log list/show/clean` (REFERENCE §1.16, §8 "Logs") and the log tag registry (§4.10)."""
+"""`uwf log list/show/clean` (docs/format.md, "The debug log") and the log tag registry."""
 
 from __future__ import annotations
 

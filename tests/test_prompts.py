@@ -1,4 +1,4 @@
-"""Agent prompts (REFERENCE §5.4-§5.6, §6.1 and the "Agent kit — prompts" checklist)."""
+"""Agent prompts (docs/agents.md, "`uwf-cmd`: any command-line agent, no code")."""
 
 from __future__ import annotations
 

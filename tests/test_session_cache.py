@@ -1,4 +1,4 @@
-"""The agent session cache (REFERENCE §5.9, checklist "Agent kit — extraction, config, cache").
+"""The agent session cache (docs/agents.md, "`uwf-hermes`").
 
 ``<root>/cache/<agent>-sessions.json`` maps ``"<thread>:<role>"`` to a session id. Reads are
 forgiving (a damaged file is an empty cache); writes are read-modify-write through a temp

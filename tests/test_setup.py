@@ -1,4 +1,5 @@
-"""`uwf setup` (REFERENCE §1.18, §7.3-§7.4, §8 "setup"), against a local HTTP server."""
+"""`uwf setup` (docs/errors.md, "setup"; docs/format.md, "config.yaml and .env"), against a
+local HTTP server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`uwf skill cli`: the CLI reference is generated from the live app (PORT §5, REFERENCE §1.17)."""
+"""`uwf skill cli`: the CLI reference is generated from the live app (docs/architecture.md,
+"The command line")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Step views: `thread steps` (`step list`), `thread step-details` (`step show`), `step read`,
 `thread fork` (`step fork`), and the hidden v0.5.0 aliases `thread exec` / `thread cancel`
-(REFERENCE §1.11-§1.14, §4.6b; PORT §5; checklist section "step list / show / read").
+(docs/format.md, "Markdown views"; docs/errors.md, "step").
 
 Real steps come from uwf-mock (one assistant turn holding the raw output). Steps the mock
 cannot write (custom detail shapes, null or missing details, tool turns, missing turn nodes)
@@ -106,7 +106,8 @@ def put_step(
     store: Store, detail: Any, role: str = "worker", output: str | None = None
 ) -> tuple[str, str]:
     """A StartNode and one StepNode on it; returns (start, step). A None detail is stored
-    unchecked: readers tolerate it (REFERENCE §4.2), the StepNode schema does not."""
+    unchecked: readers tolerate it (docs/format.md, "uwf's schemas"), the StepNode schema does
+    not."""
     h = schemas.ensure(store)
     start = store.put(h.start, {"workflow": MISSING, "prompt": "by hand"})
     payload = {

@@ -1,4 +1,5 @@
-"""`uwf thread list` (REFERENCE §1.7 as changed by PORT §5) and the statuses `thread show` reports.
+"""`uwf thread list` (docs/format.md, "Thread state"; docs/architecture.md, "Decisions where
+the sources are silent") and the statuses `thread show` reports.
 
 Active threads are ``idle``, or ``running`` while a process holds their step lock; archived
 ones carry their history status (``completed``, ``killed``, ``max_rounds``; the LAST history

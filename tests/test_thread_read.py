@@ -1,5 +1,5 @@
-"""`uwf thread read` (REFERENCE §1.10, §4.6), head resolution, and the last-assistant-content
-helper (checklist sections "Head resolution", "thread read", "Last-assistant-content helper").
+"""`uwf thread read` (docs/format.md, "Markdown views"), head resolution, and the
+last-assistant-content helper.
 
 Threads are run for real with ``uwf-mock``: the mock stores one assistant turn holding the raw
 output, so ``<output>`` shows the raw output verbatim and its length is set by padding the
@@ -27,7 +27,8 @@ from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 
 SEPARATOR = "\n\n---\n\n"
-SEPARATOR_COST = 6  # REFERENCE §9.2: the reference counts 6 for the 7-character separator
+# v0.5.0 counts 6 for the 7-character separator (docs/format.md, "Markdown views")
+SEPARATOR_COST = 6
 HUGE = "1000000"
 TASK = 'Write the <report> & "summary" — see *notes*'
 QUOTA_ERROR = "error: invalid --quota: must be a positive integer\n"
@@ -377,7 +378,8 @@ def test_before_with_quota_500(cli: Any, tmp_path: Path, scenario: Any) -> None:
 
 
 def test_quota_boundary_counts_separators_as_6(cli: Any, tmp_path: Path, scenario: Any) -> None:
-    """Quota selection, exactly (REFERENCE §4.6): start section + (block + 6) per step."""
+    """Quota selection, exactly (docs/format.md, "Markdown views"): start section + (block + 6)
+    per step."""
     put_workflow(cli, tmp_path, "trio", ["planner", "coder", "tester"])
     run = run_thread(cli, scenario, "trio", ["planner", "coder", "tester"], sizes=[200, 250, 300])
     full = read(cli, run.thread, "--quota", HUGE).rstrip("\n")
@@ -404,7 +406,7 @@ def test_quota_boundary_counts_separators_as_6(cli: Any, tmp_path: Path, scenari
 
 
 def test_quota_counts_the_prompt_of_every_step(cli: Any, tmp_path: Path, scenario: Any) -> None:
-    """A deduplicated `<prompt>` still costs its length (REFERENCE §9.2)."""
+    """A deduplicated `<prompt>` still costs its length (docs/format.md, "Markdown views")."""
     put_workflow(cli, tmp_path, "solo", ["writer"])
     run = run_thread(cli, scenario, "solo", ["writer", "writer"], sizes=[200, 200])
     start, b1, b2 = read(cli, run.thread, "--quota", HUGE).rstrip("\n").split(SEPARATOR)
@@ -463,7 +465,8 @@ def manual_thread(root: Path, wf: str, steps: list[tuple[str, Any]]) -> tuple[st
             "detail": det,
             "agent": "hand-written",
         }
-        # readers tolerate a null detail (REFERENCE §4.2); the StepNode schema does not
+        # readers tolerate a null detail (docs/format.md, "uwf's schemas"); the StepNode schema
+        # does not
         prev = put_unchecked(store, h.step, payload) if det is None else store.put(h.step, payload)
         hashes.append(prev)
     thread = new_thread_id()
@@ -518,7 +521,7 @@ def test_steps_without_assistant_content_have_no_output(
     assert "<prompt>" not in "".join(blocks[1:])
 
 
-# -- head resolution (checklist "Head resolution") -------------------------------------------
+# -- head resolution -----------------------------------------------------------------------
 
 
 def test_head_from_threads_yaml_else_history(

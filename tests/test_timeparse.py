@@ -1,4 +1,4 @@
-"""The ``--after``/``--before`` time parser (REFERENCE §4.11, checklist "thread list").
+"""The ``--after``/``--before`` time parser (docs/format.md, "Thread state").
 
 Relative values count back from "now"; a bare date is UTC midnight; a date-time without an
 offset is local time; ``Z`` or an explicit offset is taken as given. Anything else is one

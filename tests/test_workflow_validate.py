@@ -1,4 +1,5 @@
-"""Workflow files: every refusal of `load_file` (PORT §4), materialisation and the examples."""
+"""Workflow files: every refusal of `load_file` (docs/errors.md, "Workflow files"),
+materialisation and the examples."""
 
 from __future__ import annotations
 

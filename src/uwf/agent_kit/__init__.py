@@ -1,2 +1,2 @@
 """Layer 5: what every agent needs — arguments, context from the chain, prompts, the
-two-layer extract, the StepNode write (PORT §7)."""
+two-layer extract, the StepNode write (docs/format.md, "The agent protocol")."""

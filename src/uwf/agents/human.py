@@ -1,4 +1,4 @@
-"""``uwf-human``: a person plays the role (docs/agents.md, "uwf-human").
+"""``uwf-human``: a person plays the role (docs/agents.md, "`uwf-human`").
 
 In a terminal — ``$UWF_TTY``, which ``uwf thread step`` sets when it runs in one, or its own
 stdin when run by hand — it shows what the role would be told (goal, task, what happened

@@ -1,1 +1,1 @@
-"""Layer 1: the content-addressed store (PORT §3)."""
+"""Layer 1: the content-addressed store (docs/format.md, "Nodes")."""

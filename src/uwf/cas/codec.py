@@ -1,4 +1,5 @@
-"""The node hash: ``crockford13(xxh64(ascii(type) ++ dcbor(payload)))`` (PORT §3).
+"""The node hash: ``crockford13(xxh64(ascii(type) ++ dcbor(payload)))`` (docs/format.md,
+"Nodes").
 
 ``dcbor`` is RFC 8949 deterministic CBOR (cbor2's canonical mode: map keys sorted by their
 encoded bytes, shortest heads, shortest exact float) applied to the canonical payload, in

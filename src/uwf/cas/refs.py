@@ -1,9 +1,9 @@
 """References between nodes: a string whose schema location says ``format: cas_ref``.
 
-``refs`` follows the rules of REFERENCE §2.4: a cas_ref schema yields the string; anyOf /
-oneOf / allOf yield the union of their branches; arrays yield their items; objects yield
-their ``properties`` and, when it is a schema, ``additionalProperties``. ``null`` never
-yields a ref. Type (schema) links are not refs.
+``refs`` follows the rules of docs/format.md, "Nodes" (References): a cas_ref schema yields
+the string; anyOf / oneOf / allOf yield the union of their branches; arrays yield their
+items; objects yield their ``properties`` and, when it is a schema,
+``additionalProperties``. ``null`` never yields a ref. Type (schema) links are not refs.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def walk(store: Store, root: str) -> list[str]:
 
 
 def expand(store: Store, schema: Any, value: Any, seen: frozenset[str] = frozenset()) -> Any:
-    """Replace every ref in ``value`` by the (expanded) payload it names (REFERENCE §1.12)."""
+    """Replace every ref in ``value`` by the (expanded) payload it names (docs/format.md, "Nodes":
+    ``thread step-details``)."""
     if not isinstance(schema, dict) or value is None:
         return value
     if isinstance(value, str):

@@ -1,1 +1,1 @@
-"""Layer 3: config.yaml and .env (PORT §8)."""
+"""Layer 3: config.yaml and .env (docs/format.md, "config.yaml and .env")."""

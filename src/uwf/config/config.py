@@ -1,4 +1,4 @@
-"""``<root>/config.yaml`` and ``<root>/.env`` (PORT §8, REFERENCE §7.1-§7.2).
+"""``<root>/config.yaml`` and ``<root>/.env`` (docs/format.md, "config.yaml and .env").
 
 Only what a command needs is required: a missing or empty ``config.yaml`` is an empty
 :class:`Config`, and a file with just ``agents`` and ``defaultAgent`` is enough to run threads

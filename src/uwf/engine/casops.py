@@ -1,4 +1,5 @@
-"""The domain behind `uwf cas …`: direct access to the content-addressed store (PORT §3, §5).
+"""The domain behind `uwf cas …`: direct access to the content-addressed store (docs/format.md,
+"Nodes").
 
 Every function takes the backend and returns plain data for the CLI to print. Opening a
 backend has no side effects; a command reads only the nodes it is about, and only the writing
@@ -36,7 +37,8 @@ def get(backend: Backend, h: str, timestamp: bool = False) -> dict[str, Any]:
 
 
 def parse_data(data: str) -> Any:
-    """``data`` as inline JSON, else as the path of a JSON file (REFERENCE §1.15).
+    """``data`` as inline JSON, else as the path of a JSON file (docs/agents.md, "Writing
+    nodes with `uwf cas`").
 
     NaN and Infinity are refused here: they are not JSON and could never be hashed.
     """
@@ -70,7 +72,7 @@ def parse_data(data: str) -> Any:
 def put(backend: Backend, type_hash: str, data: str) -> dict[str, str]:
     """Validate ``data`` against the schema at ``type_hash`` and store it; ``{"hash"}``.
 
-    Unlike the reference (which stored anything under any type), the type must be a stored
+    Unlike v0.5.0 (which stored anything under any type), the type must be a stored
     schema and the payload must satisfy it, so a bad node is never written. A schema (data
     typed by the meta-schema) may be put into an empty store: the meta-schema is written
     first, but only once the schema itself is known to be valid.

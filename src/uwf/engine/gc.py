@@ -1,4 +1,5 @@
-"""``uwf cas gc``: delete the nodes that nothing can reach any more (PORT §5, seed RFC 001).
+"""``uwf cas gc``: delete the nodes that nothing can reach any more (docs/architecture.md,
+"Garbage collection").
 
 **Roots.** Every hash in ``registry.yaml``; every Workflow node whose ``name`` has a registry
 entry (the versions ``workflow history`` lists and ``workflow rollback`` can return to);

@@ -1,8 +1,9 @@
-"""Reading and pruning the process debug log ``<root>/logs/YYYY-MM-DD.jsonl`` (REFERENCE §1.16).
+"""Reading and pruning the process debug log ``<root>/logs/YYYY-MM-DD.jsonl``
+(docs/format.md, "The debug log").
 
 These functions never touch the CAS. A log line that does not parse as a JSON object (a
 line cut short by a crash, a hand edit) is skipped on its own; the rest of its file is still
-shown. (The reference dropped the whole file; losing a day of logs to one torn line helps
+shown. (v0.5.0 dropped the whole file; losing a day of logs to one torn line helps
 nobody.)
 """
 

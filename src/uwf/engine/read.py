@@ -1,4 +1,5 @@
-"""Markdown views of threads and steps (REFERENCE §4.6, §4.6b) and step details (§1.12).
+"""Markdown views of threads and steps (docs/format.md, "Markdown views") and step details
+(docs/format.md, "Nodes", references).
 
 ``thread read`` walks back from the head only as far as its quota reaches, and no further
 than the newest compaction summary (shown in place of the steps it covers, unless
@@ -27,11 +28,12 @@ from uwf.util.numbers import as_positive_int
 
 DEFAULT_QUOTA = 4000
 SEPARATOR = "\n\n---\n\n"
-SEPARATOR_COST = 6  # REFERENCE §9.2: the reference counts 6 for the 7-character separator
+# v0.5.0 counts 6 for the 7-character separator (docs/format.md, "Markdown views")
+SEPARATOR_COST = 6
 
 
 def parse_quota(value: str | int) -> int:
-    """A positive integer quota (``uwf.util.numbers``), else the reference's error line."""
+    """A positive integer quota (``uwf.util.numbers``), else the error line of v0.5.0."""
     quota = as_positive_int(str(value))
     if quota is None:
         raise InvalidInput("invalid --quota: must be a positive integer")

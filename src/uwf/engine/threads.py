@@ -316,7 +316,7 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> dict[str, 
 
     A step running on it notices within half a second (``engine.step``), stops its agent's
     process group and fails; ``kill`` waits up to ``stop_wait`` seconds for that, so that when
-    it returns no agent of the thread is still running (docs/errors.md, "thread kill").
+    it returns no agent of the thread is still running (docs/errors.md, "Signals").
     """
     tid, head = require_active(backend, thread)
     workflow = workflow_of(backend, ThreadRef(tid, head, True, "active"))

@@ -1,1 +1,2 @@
-"""Layer 2: the node schemas of uwf (PORT §4, REFERENCE §2.3) and the uwf view of the store."""
+"""Layer 2: the node schemas of uwf (docs/format.md, "uwf's schemas") and the uwf view of the
+store."""

@@ -12,8 +12,8 @@ from uwf.util.errors import InvalidInput
 def canonical(value: Any) -> Any:
     """The canonical form of a JSON value: integral floats within ±2^53 become integers.
 
-    Hashing treats ``1.0`` and ``1`` alike (PORT §3), so the store keeps the canonical form and
-    outputs print numbers the way JavaScript does. NaN and ±Infinity are refused.
+    Hashing treats ``1.0`` and ``1`` alike (docs/format.md, "Nodes"), so the store keeps the
+    canonical form and outputs print numbers the way JavaScript does. NaN and ±Infinity are refused.
     """
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):

@@ -1,4 +1,5 @@
-"""The process debug log: ``<root>/logs/YYYY-MM-DD.jsonl`` (REFERENCE §4.10).
+"""The process debug log: ``<root>/logs/YYYY-MM-DD.jsonl`` (docs/format.md,
+"The debug log").
 
 Every line is a flat JSON object ``{ts, pid, tag, msg[, thread][, workflow], …}``. Tags are
 8 upper-case Crockford characters, unique per call site (a test checks both). Logging never

@@ -1,4 +1,4 @@
-"""Where uwf keeps its data (PORT §2)."""
+"""Where uwf keeps its data (docs/format.md, "Storage root")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``--after``/``--before`` time filter (REFERENCE §4.11).
+"""The ``--after``/``--before`` time filter (docs/format.md, "Thread state").
 
 ``7d``, ``24h``, ``30m`` count back from now; ``YYYY-MM-DD`` is UTC midnight; an ISO date-time
 without an offset is local time; with ``Z`` or an offset it is taken as given.

@@ -9,7 +9,7 @@ thread locked; the record it leaves is stale (``clear_stale`` empties it).
 ``{"pid","host","since"}``, so that the request reaches that holding and no later one. The
 holder polls it and removes it on release.
 
-"Is a step running" never takes a lock (docs/architecture.md, "Readers never block writers"):
+"Is a step running" never takes a lock (docs/architecture.md, "The backend seam"):
 on Linux the held locks are read from ``/proc/locks`` and matched to lock files by inode; where
 ``/proc/locks`` is missing or does not show this process's own locks (another kernel, a
 sandbox), the holder record's pid is checked instead.

@@ -5,7 +5,7 @@ through a temp file, fsync and ``os.replace`` (append + fsync for the ``.jsonl``
 never sees a half-written file and two writers never lose each other's update.
 
 uwf writes the YAML files as one line per entry with every string quoted
-(docs/format.md, "State files"): ``"<name>": "<hash>"`` in the registry, and in
+(docs/format.md, "The filesystem backend"): ``"<name>": "<hash>"`` in the registry, and in
 ``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
 "task": …, "waiting": {…}}`` (a JSON object, which is also YAML). Reading takes a fast path
 over exactly that shape and falls back to the safe YAML loader for hand-edited files.

@@ -3,7 +3,7 @@
 A ``Db`` holds one connection per thread (autocommit; ``transaction()`` for the statements
 that must commit together), opens it lazily, opens a new one when the old one broke (a
 database restart, a lost network), and turns every driver error into a ``UwfError`` whose
-message never holds the password (docs/scale-out.md, "Failures").
+message never holds the password (docs/scale-out.md, "What each failure does").
 """
 
 from __future__ import annotations
