@@ -577,9 +577,9 @@ class Bench:
             if key == "python":  # the interpreter's start, not uwf's
                 continue
             peer = best_peer(key)
-            uwf = f[key].get("uwf")
-            if peer is not None and uwf is not None and uwf.value > peer[1].value:
-                behind.append(f"{label} ({uwf.value / peer[1].value:.2f}×)")
+            ours = f[key].get("uwf")
+            if peer is not None and ours is not None and ours.value > peer[1].value:
+                behind.append(f"{label} ({ours.value / peer[1].value:.2f}×)")
         if self.peers:
             shown = "; ".join(behind) if behind else "every row"
             out.append(("uwf ≤ the best peer on every row with a peer", shown, not behind))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from uwf.util.base32 import is_hash
@@ -128,7 +129,7 @@ def _equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-_NUMBER_TESTS = (
+_NUMBER_TESTS: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
     ("minimum", lambda a, b: a >= b),
     ("maximum", lambda a, b: a <= b),
     ("exclusiveMinimum", lambda a, b: a > b),

@@ -135,9 +135,16 @@ def root() -> Path:
     return storage_root()
 
 
+def _context() -> Any:
+    """The click context of the running command, None outside one. Typer (pinned) has no
+    public name for it: ``typer.main`` imports click's ``get_current_context`` without
+    re-exporting it, hence the one ignore."""
+    return typer.main.get_current_context(silent=True)  # type: ignore[attr-defined]
+
+
 def _global(key: str) -> Any:
     """A root option (``uwf --format … --store …``) of the running command, None if unset."""
-    ctx = typer.main.get_current_context(silent=True)
+    ctx = _context()
     while ctx is not None:
         if isinstance(ctx.obj, dict) and ctx.obj.get(key) is not None:
             return ctx.obj[key]
@@ -151,7 +158,7 @@ def backend() -> "Backend":
     from uwf.backend import open_backend
 
     opened = open_backend(_global("store"))
-    ctx = typer.main.get_current_context(silent=True)
+    ctx = _context()
     if ctx is not None:
         ctx.call_on_close(opened.close)  # connections of a PostgreSQL backend
     return opened

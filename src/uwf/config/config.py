@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput, UwfError
@@ -175,7 +175,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
     )
 
 
-def _fail(message: str) -> Any:
+def _fail(message: str) -> NoReturn:
     raise InvalidInput(_PREFIX + message)
 
 

@@ -38,9 +38,8 @@ class Decision:
 def status_of(last_role: str, last_output: Any) -> str:
     if last_role == START:
         return UNIT
-    if isinstance(last_output, dict) and isinstance(last_output.get("status"), str):
-        return last_output["status"]
-    return UNIT
+    status = last_output.get("status") if isinstance(last_output, dict) else None
+    return status if isinstance(status, str) else UNIT
 
 
 def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decision:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from uwf.engine.graph import END, START, Graph
+from uwf.engine.graph import Graph
+from uwf.moderator.evaluate import END, START
 
 NODE_H = 34
 RANK_GAP = 62

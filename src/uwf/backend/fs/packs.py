@@ -129,8 +129,8 @@ class Pack:
             }
             return self._table.get(name, -1)
         b = _DIGIT[name[0]] * 32 + _DIGIT[name[1]]
-        lo = self.fan[b - 1] if b else 0
-        hi = self.fan[b]
+        lo: int = self.fan[b - 1] if b else 0
+        hi: int = self.fan[b]
         idx = self.idx
         while lo < hi:
             mid = (lo + hi) >> 1

@@ -85,15 +85,15 @@ class Db:
     # -- connections --------------------------------------------------------------------
     def connect(self) -> psycopg.Connection[Any]:
         """A new autocommit connection (the caller owns it)."""
-        psycopg = require()
+        driver = require()
         try:
-            conn = psycopg.connect(
+            conn: psycopg.Connection[Any] = driver.connect(
                 self.url,
                 autocommit=True,
                 connect_timeout=self.connect_timeout,
                 application_name="uwf",
             )
-        except psycopg.Error as exc:
+        except driver.Error as exc:
             raise self.unavailable(exc) from None
         return conn
 
