@@ -10,12 +10,15 @@ agent builds it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from uwf.model.window import within_budget
 from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.jsonfmt import canonical, dumps
+
+if TYPE_CHECKING:
+    from uwf.agent_kit.context import AgentContext
 
 #: The context budget (characters) of the history shown on a first visit.
 FIRST_VISIT_QUOTA = 32000
@@ -295,3 +298,38 @@ def build_agent_prompt(
     else:
         lines += ["", "## Moderator Instruction", "", edge_prompt]
     return "\n".join(lines)
+
+
+class PromptInputs(TypedDict):
+    """What every agent's prompt is built from (``build_agent_prompt``, and ``uwf-builtin``'s
+    messages)."""
+
+    format_instruction: str
+    role_def: dict[str, Any]
+    task: str
+    steps: Sequence[Mapping[str, Any]]
+    offset: int
+    summary: str | None
+    role: str
+    edge_prompt: str
+
+
+def prompt_inputs(ctx: AgentContext) -> PromptInputs:
+    """The prompt inputs of ``ctx``: its role, task and edge prompt, and what it shows of the
+    thread (``AgentContext.history``: the newest summary and the steps after it)."""
+    history = ctx.history
+    return PromptInputs(
+        format_instruction=ctx.format_instruction,
+        role_def=ctx.role_def,
+        task=ctx.task,
+        steps=history.steps,
+        offset=history.offset,
+        summary=history.summary,
+        role=ctx.role,
+        edge_prompt=ctx.edge_prompt,
+    )
+
+
+def agent_prompt(ctx: AgentContext, first_visit: bool) -> str:
+    """``build_agent_prompt`` for ``ctx`` (``prompt_inputs``)."""
+    return build_agent_prompt(**prompt_inputs(ctx), first_visit=first_visit)

@@ -122,20 +122,9 @@ class CmdAgent:
         )
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
-        from uwf.agent_kit.prompts import build_agent_prompt
+        from uwf.agent_kit.prompts import agent_prompt
 
-        history = ctx.history
-        self.prompt = build_agent_prompt(
-            format_instruction=ctx.format_instruction,
-            role_def=ctx.role_def,
-            task=ctx.task,
-            steps=history.steps,
-            offset=history.offset,
-            summary=history.summary,
-            role=ctx.role,
-            edge_prompt=ctx.edge_prompt,
-            first_visit=True,
-        )
+        self.prompt = agent_prompt(ctx, first_visit=True)
         ran = self._exec(ctx, self.prompt)
         return runner.RunResult(ran["stdout"], self._detail(ctx, ran))
 

@@ -103,21 +103,12 @@ class BuiltinAgent:
         )
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
+        from uwf.agent_kit.prompts import prompt_inputs
         from uwf.util.ulid import new_thread_id
 
         chat, tools = self._setup(ctx)
-        history = ctx.history
         messages = build_messages(
-            format_instruction=ctx.format_instruction,
-            role_def=ctx.role_def,
-            task=ctx.task,
-            steps=history.steps,
-            offset=history.offset,
-            summary=history.summary,
-            role=ctx.role,
-            edge_prompt=ctx.edge_prompt,
-            cwd=tools.cwd,
-            allow_outside=self.options.allow_outside,
+            **prompt_inputs(ctx), cwd=tools.cwd, allow_outside=self.options.allow_outside
         )
         session = _Session(chat.client.model, time.monotonic(), messages)
         result = run_loop(

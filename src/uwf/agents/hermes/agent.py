@@ -91,20 +91,9 @@ class HermesAgent:
         )
 
     def _prompt(self, ctx: AgentContext, first_visit: bool) -> str:
-        from uwf.agent_kit.prompts import build_agent_prompt
+        from uwf.agent_kit.prompts import agent_prompt
 
-        history = ctx.history
-        return build_agent_prompt(
-            format_instruction=ctx.format_instruction,
-            role_def=ctx.role_def,
-            task=ctx.task,
-            steps=history.steps,
-            offset=history.offset,
-            summary=history.summary,
-            role=ctx.role,
-            edge_prompt=ctx.edge_prompt,
-            first_visit=first_visit,
-        )
+        return agent_prompt(ctx, first_visit)
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
         from uwf.agent_kit import session_cache
