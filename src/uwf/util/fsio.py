@@ -144,6 +144,16 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
+def open_lock(path: Path) -> int:
+    """A descriptor of the lock file ``path`` (created, with its directory, if missing) to
+    ``flock``; closing it releases the lock."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
+
+
 @contextlib.contextmanager
 def locked(path: Path, *, wait: bool = True, busy_message: str | None = None) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``<path>.lock`` for the duration of the block.
@@ -151,11 +161,7 @@ def locked(path: Path, *, wait: bool = True, busy_message: str | None = None) ->
     With ``wait=False`` a held lock raises :class:`Busy` at once (``busy_message``).
     """
     lock_path = path.with_name(path.name + ".lock")
-    try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise UwfError(f"cannot lock {lock_path}: {exc.strerror or exc}") from exc
+    fd = open_lock(lock_path)
     try:
         flags = fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB
         try:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from uwf.backend.base import Holder, Locks, StepLock
 from uwf.util import fsio
-from uwf.util.errors import Busy, UwfError
+from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
 PROC_LOCKS = Path("/proc/locks")
@@ -107,14 +107,6 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _open_lock(path: Path) -> int:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
-
-
 def _read_json(path: Path) -> dict[str, object]:
     try:
         with open(path, "rb") as fh:
@@ -185,7 +177,7 @@ class FsLocks(Locks):
 
     @contextlib.contextmanager
     def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
-        fd = _open_lock(self.path(thread))
+        fd = fsio.open_lock(self.path(thread))
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -319,7 +311,7 @@ class FsLocks(Locks):
 
     @contextlib.contextmanager
     def gc(self) -> Iterator[None]:
-        fd = _open_lock(self.dir / "gc.lock")
+        fd = fsio.open_lock(self.dir / "gc.lock")
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

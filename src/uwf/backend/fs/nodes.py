@@ -310,12 +310,7 @@ class FsStore(Store):
 
     @contextlib.contextmanager
     def _flock(self, operation: int) -> Iterator[None]:
-        path = self.lock_dir / SWEEP_LOCK
-        try:
-            self.lock_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
+        fd = fsio.open_lock(self.lock_dir / SWEEP_LOCK)
         try:
             fcntl.flock(fd, operation)
             yield
