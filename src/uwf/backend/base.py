@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
+from uwf.util.errors import Conflict, NotActive
 from uwf.util.ulid import ThreadId
 
 HISTORY_STATUSES = ("completed", "killed", "max_rounds")
@@ -188,6 +189,33 @@ class ThreadTable(abc.ABC):
     @abc.abstractmethod
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         """The latest archive entry of ``thread``, None if it was never archived."""
+
+    # The refusals of create/move/wait/archive, worded once for every implementation.
+
+    def not_active(self, thread: ThreadId) -> NotActive:
+        """``thread`` is not active: with its status when it was archived."""
+        entry = self.history_entry(thread)
+        status = f" (status: {entry.status})" if entry is not None else ""
+        return NotActive(f"thread not active: {thread}{status}")
+
+    @staticmethod
+    def conflict(thread: ThreadId, head: NodeHash, what: str, expected: NodeHash) -> Conflict:
+        """``thread``'s head is ``head``, not the ``expected`` one that ``what`` (``move``,
+        ``wait`` or ``archive``) was conditional on."""
+        if what == "move":
+            return Conflict(
+                f"thread {thread} changed while the step ran (head is {head}, "
+                f"expected {expected}); the step was not recorded"
+            )
+        if what == "wait":
+            return Conflict(f"thread {thread} moved to {head} before it could wait")
+        return Conflict(f"thread {thread} moved to {head} while archiving")
+
+    @staticmethod
+    def check_status(status: str) -> None:
+        """``archive`` takes one of ``HISTORY_STATUSES`` (anything else is a bug)."""
+        if status not in HISTORY_STATUSES:
+            raise ValueError(f"unknown history status: {status}")
 
     def runnable(self) -> list[ActiveThread]:
         """Active threads that are not waiting, oldest first (thread ids are ULIDs: their

@@ -14,7 +14,6 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import (
-    HISTORY_STATUSES,
     ActiveThread,
     Backend,
     HistoryEntry,
@@ -28,7 +27,7 @@ from uwf.backend.base import (
 )
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Busy, Conflict, NotActive
+from uwf.util.errors import Busy, Conflict
 from uwf.util.jsonfmt import dumps
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -116,26 +115,21 @@ class MemoryThreads(ThreadTable):
     def _require(self, thread: ThreadId) -> ActiveThread:
         record = self._active.get(thread)
         if record is None:
-            entry = self.history_entry(thread)
-            status = f" (status: {entry.status})" if entry is not None else ""
-            raise NotActive(f"thread not active: {thread}{status}")
+            raise self.not_active(thread)
         return record
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         with self._mutex:
             record = self._require(thread)
             if record.head != expected:
-                raise Conflict(
-                    f"thread {thread} changed while the step ran (head is {record.head}, "
-                    f"expected {expected}); the step was not recorded"
-                )
+                raise self.conflict(thread, record.head, "move", expected)
             self._active[thread] = ActiveThread(thread, new, record.info)
 
     def wait(self, thread: ThreadId, waiting: Waiting) -> None:
         with self._mutex:
             record = self._require(thread)
             if record.head != waiting.head:
-                raise Conflict(f"thread {thread} moved to {record.head} before it could wait")
+                raise self.conflict(thread, record.head, "wait", waiting.head)
             self._active[thread] = ActiveThread(thread, record.head, record.info, waiting)
 
     def archive(
@@ -146,13 +140,12 @@ class MemoryThreads(ThreadTable):
         at_ms: int,
         expected: NodeHash | None = None,
     ) -> NodeHash:
-        if status not in HISTORY_STATUSES:
-            raise ValueError(f"unknown history status: {status}")
+        self.check_status(status)
         with self._mutex:
             record = self._require(thread)
             head = record.head
             if expected is not None and head != expected:
-                raise Conflict(f"thread {thread} moved to {head} while archiving")
+                raise self.conflict(thread, head, "archive", expected)
             self._history.append(
                 HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
             )

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import (
-    HISTORY_STATUSES,
     ActiveThread,
     HistoryEntry,
     Registry,
@@ -31,7 +30,7 @@ from uwf.backend.base import (
 )
 from uwf.util import fsio, jsonfmt, yamlio
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Conflict, InvalidInput, NotActive
+from uwf.util.errors import Conflict, InvalidInput
 from uwf.util.ulid import ThreadId, is_thread_id
 
 _LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): (["{].*)$')
@@ -287,26 +286,21 @@ class FsThreads(ThreadTable):
     def _require(self, records: dict[str, ActiveThread], thread: ThreadId) -> ActiveThread:
         record = records.get(thread)
         if record is None:
-            entry = self.history_entry(thread)
-            status = f" (status: {entry.status})" if entry is not None else ""
-            raise NotActive(f"thread not active: {thread}{status}")
+            raise self.not_active(thread)
         return record
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         with self._edit() as records:
             record = self._require(records, thread)
             if record.head != expected:
-                raise Conflict(
-                    f"thread {thread} changed while the step ran (head is {record.head}, "
-                    f"expected {expected}); the step was not recorded"
-                )
+                raise self.conflict(thread, record.head, "move", expected)
             records[thread] = ActiveThread(thread, new, record.info)
 
     def wait(self, thread: ThreadId, waiting: Waiting) -> None:
         with self._edit() as records:
             record = self._require(records, thread)
             if record.head != waiting.head:
-                raise Conflict(f"thread {thread} moved to {record.head} before it could wait")
+                raise self.conflict(thread, record.head, "wait", waiting.head)
             records[thread] = ActiveThread(thread, record.head, record.info, waiting)
 
     def archive(
@@ -317,13 +311,12 @@ class FsThreads(ThreadTable):
         at_ms: int,
         expected: NodeHash | None = None,
     ) -> NodeHash:
-        if status not in HISTORY_STATUSES:
-            raise ValueError(f"unknown history status: {status}")
+        self.check_status(status)
         with self._edit() as records:
             record = self._require(records, thread)
             head = record.head
             if expected is not None and head != expected:
-                raise Conflict(f"thread {thread} moved to {head} while archiving")
+                raise self.conflict(thread, head, "archive", expected)
             entry = HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
             fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
             del records[thread]

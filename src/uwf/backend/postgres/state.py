@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from uwf.backend.base import (
-    HISTORY_STATUSES,
     ActiveThread,
     HistoryEntry,
     Registry,
@@ -22,7 +21,7 @@ from uwf.backend.base import (
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Conflict, NotActive, NotFound
+from uwf.util.errors import Conflict, NotFound
 from uwf.util.ulid import ThreadId, now_ms
 
 _COLUMNS = "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason"
@@ -76,17 +75,8 @@ class PgThreads(ThreadTable):
         """Why a conditional update of ``thread`` changed no row."""
         head = self.head(thread)
         if head is None:
-            entry = self.history_entry(thread)
-            status = f" (status: {entry.status})" if entry is not None else ""
-            return NotActive(f"thread not active: {thread}{status}")
-        if what == "move":
-            return Conflict(
-                f"thread {thread} changed while the step ran (head is {head}, "
-                f"expected {expected}); the step was not recorded"
-            )
-        if what == "wait":
-            return Conflict(f"thread {thread} moved to {head} before it could wait")
-        return Conflict(f"thread {thread} moved to {head} while archiving")
+            return self.not_active(thread)
+        return self.conflict(thread, head, what, expected)
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         row = self.db.one(
@@ -119,8 +109,7 @@ class PgThreads(ThreadTable):
         at_ms: int,
         expected: NodeHash | None = None,
     ) -> NodeHash:
-        if status not in HISTORY_STATUSES:
-            raise ValueError(f"unknown history status: {status}")
+        self.check_status(status)
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
