@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,10 @@ def test_a_holder_whose_connection_is_killed_releases_the_lock(pg_url: str) -> N
                 "SELECT pg_terminate_backend(backend_pid) FROM uwf_holders WHERE thread = %s",
                 (t,),
             )
+            # pg_terminate_backend only signals the session: it ends a moment later
+            deadline = time.monotonic() + 10
+            while second.locks.running() and time.monotonic() < deadline:
+                time.sleep(0.02)
             assert second.locks.running() == set()
             with second.locks.step(t, wait=False):  # the lock is free for another holder
                 assert second.locks.holder(t) is not None
