@@ -660,6 +660,7 @@ class Bench:
         step = ms("step@small")
         for peer, factor, words in (
             ("Burr", 1.0, "below Burr's cold step"),
+            ("Burr", 0.6, "≤ 0.6× Burr's cold step"),
             ("LangGraph", 1 / 3, "under a third of LangGraph's"),
         ):
             if peer in f["step@small"]:
