@@ -181,11 +181,11 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
         assert cells[1] != "—", line  # every row has a uwf figure
         assert cells[2:] == ["—", "—", "—"], line  # and no peer figure without peers
     verdicts = [line.rsplit(" | ", 1)[1].strip() for line in targets.splitlines()[2:]]
-    assert len(verdicts) == 23
+    assert len(verdicts) == 24
     assert set(verdicts) <= {"pass", "FAIL", "n/a"}
-    # the two comparisons with the peers' cold step, list and history vs the best peer, and
+    # the three comparisons with the peers' cold step, list and history vs the best peer, and
     # "uwf ≤ the best peer on every row"
-    assert verdicts.count("n/a") == 5
+    assert verdicts.count("n/a") == 6
     packed = next(line for line in targets.splitlines() if line.startswith("disk per step once"))
     assert [c.strip() for c in packed.split(" | ")][2] == "pass"
     fork = next(line for line in targets.splitlines() if line.startswith("fork copies 0 bytes"))
