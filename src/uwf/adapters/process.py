@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -220,22 +220,54 @@ def _wait(
 ) -> tuple[bool, bool]:
     """Wait for ``proc``; (timed out, stopped). The group is killed in either case."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        step = POLL if should_stop is not None else None
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            step = left if step is None else min(step, left)
+    with _exit_event(proc) as exited:
+        while True:
+            step = POLL if should_stop is not None else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                step = left if step is None else min(step, left)
+            if exited(None if step is None else max(step, 0)):
+                return False, False
+            if deadline is not None and time.monotonic() >= deadline:
+                kill_group(proc)
+                return True, False
+            if should_stop is not None and should_stop():
+                kill_group(proc, STOP_GRACE)
+                return False, True
+
+
+@contextlib.contextmanager
+def _exit_event(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float | None], bool]]:
+    """A function that waits up to ``timeout`` seconds for ``proc`` to exit (reaping it) and
+    says whether it did.
+
+    On Linux it waits on a pidfd, which becomes readable the moment the process exits.
+    ``Popen.wait(timeout)`` polls instead, sleeping up to 50 ms between two looks: every step
+    would notice its agent's exit ~25 ms late on average. Elsewhere, or when no pidfd can be
+    had, that is the fallback.
+    """
+    try:
+        pidfd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or the process is already reaped
+        pidfd = None
+
+    def exited(timeout: float | None) -> bool:
+        if pidfd is not None:
+            if not select.select([pidfd], [], [], timeout)[0]:
+                return False
+            proc.wait()  # it has exited: this only reaps it
+            return True
         try:
-            proc.wait(timeout=None if step is None else max(step, 0))
-            return False, False
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            pass
-        if deadline is not None and time.monotonic() >= deadline:
-            kill_group(proc)
-            return True, False
-        if should_stop is not None and should_stop():
-            kill_group(proc, STOP_GRACE)
-            return False, True
+            return False
+        return True
+
+    try:
+        yield exited
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _watchdog(pgid: int) -> tuple[subprocess.Popen[bytes], int] | None:
