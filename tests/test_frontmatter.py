@@ -628,7 +628,7 @@ def test_offer_names_every_rejected_field(
     h = store.put_schema(NOTES)
     before = dict(store.nodes)
     result = offer(raw, h, store)
-    assert (result.hash, result.problems) == (None, problems)
+    assert (result.hash, list(result.problems)) == (None, problems)
     assert store.nodes == before
 
 

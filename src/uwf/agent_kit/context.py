@@ -12,7 +12,6 @@ really need all of it.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,27 +30,51 @@ if TYPE_CHECKING:
 __all__ = ["AgentContext", "StepView", "build_context"]
 
 
-@dataclass
 class AgentContext:
-    backend: Backend
-    thread: ThreadId
-    role: str
-    edge_prompt: str
-    head: NodeHash
-    start: chain.Start
-    head_node: chain.Start | chain.Step
-    prev: NodeHash | None  # the StepNode hash the new step follows (None on the first step)
-    depth: int  # steps so far; the new step is depth + 1
-    workflow: dict[str, Any]
-    role_def: dict[str, Any]
-    schema_hash: str
-    schema: dict[str, Any] | None
-    format_instruction: str = ""
-    meter: Meter = field(default_factory=Meter)  # the step's duration and model calls so far
-    # the summary the new step records as ``compact``: one recorded by hand for this head
-    # (``thread compact``), or the one ``history`` wrote because the steps no longer fit
-    compact: NodeHash | None = None
-    _since: tuple[list[StepView], StepView | None] | None = field(default=None, repr=False)
+    """What the agent kit knows of the step it runs: the thread, its head and start, the
+    workflow and the role. A plain class, not a dataclass: ``dataclasses`` costs every agent
+    process ~10 ms of imports (docs/performance.md, "Start-up")."""
+
+    def __init__(
+        self,
+        *,
+        backend: Backend,
+        thread: ThreadId,
+        role: str,
+        edge_prompt: str,
+        head: NodeHash,
+        start: chain.Start,
+        head_node: chain.Start | chain.Step,
+        prev: NodeHash | None,
+        depth: int,
+        workflow: dict[str, Any],
+        role_def: dict[str, Any],
+        schema_hash: str,
+        schema: dict[str, Any] | None,
+        format_instruction: str = "",
+        meter: Meter | None = None,
+        compact: NodeHash | None = None,
+    ) -> None:
+        self.backend = backend
+        self.thread = thread
+        self.role = role
+        self.edge_prompt = edge_prompt
+        self.head = head
+        self.start = start
+        self.head_node = head_node
+        self.prev = prev  # the StepNode hash the new step follows (None on the first step)
+        self.depth = depth  # steps so far; the new step is depth + 1
+        self.workflow = workflow
+        self.role_def = role_def
+        self.schema_hash = schema_hash
+        self.schema = schema
+        self.format_instruction = format_instruction
+        # the step's duration and model calls so far
+        self.meter = Meter() if meter is None else meter
+        # the summary the new step records as ``compact``: one recorded by hand for this head
+        # (``thread compact``), or the one ``history`` wrote because the steps no longer fit
+        self.compact = compact
+        self._since: tuple[list[StepView], StepView | None] | None = None
 
     @property
     def root(self) -> Path:

@@ -19,8 +19,7 @@ Differences from uwf v0.5.0, on purpose:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.moderator import emits
 from uwf.util.errors import InvalidInput, SchemaViolation
@@ -182,8 +181,7 @@ def candidate(block: str, schema: Any) -> dict[str, Any] | None:
     return _offer_of(block, schema)[0]
 
 
-@dataclass(frozen=True)
-class Offer:
+class Offer(NamedTuple):
     """What the fast path made of an answer: the stored output, or why there is none.
 
     ``problems`` is empty when the answer has no frontmatter block at all (or the schema
@@ -193,7 +191,7 @@ class Offer:
 
     hash: str | None
     body: str
-    problems: list[str] = field(default_factory=list)
+    problems: tuple[str, ...] = ()
 
 
 def offer(raw: str, schema_hash: str, store: Store) -> Offer:
@@ -212,8 +210,8 @@ def offer(raw: str, schema_hash: str, store: Store) -> Offer:
         return Offer(None, body)
     found, problems = _offer_of(block, node.payload)
     if found is None:
-        return Offer(None, body, problems)
+        return Offer(None, body, tuple(problems))
     try:
         return Offer(store.put(schema_hash, found), body)
     except (SchemaViolation, InvalidInput) as exc:
-        return Offer(None, body, field_problems(node.payload, found) or [exc.message])
+        return Offer(None, body, tuple(field_problems(node.payload, found) or [exc.message]))

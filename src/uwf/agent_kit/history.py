@@ -17,7 +17,7 @@ newest first, and the step records no summary.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from uwf.agent_kit.context import AgentContext
 from uwf.model import compact
@@ -27,8 +27,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import UwfError
 
 
-@dataclass(frozen=True)
-class History:
+class History(NamedTuple):
     """The summary of steps 1..offset (None: no summary shown) and the steps after it shown,
     oldest first; ``offset`` is the number of steps before ``steps``."""
 

@@ -13,8 +13,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
@@ -39,8 +38,7 @@ __all__ = [
 MAX_CORRECTIONS = 2
 
 
-@dataclass
-class RunResult:
+class RunResult(NamedTuple):
     """What one run (or resume) of an agent produced."""
 
     output: str
@@ -154,7 +152,7 @@ def _extract(
     if output_hash is not None:
         span.event("extract", {"method": "llm"})
         if ctx.meter.usage and ctx.meter.usage.calls > calls:  # the extract's tokens count too
-            result.detail = _with_cost(ctx, result.detail)
+            result = result._replace(detail=_with_cost(ctx, result.detail))
         return output_hash, result
     raw = " ".join(result.output[:500].split())
     what = (

@@ -16,10 +16,9 @@ import math
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput, UwfError
@@ -40,8 +39,7 @@ def _empty() -> Mapping[str, Any]:
     return _EMPTY
 
 
-@dataclass(frozen=True)
-class Provider:
+class Provider(NamedTuple):
     """An OpenAI-compatible endpoint; the key lives in the env var ``api_key_env`` (None: the
     server needs no key, as a local Ollama)."""
 
@@ -49,42 +47,41 @@ class Provider:
     api_key_env: str | None = None
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """A model alias: which provider serves it and the provider's model id."""
 
     provider: str
     name: str
 
 
-@dataclass(frozen=True)
-class Agent:
+class Agent(NamedTuple):
     """An agent alias: the executable and the arguments placed before ``<thread> <role>``."""
 
     command: str
     args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(NamedTuple):
     """A resolved model: everything an OpenAI-compatible call needs (key hidden from repr)."""
 
     base_url: str
-    api_key: str = field(repr=False)
+    api_key: str
     model: str
 
+    def __repr__(self) -> str:  # the key never reaches a log or a traceback
+        return f"ModelSpec(base_url={self.base_url!r}, model={self.model!r})"
 
-@dataclass(frozen=True)
-class Config:
+
+class Config(NamedTuple):
     """The parsed ``config.yaml``; every section is optional and read-only."""
 
-    providers: Mapping[str, Provider] = field(default_factory=_empty)
-    models: Mapping[str, Model] = field(default_factory=_empty)
-    agents: Mapping[str, Agent] = field(default_factory=_empty)
+    providers: Mapping[str, Provider] = _EMPTY
+    models: Mapping[str, Model] = _EMPTY
+    agents: Mapping[str, Agent] = _EMPTY
     default_agent: str | None = None
-    agent_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=_empty)
+    agent_overrides: Mapping[str, Mapping[str, str]] = _EMPTY
     default_model: str | None = None
-    model_overrides: Mapping[str, str] = field(default_factory=_empty)
+    model_overrides: Mapping[str, str] = _EMPTY
     agent_timeout: float | None = None
     max_rounds: int | None = None
     compact_after: int | None = None  # write a summary every N steps (docs/format.md)

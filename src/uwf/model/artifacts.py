@@ -14,9 +14,8 @@ import base64
 import binascii
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.protocol import schemas
@@ -26,8 +25,7 @@ from uwf.util.errors import InvalidInput, NotFound, UwfError
 ENV = "UWF_ARTIFACTS_DIR"
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     path: str  # relative, "/"-separated
     hash: NodeHash  # a Text or Blob node
     size: int  # bytes

@@ -18,8 +18,7 @@ nearest step that has one (or the start).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.model import chain
@@ -46,9 +45,11 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-@dataclass(frozen=True)
-class Cost:
-    """Durations and token counts; adding two sums them."""
+# Cost is a NamedTuple and Meter a plain class, not dataclasses: every agent imports this
+# module, and ``dataclasses`` costs each agent process ~10 ms of imports (it pulls in
+# ``inspect``; docs/performance.md, "Start-up").
+class Cost(NamedTuple):
+    """Durations and token counts; adding two sums them (not tuple concatenation)."""
 
     duration_ms: int = 0
     prompt_tokens: int = 0
@@ -56,7 +57,7 @@ class Cost:
     total_tokens: int = 0
     calls: int = 0
 
-    def __add__(self, other: Cost) -> Cost:
+    def __add__(self, other: Cost) -> Cost:  # type: ignore[override]
         return Cost(
             self.duration_ms + other.duration_ms,
             self.prompt_tokens + other.prompt_tokens,
@@ -107,8 +108,7 @@ def recorded(detail: Any) -> tuple[int | None, Cost | None]:
 
 def own(detail: Any) -> Cost:
     """One step's own cost (what it did not record counts as 0). Built directly, not with
-    ``dataclasses.replace`` (which inspects the fields on every call): ``thread steps``
-    runs it once per step."""
+    ``_replace``: ``thread steps`` runs it once per step."""
     ms, usage = recorded(detail)
     if usage is None:
         return Cost(ms or 0)
@@ -151,17 +151,19 @@ def fields(
         out["durationMs"] = max(0, duration_ms)
     if usage is not None:
         out["usage"] = usage.usage_json()
-    mine = replace(usage or Cost(), duration_ms=max(0, duration_ms or 0))
+    mine = (usage or Cost())._replace(duration_ms=max(0, duration_ms or 0))
     out["total"] = (total(store, prev) + mine).total_json()
     return out
 
 
-@dataclass
 class Meter:
     """What a running step has cost so far: started when made, fed every model reply."""
 
-    started: float = field(default_factory=time.monotonic)
-    usage: Cost | None = None  # None until a model call is recorded
+    __slots__ = ("started", "usage")
+
+    def __init__(self, started: float | None = None, usage: Cost | None = None) -> None:
+        self.started = time.monotonic() if started is None else started
+        self.usage = usage  # None until a model call is recorded
 
     def add(self, reply: Any) -> None:
         """Count one model call; its tokens when the reply carries ``usage``

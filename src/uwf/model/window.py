@@ -14,8 +14,7 @@ thread with no summary costs a budget's worth of reads, not its length.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.model import chain
@@ -86,8 +85,7 @@ def within_budget(steps: Sequence[Mapping[str, Any]], budget: float) -> list[Map
     return chosen
 
 
-@dataclass
-class Window:
+class Window(NamedTuple):
     """The newest summary before the head and the steps after it, oldest first.
 
     ``complete`` is False when the walk stopped at a limit before it reached a summary or the

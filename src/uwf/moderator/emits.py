@@ -24,15 +24,13 @@ answer) and any agent that builds a form or a template from the schema (docs/for
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Unions nested deeper than this are not read (a schema put with ``cas put`` can be deep).
 MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     """One object shape of an output: its ``properties`` and the names it requires."""
 
     properties: dict[str, Any]
@@ -64,8 +62,7 @@ def shapes(schema: Any, _depth: int = 0) -> list[Shape]:
     return []
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One field of a role's output: its name, its schema and whether it is required."""
 
     name: str
@@ -128,8 +125,7 @@ def fields(schema: Any) -> list[Field]:
     return list(out.values())
 
 
-@dataclass(frozen=True)
-class Statuses:
+class Statuses(NamedTuple):
     """What a role's schema says about the statuses it can route on."""
 
     known: bool  # False: any string is possible, edges cannot be checked

@@ -10,8 +10,7 @@ No I/O, no state: the same inputs always give the same decision.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from uwf.util.errors import UwfError
 
@@ -24,8 +23,7 @@ class ModeratorError(UwfError):
     """The graph has no route for the last output, or a prompt does not render."""
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     role: str
     prompt: str
     status: str
