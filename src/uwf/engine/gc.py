@@ -54,12 +54,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, HistoryEntry
 from uwf.cas.refs import collect
 from uwf.cas.store import Store
 from uwf.model import compact
 from uwf.protocol import schemas
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import CorruptNode, InvalidInput, UwfError
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -100,30 +100,38 @@ def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -
         return result
     with backend.locks.gc():
         cutoff = now_ms() - grace_ms
-        result.update(_gc(backend, grace_ms, dry_run))
-        result["locks"] = backend.locks.sweep(_archived_only(backend), dry_run=dry_run)
+        in_flight = backend.locks.running()  # before the heads: see the module doc
+        active = {record.thread: record.head for record in backend.threads.active()}
+        history = backend.threads.history()
+        result.update(_gc(backend, cutoff, in_flight, active, history, dry_run))
+        result["locks"] = backend.locks.sweep(_archived_only(active, history), dry_run=dry_run)
         result["tempFiles"] = backend.sweep_temp_files(cutoff, dry_run=dry_run)
     return result
 
 
-def _archived_only(backend: Backend) -> set[ThreadId]:
+def _archived_only(active: dict[ThreadId, NodeHash], history: list[HistoryEntry]) -> set[ThreadId]:
     """The threads in the history and not active: their step locks are never needed again
     (a thread in the history never becomes active again; one in both files after a hand edit
     stays active, so its lock is kept)."""
-    active = {record.thread for record in backend.threads.active()}
-    return {entry.thread for entry in backend.threads.history()} - active
+    return {entry.thread for entry in history} - set(active)
 
 
-def _gc(backend: Backend, grace_ms: int, dry_run: bool) -> dict[str, int]:
+def _gc(
+    backend: Backend,
+    cutoff: int,
+    in_flight: set[ThreadId],
+    active: dict[ThreadId, NodeHash],
+    history: list[HistoryEntry],
+    dry_run: bool,
+) -> dict[str, int]:
+    """Mark from the roots, then collect (or count, ``dry_run``) what is older than
+    ``cutoff``, moved back to the first put of any head a step is running on."""
     store = backend.nodes
-    cutoff = now_ms() - grace_ms
-    in_flight = backend.locks.running()  # before the heads: see the module doc
-    active = {record.thread: record.head for record in backend.threads.active()}
     for thread in in_flight:
         head = active.get(thread)
         if head is not None:
             cutoff = min(cutoff, _first_put(store, head))
-    archived = [entry.head for entry in backend.threads.history()]
+    archived = [entry.head for entry in history]
     registry = backend.registry.read()
 
     h = schemas.hashes()
