@@ -35,10 +35,6 @@ DEFAULT_CONTEXT_BUDGET = 32_000
 DEFAULT_ARTIFACT_MAX_BYTES = 10 * 1024 * 1024
 
 
-def _empty() -> Mapping[str, Any]:
-    return _EMPTY
-
-
 class Provider(NamedTuple):
     """An OpenAI-compatible endpoint; the key lives in the env var ``api_key_env`` (None: the
     server needs no key, as a local Ollama)."""
