@@ -28,9 +28,10 @@ from uwf.backend.postgres.schema import GC_KEY
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, now_ms
 
-_COLUMNS = "thread, pid, host, since, role, agent, log"
-_HELD = """
-SELECT h.thread, h.pid, h.host, h.since, h.role, h.agent, h.log FROM uwf_holders h
+_FIELDS = ("thread", "pid", "host", "since", "role", "agent", "log")  # a Holder, in order
+_COLUMNS = ", ".join(_FIELDS)
+_HELD = f"""
+SELECT {", ".join("h." + f for f in _FIELDS)} FROM uwf_holders h
 JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_pid
  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
  AND l.classid::bigint = h.lock_hi AND l.objid::bigint = h.lock_lo AND l.objsubid = 1
@@ -182,25 +183,27 @@ class PgLocks(Locks):
     def is_running(self, thread: ThreadId) -> bool:
         return self.holder(thread) is not None
 
-    def holder(self, thread: ThreadId) -> Holder | None:
-        row = self.db.one(_HELD + " WHERE h.thread = %s", (thread,))
+    def _one(self, sql: str, thread: ThreadId) -> Holder | None:
+        """The holder row ``sql`` (with the thread as its one parameter) returns, if any."""
+        row = self.db.one(sql, (thread,))
         return _holder(row) if row is not None else None
+
+    def holder(self, thread: ThreadId) -> Holder | None:
+        return self._one(_HELD + " WHERE h.thread = %s", thread)
 
     def request_stop(self, thread: ThreadId) -> Holder | None:
-        row = self.db.one(
+        return self._one(
             "UPDATE uwf_holders SET stop_requested = true"
             f" WHERE thread = %s AND thread IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
-            (thread,),
+            thread,
         )
-        return _holder(row) if row is not None else None
 
     def clear_stale(self, thread: ThreadId) -> Holder | None:
-        row = self.db.one(
+        return self._one(
             "DELETE FROM uwf_holders"
             f" WHERE thread = %s AND thread NOT IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
-            (thread,),
+            thread,
         )
-        return _holder(row) if row is not None else None
 
     def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:
         """Delete the holder rows of archived threads that no session holds (a released lock
