@@ -70,7 +70,7 @@ def write_scenario(path: Path) -> Path:
 def setup_root(root: Path, scenario: Path) -> str:
     """A storage root with the solve-issue workflow registered and uwf-mock as the default
     agent (config.yaml, as a user would set it up). Returns the workflow hash."""
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(
@@ -324,7 +324,7 @@ def fill(root: Path, start: int, stop: int, workers: int = 0) -> float:
 
 def setup_cas_root(root: Path, scenario: Path) -> CasRoot:
     """A root with the workflow and one Text node put through the CLI's own code."""
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     wf = setup_root(root, scenario)
     text = casops.put_text(FsBackend(root), "the node we read")["hash"]

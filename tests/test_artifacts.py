@@ -20,7 +20,11 @@ from test_builtin import doc_block
 from uwf.backend.fs import FsBackend
 from uwf.cas import ops
 from uwf.cas.store import Node
-from uwf.engine import gc, longthreads, step, threads, workflows
+from uwf.engine import step
+from uwf.engine.store import gc
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.threads import longthreads
+from uwf.engine.workflows import stored as workflows
 from uwf.model import artifacts
 from uwf.protocol import schemas
 from uwf.util.errors import InvalidInput, UwfError

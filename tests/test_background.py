@@ -30,8 +30,9 @@ from test_step_engine import PLAN as PLAN_OUT
 from test_step_engine import FakeAgent
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend
-from uwf.engine import background, threads, workflows
-from uwf.engine.step import StepResult
+from uwf.engine.step import StepResult, background
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.workflows import stored as workflows
 from uwf.util.ulid import ThreadId
 
 SLOW = 30  # seconds an agent sleeps when a test means to stop it

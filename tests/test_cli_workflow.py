@@ -12,7 +12,7 @@ from conftest import EXAMPLES
 from rootfiles import open_store
 from uwf.backend.fs import FsBackend
 from uwf.cas.schema import meta_hash
-from uwf.engine.workflows import resolve_for_start
+from uwf.engine.workflows.stored import resolve_for_start
 from uwf.protocol import schemas
 from uwf.util.base32 import is_hash
 
@@ -532,7 +532,7 @@ def test_list_shows_what_thread_start_finds_up_the_tree(cli: Any, root: Path) ->
     variant(top / ".workflows", "only up", name="planner")
     registered = put(cli, EXAMPLES / "analyze-topic.yaml")
     listed = FsBackend(root)
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     assert workflows.list_workflows(listed, deep) == [
         {"name": "debate", "hash": "(local)", "origin": "local"},

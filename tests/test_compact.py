@@ -26,7 +26,9 @@ from uwf.agent_kit.prompts import SUMMARY_HEADING
 from uwf.agents.builtin.agent import BuiltinAgent
 from uwf.backend.base import Backend
 from uwf.backend.fs import FsBackend
-from uwf.engine import step, threads, workflows
+from uwf.engine import step
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.workflows import stored as workflows
 from uwf.model import chain
 from uwf.protocol import schemas
 from uwf.util.ulid import ThreadId

@@ -15,7 +15,7 @@ import yaml
 
 from uwf.agent_kit.frontmatter import candidate
 from uwf.agent_kit.prompts import build_output_format_instruction
-from uwf.engine.workflow_file import load_file
+from uwf.engine.workflows.files import load_file
 from uwf.moderator import emits
 from uwf.moderator.emits import Field, Statuses
 

@@ -141,8 +141,8 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     def new_id(now_ms: int | None = None) -> str:
         return f"01J0000000000000000000{next(counter):04d}"
 
-    monkeypatch.setattr("uwf.engine.threads.new_thread_id", new_id)
-    monkeypatch.setattr("uwf.engine.threads.now_ms", lambda: 1_700_000_000_000)
+    monkeypatch.setattr("uwf.engine.threads.lifecycle.new_thread_id", new_id)
+    monkeypatch.setattr("uwf.engine.threads.lifecycle.now_ms", lambda: 1_700_000_000_000)
     monkeypatch.setattr("uwf.engine.step.commit.now_ms", lambda: 1_700_000_000_000)
 
     def reset() -> None:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from conftest import EXAMPLES, ONE_REJECTION, Result
 from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
-from uwf.engine.workflow_file import load_file, store_definition
+from uwf.engine.workflows.files import load_file, store_definition
 from uwf.moderator.validate import validate as _validate
 from uwf.protocol import schemas
 from uwf.util.errors import UwfError

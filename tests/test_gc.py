@@ -20,7 +20,7 @@ from uwf.backend.fs import locks as locks_module
 from uwf.backend.memory import MemoryStore
 from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
-from uwf.engine.gc import parse_grace
+from uwf.engine.store.gc import parse_grace
 from uwf.protocol import schemas
 from uwf.util import fsio
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES
-from uwf.engine import graph
+from uwf.engine.views import graph
 from uwf.web.svg import to_svg
 
 EDGE = re.compile(r'^  (n\d+) (-->|-\.->)\|"([^"]*)"\| (n\d+)$')

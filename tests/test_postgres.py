@@ -223,7 +223,7 @@ def test_store_copy_finishes_after_a_crash(
     agent = scenario(ONE_REJECTION)
     threads = [run_thread(cli, agent) for _ in range(2)]
     from uwf.backend.postgres import state
-    from uwf.engine import storecopy
+    from uwf.engine.store import copy as storecopy
 
     real = state.PgThreads.archive
     calls = []

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES, REPO, Result
-from uwf.engine.workflow_file import load_file
+from uwf.engine.workflows.files import load_file
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput
 

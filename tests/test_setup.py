@@ -32,7 +32,7 @@ from uwf.cli.setup import (
     provider_menu,
 )
 from uwf.config.config import load_config, load_dotenv
-from uwf.engine.setup import (
+from uwf.engine.local.setup import (
     PRESETS,
     chat_models,
     check_model,

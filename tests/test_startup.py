@@ -97,7 +97,7 @@ def test_group_help_loads_its_group_alone() -> None:
 def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
     thread = new_thread()
     modules = loaded_modules("thread", "show", thread)
-    assert "uwf.engine.threads" in modules  # the probe really ran the command
+    assert "uwf.engine.threads.lifecycle" in modules  # the probe really ran the command
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
     unused = [
         "yaml",  # threads.yaml is read on its fast path
@@ -106,9 +106,9 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "tempfile",
         "uwf.config",
         "uwf.moderator",
-        "uwf.engine.workflows",
+        "uwf.engine.workflows.stored",
         "uwf.engine.step",
-        "uwf.engine.read",
+        "uwf.engine.views.read",
         "uwf.cas.fastschema",
         "uwf.cli.complete",  # shell completion: only when a shell asks
     ]
@@ -123,6 +123,6 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     assert "uwf.adapters.process" in modules  # the probe saw the spawn
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
     heavy = [h for h in HEAVY if h != "chevron"]  # chevron renders the edge prompt
-    unused = ["yaml", "uwf.engine.workflows", "uwf.engine.read", "uwf.cas.fastschema"]
-    unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.background"]
+    unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
+    unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
     assert among(modules, [*heavy, *others, *unused]) == []

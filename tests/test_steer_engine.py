@@ -11,8 +11,10 @@ import pytest
 from test_step_engine import APPROVE, DEV, PLAN, REJECT, FakeAgent
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend
-from uwf.engine import steer, step, threads
+from uwf.engine import step
 from uwf.engine.step import StepPlan
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.threads import steer
 from uwf.model import chain
 from uwf.util.errors import AgentFailed, Deferred, InvalidInput, SchemaViolation
 from uwf.util.ulid import ThreadId

@@ -16,8 +16,10 @@ import pytest
 from conftest import EXAMPLES
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend, MemoryThreads
-from uwf.engine import step, threads, workflows
+from uwf.engine import step
 from uwf.engine.step import StepPlan
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.workflows import stored as workflows
 from uwf.model import chain
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash

@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal
 from uwf.backend.fs import FsBackend
-from uwf.engine.follow import Follower
+from uwf.engine.views.follow import Follower
 
 SLOW = 0.4
 

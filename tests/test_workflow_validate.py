@@ -16,7 +16,7 @@ from uwf.agents.mock import load_scenario
 from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
 from uwf.cas.schema import meta_hash, validate
-from uwf.engine.workflow_file import load_file, materialise, store_definition
+from uwf.engine.workflows.files import load_file, materialise, store_definition
 from uwf.moderator.evaluate import END, START, evaluate
 from uwf.moderator.validate import LEGACY
 from uwf.protocol import schemas

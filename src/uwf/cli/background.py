@@ -1,7 +1,7 @@
 """The worker process of ``uwf thread step --background`` (docs/architecture.md, "Background
 runs"): ``python -P -m uwf.cli.background <thread> <count> [--agent A] [--timeout S]``.
 
-``engine.background.launch`` starts it detached, its stdout and stderr appended to the run's
+``engine.step.background.launch`` starts it detached, its stdout and stderr appended to the run's
 log file, and waits on the pipe named by ``$UWF_READY_FD`` for its first answer. The log then
 holds what a foreground ``thread step -c N`` would print: one JSON line per step, the agents'
 stderr (prefixed with their names), an ``error:`` line for a failure; framed by a ``uwf:``
@@ -40,7 +40,7 @@ class _Ready:
     def __call__(self, answer: dict[str, Any]) -> None:
         if answer.get("ok") is True:
             self.started = True
-            from uwf.engine.background import steps
+            from uwf.engine.step.background import steps
 
             _say(
                 f"background run of thread {self.thread} started: pid {os.getpid()}, "
@@ -54,7 +54,7 @@ class _Ready:
 
 def main(argv: list[str] | None = None) -> int:
     from uwf.backend import open_backend
-    from uwf.engine import background
+    from uwf.engine.step import background
     from uwf.util.jsonfmt import dumps
     from uwf.util.signals import interrupt_on_signals
 

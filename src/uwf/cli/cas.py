@@ -1,6 +1,6 @@
 """`uwf cas …`: read and write nodes of the content-addressed store directly.
 
-Thin wrappers over :mod:`uwf.engine.casops`; each prints one structured value.
+Thin wrappers over :mod:`uwf.engine.store.cas`; each prints one structured value.
 """
 
 from typing import Annotated
@@ -44,7 +44,7 @@ def get(
     Fails with "Node not found" when no node has this hash, and reports a node file whose
     content does not hash to its name as corrupt.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.get(backend(), hash, timestamp), fmt)
 
@@ -67,7 +67,7 @@ def put(
     must satisfy it: nothing is written otherwise. Storing the same payload twice returns
     the same hash.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.put(backend(), type_hash, data), fmt)
 
@@ -78,7 +78,7 @@ def put_text(
     fmt: FormatOpt = None,
 ) -> None:
     """Store a string under the Text schema; print {"hash"}."""
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.put_text(backend(), text), fmt)
 
@@ -94,7 +94,7 @@ def has(
 
     A malformed hash is simply absent: it is never an error.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     exists = casops.has(backend(), hash)
     emit({"exists": exists}, fmt)
@@ -109,7 +109,7 @@ def refs(hash: HashArg, fmt: FormatOpt = None) -> None:
     A reference is a string at a schema location with "format": "cas_ref"; the type link is
     not a reference.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.refs(backend(), hash), fmt)
 
@@ -120,7 +120,7 @@ def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
 
     Missing nodes are skipped (a missing root gives an empty list); schemas are not followed.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.walk(backend(), hash), fmt)
 
@@ -131,7 +131,7 @@ def reindex(fmt: FormatOpt = None) -> None:
 
     Reads every node, so it takes time proportional to the size of the store.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.reindex(backend()), fmt)
 
@@ -142,7 +142,7 @@ def verify(fmt: FormatOpt = None) -> None:
 
     Prints {"scanned","ok","damaged":[{"hash","problem"}]}. Reads every node.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     report = casops.verify(backend())
     emit(report, fmt)
@@ -159,7 +159,7 @@ def pack(fmt: FormatOpt = None) -> None:
     crash at any moment leaves every node readable; new nodes are loose files until the next
     pack. Merges every pack into one once there are 8. Fails at once while cas gc runs.
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.pack(backend()), fmt)
 
@@ -191,7 +191,7 @@ def gc(
     writers killed mid-write left, when older than the grace period. --dry-run deletes and
     packs nothing and prints "dryRun": true instead of "packed".
     """
-    from uwf.engine.gc import gc as collect_garbage
+    from uwf.engine.store.gc import gc as collect_garbage
 
     emit(collect_garbage(backend(), grace=grace, dry_run=dry_run), fmt)
 
@@ -202,7 +202,7 @@ def schema_list(fmt: FormatOpt = None) -> None:
 
     The title is the schema's "title", else its "description", else "(unnamed)".
     """
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.schema_list(backend()), fmt)
 
@@ -213,6 +213,6 @@ def schema_get(
     fmt: FormatOpt = None,
 ) -> None:
     """Print the JSON Schema stored at HASH."""
-    from uwf.engine import casops
+    from uwf.engine.store import cas as casops
 
     emit(casops.schema_get(backend(), hash), fmt)

@@ -27,7 +27,7 @@ def workflows(incomplete: str) -> list[tuple[str, str]]:
     """Workflow names starting with ``incomplete``: the project's ``.workflows/`` files, then
     the registry's names (what ``uwf workflow list`` shows)."""
     from uwf.backend import open_backend
-    from uwf.engine.workflows import list_workflows
+    from uwf.engine.workflows.stored import list_workflows
 
     try:
         listed = list_workflows(open_backend(), Path.cwd())

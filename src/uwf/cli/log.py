@@ -18,7 +18,7 @@ app = typer.Typer(
 @app.command("list")
 def list_(fmt: FormatOpt = None) -> None:
     """List the log files with their size, newest first."""
-    from uwf.engine import logs
+    from uwf.engine.local import logs
 
     emit(logs.list_logs(root()), fmt)
 
@@ -56,7 +56,7 @@ def show(
     Prints a JSON array; with --follow one JSON object per line (JSON Lines; --format yaml:
     one YAML document per entry) as entries are written, until Ctrl-C or SIGTERM (exit 0).
     """
-    from uwf.engine import logs
+    from uwf.engine.local import logs
     from uwf.util.numbers import positive_int
 
     n = positive_int(take, "--take") if take is not None else None
@@ -79,6 +79,6 @@ def clean(
     fmt: FormatOpt = None,
 ) -> None:
     """Delete the log files of days before a date."""
-    from uwf.engine import logs
+    from uwf.engine.local import logs
 
     emit(logs.clean_logs(root(), before=before), fmt)

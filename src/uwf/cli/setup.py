@@ -10,7 +10,7 @@ Three ways to run it:
 
 The API key is read with hidden input, written only to ``<root>/.env`` (mode 0600) and never
 printed. ``--api-key -`` reads it from the first line of stdin, which keeps it out of the
-shell history and the process list. The work is done in ``uwf.engine.setup``.
+shell history and the process list. The work is done in ``uwf.engine.local.setup``.
 """
 
 import shutil
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from uwf.engine.setup import Preset
+    from uwf.engine.local.setup import Preset
 
 from uwf.cli.options import FormatOpt, emit, root
 from uwf.util.errors import InvalidInput
@@ -86,7 +86,7 @@ def setup(
     the model is checked with a one-token request (a failed check does not undo the written
     files). Nothing is written outside the storage root.
     """
-    from uwf.engine import setup as engine
+    from uwf.engine.local import setup as engine
 
     if all(v is None for v in (provider, base_url, api_key, model)):
         if agent is not None:
@@ -122,7 +122,7 @@ def setup(
 
 def provider_menu() -> list[str]:
     """``  <n>) <label padded to 28> <url>`` per preset, then the custom entry."""
-    from uwf.engine.setup import PRESETS
+    from uwf.engine.local.setup import PRESETS
 
     width = len(str(len(PRESETS) + 1))
     lines = [f"  {i:>{width}}) {p.label:<28} {p.base_url}" for i, p in enumerate(PRESETS, 1)]
@@ -132,7 +132,7 @@ def provider_menu() -> list[str]:
 
 def choose_provider(choice: str) -> "Preset | None":
     """A preset for ``1..N``; None for the custom entry ``N+1``; else ``Invalid choice``."""
-    from uwf.engine.setup import PRESETS
+    from uwf.engine.local.setup import PRESETS
 
     text = choice.strip()
     if text.isdigit() and 1 <= int(text) <= len(PRESETS) + 1:
@@ -182,7 +182,7 @@ Say = Callable[[str], None]
 
 def _ask_provider(ask: Ask, say: Say) -> tuple[str, str]:
     """(provider name, base URL): a preset from the menu, or a custom one."""
-    from uwf.engine.setup import PRESETS
+    from uwf.engine.local.setup import PRESETS
 
     say("Select a provider:")
     for line in provider_menu():
@@ -204,7 +204,7 @@ def _ask_provider(ask: Ask, say: Say) -> tuple[str, str]:
 def _ask_key(provider: str, base_url: str, ask_secret: Ask, say: Say) -> str:
     """The API key; none is asked of a keyless preset, and one may be left empty for a server
     on this machine."""
-    from uwf.engine.setup import needs_key, preset
+    from uwf.engine.local.setup import needs_key, preset
 
     known = preset(provider)
     if known is not None and not known.needs_key:
@@ -219,7 +219,7 @@ def _ask_key(provider: str, base_url: str, ask_secret: Ask, say: Say) -> str:
 
 
 def _ask_model(base_url: str, api_key: str, ask: Ask, say: Say) -> str:
-    from uwf.engine.setup import fetch_models
+    from uwf.engine.local.setup import fetch_models
 
     say("Fetching available models...")
     models = fetch_models(base_url, api_key)
@@ -244,7 +244,7 @@ def interactive(
     say: Say = typer.echo,
 ) -> None:
     """Ask for provider, key and model, then run the same setup as the flags do."""
-    from uwf.engine.setup import check_model, run_setup
+    from uwf.engine.local.setup import check_model, run_setup
 
     say("Welcome to uwf setup: configure an OpenAI-compatible model provider.")
     say("")

@@ -39,7 +39,7 @@ def read_text(path: str, what: str) -> str:
 
 def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> dict[str, Any]:
     """``thread fork --output FILE`` or ``--edit``: the new thread, or an error."""
-    from uwf.engine import steer
+    from uwf.engine.threads import steer
 
     if output is not None and edit:
         raise UsageError("give --output or --edit, not both")
@@ -88,7 +88,7 @@ def rerun(
     the new one) plus "rerunOf". Exit codes as for thread step (an error names the new
     thread).
     """
-    from uwf.engine import steer
+    from uwf.engine.threads import steer
 
     with loop_contract():
         emit_stream(
@@ -139,7 +139,7 @@ def answer(
     schema (a rejection names the field), the graph's routing, the step lock — and
     committed. Prints the step's line, as thread step does, with the same exit codes.
     """
-    from uwf.engine import steer
+    from uwf.engine.threads import steer
 
     if message is not None and file is not None:
         raise UsageError("give -m or --file, not both")

@@ -39,7 +39,7 @@ def read(
     Each turn is headed with its number and who spoke (assistant, tool, user), then its text
     and every tool call it made, with the call's arguments.
     """
-    from uwf.engine.read import parse_quota, read_step
+    from uwf.engine.views.read import parse_quota, read_step
 
     emit_markdown(read_step(backend(), step_hash, parse_quota(quota)))
 
@@ -64,7 +64,7 @@ def artifacts(
     written). Text artifacts are Text nodes, anything else Blob nodes; both come back byte
     for byte.
     """
-    from uwf.engine.longthreads import extract_artifacts, step_artifacts
+    from uwf.engine.threads.longthreads import extract_artifacts, step_artifacts
 
     if extract is None:
         emit(step_artifacts(backend(), step_hash), fmt)

@@ -161,7 +161,7 @@ def _step_next(
     n: int, workflow: str | None, agent: str | None, timeout: float | None, fmt: Format | None
 ) -> None:
     """``thread step --next [-c N]``: up to N steps, each of the thread ``--next`` picks."""
-    from uwf.engine import fleet
+    from uwf.engine.step import fleet
     from uwf.util.errors import NothingToStep
 
     storage = backend()
@@ -183,7 +183,7 @@ def _step_next(
 
 def _launch(thread: str, count: int, agent: str | None, timeout: float | None) -> dict[str, Any]:
     from uwf.cli.background import WORKER
-    from uwf.engine.background import launch
+    from uwf.engine.step.background import launch
 
     return launch(backend(), thread, count=count, agent=agent, timeout=timeout, worker=WORKER)
 
@@ -196,7 +196,7 @@ def stop(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     {"thread","stopped":false} and a warning (removing what a run that died left behind).
     Works from any machine that shares the storage backend.
     """
-    from uwf.engine.background import stop as stop_run
+    from uwf.engine.step.background import stop as stop_run
 
     result, warning = stop_run(backend(), thread)
     if warning:

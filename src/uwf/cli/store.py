@@ -41,7 +41,7 @@ def copy(source: StoreArg, target: StoreArg, fmt: FormatOpt = None) -> None:
     {"copied","present"} counts; progress goes to stderr.
     """
     from uwf.backend import open_backend
-    from uwf.engine.storecopy import copy_store
+    from uwf.engine.store.copy import copy_store
 
     with open_backend(source) as src, open_backend(target) as dst:
         result = copy_store(src, dst, lambda line: typer.echo(f"store copy: {line}", err=True))

@@ -59,7 +59,7 @@ def start(
     fmt: FormatOpt = None,
 ) -> None:
     """Create a thread for a workflow and a task. Runs nothing."""
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
 
     text = sys.stdin.read() if prompt == "-" else prompt
     emit(threads.start(backend(), workflow, text, max_rounds), fmt)
@@ -91,7 +91,7 @@ def show(
     StartNode ({"hash","workflow","prompt","timestamp"}) and every step, oldest first
     ({"hash","role","output","detail","agent","timestamp"}, the output expanded).
     """
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
 
     emit(threads.show(backend(), thread, full=full), fmt)
 
@@ -133,7 +133,7 @@ def list_(
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
     line of the thread's task (up to 100 characters) and createdAt its creation time (unix ms).
     """
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
     from uwf.util.numbers import as_count, as_positive_int
 
     skip_n = as_count(skip)
@@ -158,7 +158,7 @@ def list_(
 
 def _steps(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     """List the start node and every step of a thread, oldest first."""
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
 
     emit(threads.steps(backend(), thread), fmt)
 
@@ -192,7 +192,7 @@ def read(
     of the steps before it, with where it is (--full shows those steps instead, marking where
     summaries are).
     """
-    from uwf.engine.read import parse_quota, read_thread
+    from uwf.engine.views.read import parse_quota, read_thread
 
     emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_, full))
 
@@ -218,7 +218,7 @@ def compact(
     from then on agents are given this summary plus the steps after it. Routing never reads
     summaries. Prints {"thread","head","summary","characters"}.
     """
-    from uwf.engine.longthreads import compact_thread
+    from uwf.engine.threads.longthreads import compact_thread
 
     summary = None
     if text is not None:
@@ -275,11 +275,11 @@ def _fork(
     if workflow is not None:
         if output is not None or edit:
             raise UsageError("--workflow cannot be combined with --output or --edit")
-        from uwf.engine.refork import fork_onto
+        from uwf.engine.threads.refork import fork_onto
 
         emit(fork_onto(backend(), step_hash, workflow), fmt)
         return
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
 
     if output is None and not edit:
         emit(threads.fork(backend(), step_hash), fmt)
@@ -292,7 +292,7 @@ app.command("fork")(_fork)
 
 def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
     """Show a step's detail node with its references expanded (YAML unless --format json)."""
-    from uwf.engine.read import step_details
+    from uwf.engine.views.read import step_details
 
     emit(step_details(backend(), step_hash), fmt, default=Format.yaml)
 
@@ -302,7 +302,7 @@ app.command("step-details")(_step_details)
 
 def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     """Archive an active thread with status killed."""
-    from uwf.engine import threads
+    from uwf.engine.threads import lifecycle as threads
 
     emit(threads.kill(backend(), thread), fmt)
 
@@ -320,7 +320,7 @@ def graph(thread: ThreadArg, fmt: GraphFormatOpt = GraphFormat.mermaid) -> None:
     role (the one that runs next, $END once completed, the last role once killed) is
     highlighted.
     """
-    from uwf.engine.view import thread_graph
+    from uwf.engine.views.timeline import thread_graph
 
     emit_graph(thread_graph(backend(), thread), fmt)
 
@@ -351,7 +351,7 @@ def watch(
     line when stdout is a terminal, plain lines when not.
     """
     from uwf.cli.watching import watch as follow
-    from uwf.engine.follow import AllFollower, Follower
+    from uwf.engine.views.follow import AllFollower, Follower
 
     if (thread is None) == (not all_):
         raise UsageError("give a thread id or --all (not both)")

@@ -1,6 +1,6 @@
 """`uwf thread watch`: follow events as lines, with a live status line on a terminal.
 
-The events come from :mod:`uwf.engine.follow`; this module only words them. Plain lines when
+The events come from :mod:`uwf.engine.views.follow`; this module only words them. Plain lines when
 stdout is not a terminal (CI logs, pipes); on a terminal, the same lines plus a spinner line
 that shows the running step and its elapsed time.
 """
@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from uwf.engine.view import body_text, seconds
+from uwf.engine.views.timeline import body_text, seconds
 
 
 def first_line(step: dict[str, Any], limit: int = 100) -> str:
@@ -24,7 +24,7 @@ def first_line(step: dict[str, Any], limit: int = 100) -> str:
 
 
 def describe(event: dict[str, Any], prefix: str = "", observed: float | None = None) -> str:
-    """One plain line for an event of ``uwf.engine.follow``; a step's duration is the
+    """One plain line for an event of ``uwf.engine.views.follow``; a step's duration is the
     agent's own measure, else ``observed`` (seconds from its start to its landing as
     polled), else the time since the node before it."""
     kind = event["event"]

@@ -44,7 +44,7 @@ def worker(
     head does not move, and it exits 0. It also exits 0 after --max-steps steps or
     --idle-exit seconds without work; 1 on an error before it could start; 2 on a usage error.
     """
-    from uwf.engine import fleet
+    from uwf.engine.step import fleet
 
     if max_steps is not None and max_steps < 1:
         raise InvalidInput(f"--max-steps must be a positive integer, got: {max_steps}")

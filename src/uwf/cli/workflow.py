@@ -1,6 +1,6 @@
 """`uwf workflow …`: store workflow files, show them, list them, and move between versions.
 
-Thin wrappers over :mod:`uwf.engine.workflows`; each prints one structured value. The seed's
+Thin wrappers over :mod:`uwf.engine.workflows.stored`; each prints one structured value. The seed's
 ``put`` is the command; ``add`` (the v0.5.0 name) is a hidden alias.
 """
 
@@ -55,7 +55,7 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
     status without an enum. Putting the same file twice gives the same hash. `workflow
     check` runs the same checks without writing.
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     result = workflows.put_workflow(backend(), file)
     for warning in result.warnings:
@@ -85,7 +85,7 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
     stderr, each warning a `warning: <file>: <warning>` line. Exits 1 when any file has a
     problem, else 0 (warnings included).
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     results = [workflows.check_workflow(file) for file in files]
     for result in results:
@@ -120,7 +120,7 @@ def show(
     be the hash of a Workflow node. "name" is the registry name that points at the hash, or
     null for a version that is not current.
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     emit(workflows.show_workflow(backend(), ident), fmt)
 
@@ -135,7 +135,7 @@ def list_(fmt: FormatOpt = None) -> None:
     above it, the closest winning, as `thread start NAME` finds them. Then the registry
     entries they do not shadow (origin "global").
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     emit(workflows.list_workflows(backend(), Path.cwd()), fmt)
 
@@ -148,7 +148,7 @@ def history(name: NameArg, fmt: FormatOpt = None) -> None:
     Versions come from the CAS type index of the Workflow schema; "current" marks the one the
     registry points at.
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     emit(workflows.history(backend(), name), fmt)
 
@@ -167,7 +167,7 @@ def rollback(
     The hash must be a Workflow node with that name (see `uwf workflow history NAME`).
     Threads already started keep the version they started with.
     """
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     emit(workflows.rollback(backend(), name, hash), fmt)
 
@@ -190,6 +190,6 @@ def graph(
     Paste the Mermaid text into a ```mermaid block of a GitHub markdown file to see it drawn;
     render DOT with `dot -Tsvg`. A file is validated as `workflow put` does, and not stored.
     """
-    from uwf.engine.view import workflow_graph
+    from uwf.engine.views.timeline import workflow_graph
 
     emit_graph(workflow_graph(backend(), ident), fmt)

@@ -1,2 +1,3 @@
-"""Layer 4: workflows, the registry and threads — domain functions that take the storage root
-and return plain data. Errors are raised as UwfError subclasses."""
+"""The engine: domain functions that take a backend and return plain data, one subpackage per
+subject (docs/architecture.md, "The engine, by subject"). Errors are raised as UwfError
+subclasses. Nothing is imported here, so a command loads only the modules it uses."""

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
-from uwf.util.base32 import NodeHash
+from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, NotFound
 
 
@@ -64,6 +64,18 @@ class Start(NamedTuple):
     def max_rounds(self) -> int | None:
         value = self.payload.get("maxRounds")
         return value if isinstance(value, int) else None
+
+
+def require_step(store: Store, h: str) -> Step:
+    """The StepNode a user named by hash: checked before it becomes a path, refused when it
+    is missing or not a StepNode."""
+    step_hash = check_hash(h)
+    node = store.get(step_hash)
+    if node is None:
+        raise NotFound(f"CAS node not found: {h}")
+    if node.type not in schemas.hashes().steps:
+        raise InvalidInput(f"node {h} is not a StepNode")
+    return Step(step_hash, node.payload, node.timestamp)
 
 
 def load_head(store: Store, head: NodeHash) -> Start | Step:

@@ -18,9 +18,9 @@ import urllib.parse
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.engine import view
-from uwf.engine.follow import AllFollower, Follower
-from uwf.engine.graph import of_workflow, with_path
+from uwf.engine.views import timeline as view
+from uwf.engine.views.follow import AllFollower, Follower
+from uwf.engine.views.graph import of_workflow, with_path
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError
 from uwf.util.ulid import check_thread_id

@@ -17,8 +17,12 @@ from importlib import resources
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.engine import casops, read, threads, view, workflows
-from uwf.engine import graph as graphs
+from uwf.engine.store import cas as casops
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.views import graph as graphs
+from uwf.engine.views import read
+from uwf.engine.views import timeline as view
+from uwf.engine.workflows import stored as workflows
 from uwf.util import jsonfmt
 from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.numbers import as_count
@@ -139,7 +143,7 @@ def export_thread(backend: Backend, thread: str) -> str:
 
 def artifact(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
     """The bytes of the artifact ``path`` of a step, and whether it is text."""
-    from uwf.engine.longthreads import artifact_bytes
+    from uwf.engine.threads.longthreads import artifact_bytes
 
     return artifact_bytes(backend, step_hash, path)
 

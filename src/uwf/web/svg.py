@@ -1,4 +1,4 @@
-"""Draw a routing graph (``uwf.engine.graph.Graph``) as inline SVG, on the server.
+"""Draw a routing graph (``uwf.engine.views.graph.Graph``) as inline SVG, on the server.
 
 A small layered layout, enough for the few roles a workflow has: back edges (the loops of a
 workflow, found by a depth-first walk from ``$START``) are taken out and drawn as arcs on the
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from uwf.engine.graph import Graph
+from uwf.engine.views.graph import Graph
 from uwf.moderator.evaluate import END, START
 
 NODE_H = 34

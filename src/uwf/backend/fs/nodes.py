@@ -10,7 +10,7 @@ Whatever holds it, a node whose content does not hash to its name is reported as
 never used. The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended
 after the node is durable.
 
-Coordination with ``cas gc`` (see ``uwf.engine.gc``): every write holds a shared ``flock`` on
+Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a shared ``flock`` on
 ``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is never
 deleted between a writer's "it exists" and the writer linking to it. A put that finds its
 node already stored refreshes its last put: the loose file's mtime, or, for a node only in a

@@ -46,7 +46,7 @@ def start(
     cwd: Path | None = None,
 ) -> dict[str, Any]:
     """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing."""
-    from uwf.engine import workflows
+    from uwf.engine.workflows import stored as workflows
 
     try:
         size = len(prompt.encode("utf-8"))

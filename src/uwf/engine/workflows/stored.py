@@ -1,8 +1,8 @@
 """Stored workflows: ``workflow put``/``check``/``show``/``list``/``history``/``rollback``, and
 which workflow ``thread start`` runs.
 
-Files are read and validated by ``uwf.engine.workflow_file`` (checks in
-``uwf.moderator.validate``); project workflows are found by ``uwf.engine.discovery``. The
+Files are read and validated by ``uwf.engine.workflows.files`` (checks in
+``uwf.moderator.validate``); project workflows are found by ``uwf.engine.workflows.discovery``. The
 registry (name -> current hash) is changed only through the backend; ``history`` and
 ``rollback`` work from the type indexes of both Workflow schemas (plain, and with
 ``compactAfter``), so every version ever stored stays available. ``resolve_for_start``: a
@@ -19,8 +19,8 @@ from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
-from uwf.engine import discovery
-from uwf.engine.workflow_file import check_file, load_file, store_definition
+from uwf.engine.workflows import discovery
+from uwf.engine.workflows.files import check_file, load_file, store_definition
 from uwf.model.chain import workflow_node
 from uwf.protocol import schemas
 from uwf.protocol.schemas import is_workflow_name, workflow_name_problem
@@ -118,8 +118,8 @@ def show_workflow(backend: Backend, ident: str) -> dict[str, Any]:
 
 
 def list_workflows(backend: Backend, cwd: Path) -> list[dict[str, str]]:
-    """Project workflows first (``uwf.engine.discovery``), then the registry entries they do
-    not shadow. Project files are listed by name, not read."""
+    """Project workflows first (``uwf.engine.workflows.discovery``), then the registry entries
+    they do not shadow. Project files are listed by name, not read."""
     local = discovery.project_workflows(cwd)
     out = [{"name": n, "hash": "(local)", "origin": "local"} for n in local]
     for name, h in backend.registry.read().items():
@@ -184,7 +184,7 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
 
     In order: a well-formed hash (must be a stored Workflow); an explicit file path (contains
     ``/`` or ``\\``, or ends in ``.yaml``/``.yml``; relative to ``cwd``); a project workflow
-    (``uwf.engine.discovery``); the registry. Files are validated and stored, never
+    (``uwf.engine.workflows.discovery``); the registry. Files are validated and stored, never
     registered.
     """
     ident = ident.strip()

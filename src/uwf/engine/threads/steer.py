@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.engine import threads
 from uwf.engine.step import StepResult, step
 from uwf.engine.step.commit import commit_step
 from uwf.engine.step.plan import plan_step
 from uwf.engine.step.run import Runner, process_runner
+from uwf.engine.threads import lifecycle as threads
 from uwf.model import answer, chain
 from uwf.model.threads import not_active, require_active
 from uwf.util.base32 import check_hash

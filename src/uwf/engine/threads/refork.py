@@ -33,8 +33,8 @@ def fork_onto(
     Returns ``{"thread", "forkedFrom": {"step"}, "workflow", "head"}``. Onto the workflow
     the chain already runs, this is a plain fork (the head is ``node_hash`` itself).
     """
-    from uwf.engine import workflows
-    from uwf.engine.threads import task_line
+    from uwf.engine.threads.lifecycle import task_line
+    from uwf.engine.workflows import stored as workflows
 
     h = check_hash(node_hash)
     store = backend.nodes
@@ -43,7 +43,7 @@ def fork_onto(
     steps = chain.steps_oldest_first(store, head)
     target = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
     if target == start.workflow:  # the same version: a plain fork, nothing to copy
-        from uwf.engine.threads import fork
+        from uwf.engine.threads.lifecycle import fork
 
         return {**fork(backend, h), "workflow": target, "head": h}
     workflow = chain.load_workflow(store, target)

@@ -143,7 +143,10 @@ def workflow_payload(backend: Backend, workflow_hash: str) -> dict[str, Any]:
 
 def workflow_graph(backend: Backend, ident: str) -> Any:
     """The routing graph of a workflow file (a path), a registered name or a Workflow hash."""
-    from uwf.engine import discovery, graph, workflow_file, workflows
+    from uwf.engine.views import graph
+    from uwf.engine.workflows import discovery
+    from uwf.engine.workflows import files as workflow_file
+    from uwf.engine.workflows import stored as workflows
 
     if discovery.looks_like_path(ident):
         return graph.of_workflow(workflow_file.load_file(Path(ident)))
@@ -152,7 +155,7 @@ def workflow_graph(backend: Backend, ident: str) -> Any:
 
 def thread_graph(backend: Backend, thread: str) -> Any:
     """The thread's workflow graph marked with the edges it took and where it is now."""
-    from uwf.engine import graph
+    from uwf.engine.views import graph
 
     line = timeline(backend, thread, full=False)
     base = graph.of_workflow(workflow_payload(backend, line["workflow"]))

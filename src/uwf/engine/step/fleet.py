@@ -28,7 +28,7 @@ def workflow_versions(backend: Backend, workflow: str) -> set[NodeHash]:
     """The Workflow hashes ``--workflow`` means: a hash, or every stored version of a name."""
     if is_hash(workflow):
         return {NodeHash(workflow)}
-    from uwf.engine.workflows import history
+    from uwf.engine.workflows.stored import history
 
     return {NodeHash(v["hash"]) for v in history(backend, workflow)}
 

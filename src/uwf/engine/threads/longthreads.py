@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.engine.read import require_step
 from uwf.model import artifacts, chain, compact, window
 from uwf.model.threads import require_active
 from uwf.util import fsio
@@ -65,7 +64,7 @@ def compact_thread(backend: Backend, thread: str, text: str | None = None) -> di
 
 def step_artifacts(backend: Backend, step_hash: str) -> list[dict[str, Any]]:
     """The artifacts a step recorded: ``[{path, hash, size}]``, sorted by path."""
-    step = require_step(backend.nodes, step_hash)
+    step = chain.require_step(backend.nodes, step_hash)
     return [a.as_json() for a in artifacts.of_detail(backend.nodes, step.payload.get("detail"))]
 
 
@@ -76,7 +75,7 @@ def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list
     written; an existing file is never overwritten. Returns the list with each ``file``.
     """
     store = backend.nodes
-    step = require_step(store, step_hash)
+    step = chain.require_step(store, step_hash)
     found = artifacts.of_detail(store, step.payload.get("detail"))
     base = directory.resolve()
     planned: list[tuple[Path, bytes, dict[str, Any]]] = []
@@ -96,7 +95,7 @@ def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list
 def artifact_bytes(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
     """The bytes of one artifact of a step, and whether it is stored as text."""
     store = backend.nodes
-    step = require_step(store, step_hash)
+    step = chain.require_step(store, step_hash)
     for artifact in artifacts.of_detail(store, step.payload.get("detail")):
         if artifact.path == path:
             return artifacts.load(store, artifact)

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend, Holder
-from uwf.engine import threads, view
+from uwf.engine.threads import lifecycle as threads
+from uwf.engine.views import timeline as view
 from uwf.model.threads import locate
 from uwf.util.errors import NotFound
 

@@ -21,7 +21,6 @@ from uwf.model import artifacts, chain
 from uwf.model.threads import locate
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
-from uwf.protocol import schemas
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound
 from uwf.util.numbers import as_positive_int
@@ -172,20 +171,10 @@ def read_thread(
     return SEPARATOR.join(pieces)
 
 
-def require_step(store: Store, h: str) -> chain.Step:
-    step_hash = check_hash(h)
-    node = store.get(step_hash)
-    if node is None:
-        raise NotFound(f"CAS node not found: {h}")
-    if node.type not in schemas.hashes().steps:
-        raise InvalidInput(f"node {h} is not a StepNode")
-    return chain.Step(step_hash, node.payload, node.timestamp)
-
-
 def step_details(backend: Backend, step_hash: str) -> Any:
     """The step's detail node with every cas_ref expanded into the payload it names."""
     store = backend.nodes
-    step = require_step(store, step_hash)
+    step = chain.require_step(store, step_hash)
     detail = step.payload.get("detail")
     if not isinstance(detail, str) or not detail:
         raise NotFound(f"step {step_hash} has no detail")
@@ -222,7 +211,7 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
     """A step's turns as markdown, each labelled with who spoke, tool calls included; the
     newest turns first to fit ``quota``."""
     store = backend.nodes
-    step = require_step(store, step_hash)
+    step = chain.require_step(store, step_hash)
     head = (
         f"# Step {step_hash}\n\n**Role:** {step.role}\n**Agent:** {step.payload.get('agent', '')}"
     )

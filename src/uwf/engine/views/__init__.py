@@ -1,0 +1,1 @@
+"""What people read: markdown views, the timeline, following threads, routing graphs."""
