@@ -91,9 +91,9 @@ def test_only_what_is_looked_up_is_built() -> None:
     ctx = typer.Context(root, info_name="uwf")
     root.get_help(ctx)
     assert root.list_commands(ctx) == list(main.COMMANDS)
-    assert root.lazy.built == {}  # --help lists the table
+    assert root.commands.built == {}  # --help lists the table
     thread = root.get_command(ctx, "thread")
-    assert list(root.lazy.built) == ["thread"]
+    assert list(root.commands.built) == ["thread"]
     assert dict(thread.commands.built) == {}
     show = thread.get_command(typer.Context(thread, info_name="thread", parent=ctx), "show")
     assert show.name == "show" and list(thread.commands.built) == ["show"]

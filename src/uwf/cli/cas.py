@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from uwf.cli.lazy import App
 from uwf.cli.options import FormatOpt, backend, emit
 
-app = typer.Typer(
+app = App(
     help="""Inspect and write the content-addressed store directly.
 
 Every node is {type, payload, timestamp}; its hash is 13 upper-case Crockford Base32
@@ -19,7 +20,7 @@ that describes the payload.""",
     rich_markup_mode=None,
 )
 
-schema_app = typer.Typer(
+schema_app = App(
     help="List and show the JSON Schemas stored in the CAS.",
     no_args_is_help=True,
     rich_markup_mode=None,

@@ -3,31 +3,107 @@
 ``uwf`` starts a fresh process for every command, so building Typer's whole tree (and
 importing every command module) on each call would be paid by every step. Here:
 
-- the root group (``LazyGroup``) knows each top-level command's name and one-line help from
-  a table (``COMMANDS`` in ``cli/main.py``) and imports nothing: ``uwf --help`` lists the
-  table;
+- the root group knows each top-level command's name and one-line help from a table
+  (``COMMANDS`` in ``cli/main.py``) and imports nothing: ``uwf --help`` lists the table;
 - looking a name up (``uwf thread …``) imports that one module and lets Typer build the
   group, without its commands;
-- looking a command up in that group (``uwf thread show``) builds that command alone.
+- looking a command up in that group (``uwf thread show``) lets Typer build that command
+  alone.
 
-Listing a group in full (``uwf thread --help``, ``uwf skill cli`` through ``list_commands``
-and ``get_command``) builds all of it. Every command is built by Typer itself, from the same
-app settings as ``app.add_typer(group, name=…)`` / ``app.command(name)(function)`` on the
-root would use; ``tests/test_cli_lazy.py`` checks that the lazy tree prints the same help as
-that eager tree, and the table's help against the real commands.
+Listing a group in full (``uwf thread --help``, ``uwf skill cli``) builds all of it.
+
+Only Typer's and Click's public API is used (``tests/test_public_api.py`` checks it): a
+group is Click's lazy group — a ``TyperGroup`` subclass, passed as ``typer.Typer(cls=…)``,
+whose ``list_commands`` and ``get_command`` build on demand, its ``commands`` a mapping
+(the type Click gives that attribute) that builds a command on its first read. Every
+command is built by ``typer.main.get_command`` from a one-command ``typer.Typer`` that
+registers it exactly as the group's module did, which ``App`` (the ``typer.Typer`` of each
+command group) remembers. ``tests/test_cli_lazy.py`` checks that the lazy tree prints the
+same help as Typer's eager one, and the table's help against the real commands.
 """
 
-import copy
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-# name -> ("module:attribute", one-line help); the attribute is a typer.Typer (a command
-# group) or a command function
+# name -> ("module:attribute", one-line help); the attribute is an App (a command group) or a
+# command function
 Table = Mapping[str, tuple[str, str]]
+Function = TypeVar("Function", bound=Callable[..., Any])
+# builds one click command, given the help's markup mode of the root
+Builder = Callable[[Any], Any]
+
+
+class HelpInstead(Exception):
+    """A group run without a command (``no_args_is_help``): ``main`` prints its help on
+    stderr and exits 2."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class App(typer.Typer):
+    """The ``typer.Typer`` of a command group: commands, subgroups and the callback are
+    registered through Typer as usual (so ``typer.main.get_command`` builds the whole group),
+    and each registration is also kept, so that the lazy tree can build one command alone."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.lazy_settings = settings
+        self.lazy_commands: dict[str, Builder] = {}
+        self.lazy_groups: dict[str, Builder] = {}
+        self.lazy_callback: Callable[[typer.Typer], object] | None = None
+
+    def command(self, name: str | None = None, **settings: Any) -> Callable[[Function], Function]:
+        register = super().command(name, **settings)
+
+        def keep(function: Function) -> Function:
+            # Typer's default name: the function's, lower case, "_" as "-"
+            key = name or function.__name__.lower().replace("_", "-")
+
+            def build(markup: Any) -> Any:
+                one = _parent(markup)
+                one.command(name, **settings)(function)
+                return typer.main.get_command(one)
+
+            self.lazy_commands[key] = build
+            return register(function)
+
+        return keep
+
+    def callback(self, **settings: Any) -> Callable[[Function], Function]:
+        register = super().callback(**settings)
+
+        def keep(function: Function) -> Function:
+            self.lazy_callback = lambda app: app.callback(**settings)(function)
+            return register(function)
+
+        return keep
+
+    def add_typer(
+        self, typer_instance: typer.Typer, *, name: str | None = None, **settings: Any
+    ) -> None:
+        if name is None:
+            raise TypeError("a group of uwf is added with a name")
+        super().add_typer(typer_instance, name=name, **settings)
+        group = typer_instance
+        self.lazy_groups[name] = lambda markup: build_group(group, name, markup, **settings)
+
+    def shell(self) -> typer.Typer:
+        """An app with this one's settings and callback, none of its commands, and the lazy
+        group class."""
+        shell = typer.Typer(**{**self.lazy_settings, "cls": LazyGroup})
+        if self.lazy_callback is not None:
+            self.lazy_callback(shell)
+        return shell
+
+    def builders(self) -> dict[str, Builder]:
+        """Every entry, in the order Typer lists them: the commands, then the subgroups."""
+        return {**self.lazy_commands, **self.lazy_groups}
 
 
 class LazyCommands(MutableMapping[str, Any]):
@@ -71,6 +147,59 @@ class LazyCommands(MutableMapping[str, Any]):
         return name in self.names
 
 
+class LazyGroup(TyperGroup):
+    """A group whose subcommands are built on first use (Click's lazy group).
+
+    ``lines`` (the root's table) gives the "Commands" section of ``--help`` without building
+    anything; a group without it builds its commands to list them, as Typer does.
+    """
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.lines: Mapping[str, str] = {}
+
+    def set_commands(self, builders: Mapping[str, Callable[[], Any]]) -> None:
+        """Make ``builders`` (name -> build that command) this group's commands."""
+        self.commands = LazyCommands(builders, lambda name: builders[name](), added=self.commands)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every name, in order, without building anything."""
+        return list(self.commands)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name`` (built now, the first time), None if there is none."""
+        return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            raise HelpInstead(ctx.get_help())
+        return super().parse_args(ctx, args)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The "Commands" section of ``--help``; from ``lines`` for what is not built yet.
+
+        A row is shortened exactly as click shortens a real command's help, by a bare
+        stand-in command carrying the table's line as its help.
+        """
+        if not self.lines:
+            return super().format_commands(ctx, formatter)
+        built = self.commands.built if isinstance(self.commands, LazyCommands) else {}
+        entries = [(name, built.get(name)) for name in self.list_commands(ctx)]
+        if not entries:
+            return None
+        limit = formatter.width - 6 - max(len(name) for name, _ in entries)
+        rows = []
+        for name, command in entries:
+            if command is None:
+                command = TyperCommand(name=name, help=self.lines[name])
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+        return None
+
+
 def _parent(markup: Any) -> typer.Typer:
     """An app to build one command in, with the root's settings (no completion options)."""
     return typer.Typer(
@@ -78,29 +207,31 @@ def _parent(markup: Any) -> typer.Typer:
     )
 
 
-def _build_group(app: typer.Typer, name: str, markup: Any) -> Any:
-    """The click group of ``app``, its commands built one by one on first use.
+def build_group(app: typer.Typer, name: str, markup: Any, **settings: Any) -> Any:
+    """The click group of ``app`` under ``name``, its commands built one by one on first use.
 
-    Typer builds the group itself (help, callback, options, nested groups) from a copy of
-    the app without its commands; each command is then built from its registration alone.
+    Typer builds the group itself (help, options) from an app with ``app``'s settings and
+    none of its commands, added to a parent as ``add_typer(app, name=…)`` would add it; an
+    app that is not an ``App`` is built whole.
     """
-    shell = copy.copy(app)
-    shell.registered_commands = []
     parent = _parent(markup)
-    parent.add_typer(shell, name=name)
-    group = typer.main.get_command(parent).commands[name]  # type: ignore[attr-defined]
-    infos = {
-        info.name or typer.main.get_command_name(info.callback.__name__): info  # type: ignore[union-attr]
-        for info in app.registered_commands
-    }
-
-    def build_one(command_name: str) -> Any:
-        one = _parent(markup)
-        one.registered_commands.append(infos[command_name])
-        return typer.main.get_command(one)
-
-    group.commands = LazyCommands(infos, build_one, added=group.commands)
+    if not isinstance(app, App):
+        parent.add_typer(app, name=name, **settings)
+        return _only_command(parent, name)
+    parent.add_typer(app.shell(), name=name, **settings)
+    group = _only_command(parent, name)
+    group.set_commands({key: _bind(build, markup) for key, build in app.builders().items()})
     return group
+
+
+def _bind(build: Builder, markup: Any) -> Callable[[], Any]:
+    return lambda: build(markup)
+
+
+def _only_command(parent: typer.Typer, name: str) -> Any:
+    root = typer.main.get_command(parent)
+    assert isinstance(root, TyperGroup)
+    return root.commands[name]
 
 
 def build(target: str, name: str, markup: Any = None) -> Any:
@@ -108,13 +239,13 @@ def build(target: str, name: str, markup: Any = None) -> Any:
     module, _, attribute = target.partition(":")
     value = getattr(importlib.import_module(module), attribute)
     if isinstance(value, typer.Typer):
-        return _build_group(value, name, markup)
+        return build_group(value, name, markup)
     parent = _parent(markup)
     parent.command(name)(value)
     return typer.main.get_command(parent)
 
 
-class LazyGroup(TyperGroup):
+class Root(LazyGroup):
     """The root group: subcommands from ``table``, each imported and built on first use.
 
     Subclass it with a ``table`` and pass the subclass as ``typer.Typer(cls=…)``.
@@ -124,33 +255,11 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.lazy = LazyCommands(
-            self.table,
-            lambda name: build(self.table[name][0], name, self.rich_markup_mode),
-            added=self.commands,
+        self.lines = {name: line for name, (_target, line) in self.table.items()}
+        self.set_commands(
+            {name: _bind_target(target, name, self) for name, (target, _line) in self.table.items()}
         )
-        self.commands = self.lazy
 
-    def list_commands(self, ctx: Any) -> list[str]:
-        """Every name, in table order, without building anything."""
-        return list(self.lazy)
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The "Commands" section of ``--help`` from the table: nothing is imported.
-
-        A row is shortened exactly as click shortens a real command's help, by a bare
-        stand-in command carrying the table's line as its help.
-        """
-        entries = [(name, self.lazy.built.get(name)) for name in self.list_commands(ctx)]
-        if not entries:
-            return
-        limit = formatter.width - 6 - max(len(name) for name, _ in entries)
-        rows = []
-        for name, command in entries:
-            if command is None:
-                command = TyperCommand(name=name, help=self.table[name][1])
-            if not command.hidden:
-                rows.append((name, command.get_short_help_str(limit)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+def _bind_target(target: str, name: str, group: TyperGroup) -> Callable[[], Any]:
+    return lambda: build(target, name, group.rich_markup_mode)

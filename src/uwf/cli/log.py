@@ -4,10 +4,11 @@ from typing import Annotated
 
 import typer
 
+from uwf.cli.lazy import App
 from uwf.cli.options import FormatOpt, emit, emit_stream, root
 from uwf.util.errors import Interrupted
 
-app = typer.Typer(
+app = App(
     help="Read and prune the process debug log (<root>/logs/YYYY-MM-DD.jsonl, one file per "
     "UTC day).",
     no_args_is_help=True,

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from uwf import __version__
-from uwf.cli.lazy import LazyGroup
-from uwf.cli.options import Format, with_completion_options
+from uwf.cli.lazy import HelpInstead, Root
+from uwf.cli.options import Format, begin_invocation
 from uwf.util.errors import Interrupted, UwfError, report
 
 HELP = """Stateless workflow engine for teams of LLM agents.
@@ -66,19 +66,24 @@ COMMANDS = {
 }
 
 
-class Root(LazyGroup):
+class UwfRoot(Root):
     table = COMMANDS
 
 
-app = typer.Typer(
-    name="uwf",
-    cls=Root,
-    help=HELP,
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+def make_app(completion: bool) -> typer.Typer:
+    """The root app; with Typer's ``--install-completion`` and ``--show-completion`` when
+    ``completion`` (see ``root_command``)."""
+    root = typer.Typer(
+        name="uwf",
+        cls=UwfRoot,
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=completion,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
+    root.callback()(_root)
+    return root
 
 
 def _version(value: bool) -> None:
@@ -87,7 +92,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     fmt: Annotated[
@@ -116,14 +120,13 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"format": fmt.value if fmt is not None else None, "store": store}
+    begin_invocation(ctx, fmt, store)
 
 
-# The exception base of the click library that Typer vendors, reached through Typer's public
-# BadParameter class so that no private module is imported.
-_ClickException: type[Exception] = next(
-    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
-)
+app = make_app(completion=False)
+
+# Commands that show the root's own options (the CLI reference lists them all).
+SHOWS_ROOT_OPTIONS = ("skill",)
 
 
 def _fail(message: str, code: int) -> int:
@@ -137,14 +140,17 @@ def root_command(argv: list[str]) -> Any:
 
     It has ``--install-completion`` and ``--show-completion`` (Typer's own; README,
     "Shell completion") when they can matter: the root's options or help are asked for (the
-    first argument is an option, or there is none), or a shell asks for completions
-    (``$_UWF_COMPLETE``; building them also registers Typer's shell classes). A command
-    (``uwf thread show …``) does not pay for building them.
+    first argument is an option, or there is none), a command shows them (``uwf skill cli``)
+    or a shell asks for completions (``$_UWF_COMPLETE``; building them also registers
+    Typer's shell classes). A command (``uwf thread show …``) does not pay for building them.
     """
-    command = typer.main.get_command(app)
-    if not argv or argv[0].startswith("-") or os.environ.get("_UWF_COMPLETE"):
-        with_completion_options(command)
-    return command
+    completion = (
+        not argv
+        or argv[0].startswith("-")
+        or argv[0] in SHOWS_ROOT_OPTIONS
+        or bool(os.environ.get("_UWF_COMPLETE"))
+    )
+    return typer.main.get_command(make_app(completion) if completion else app)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -158,12 +164,11 @@ def run(argv: list[str] | None = None) -> int:
         return _fail("aborted", 130)
     except KeyboardInterrupt:  # SIGINT outside ``interrupt_on_signals`` (embedding, tests)
         return report(Interrupted(signal.SIGINT))
-    except _ClickException as exc:
-        code = int(getattr(exc, "exit_code", 2))
-        if type(exc).__name__ == "NoArgsIsHelpError":  # a group called without a subcommand
-            sys.stderr.write(exc.format_message() + "\n")  # type: ignore[attr-defined]
-            return 2
-        return _fail(" ".join(exc.format_message().split()), code)  # type: ignore[attr-defined]
+    except HelpInstead as exc:  # a group called without a subcommand
+        sys.stderr.write(exc.text + "\n")
+        return 2
+    except typer.TyperException as exc:  # click's errors: usage (2), files
+        return _fail(" ".join(exc.format_message().split()), exc.exit_code)
     except BrokenPipeError:
         return 0
     except Exception as exc:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
@@ -57,14 +57,6 @@ def complete_agents(incomplete: str) -> list[tuple[str, str]]:
     from uwf.cli import complete
 
     return complete.agents(incomplete)
-
-
-def with_completion_options(command: Any) -> Any:
-    """The root ``command`` with Typer's ``--install-completion`` and ``--show-completion``
-    (README, "Shell completion"); building them also registers Typer's shell classes."""
-    if not any(param.name == "install_completion" for param in command.params):
-        command.params.extend(typer.main.get_install_completion_arguments())
-    return command
 
 
 ThreadArg = Annotated[
@@ -135,21 +127,28 @@ def root() -> Path:
     return storage_root()
 
 
-def _context() -> Any:
-    """The click context of the running command, None outside one. Typer (pinned) has no
-    public name for it: ``typer.main`` imports click's ``get_current_context`` without
-    re-exporting it, hence the one ignore."""
-    return typer.main.get_current_context(silent=True)  # type: ignore[attr-defined]
+class _Invocation:
+    """The running command's root options (``uwf --format … --store …``) and the backends it
+    opened, set by the root callback (``begin_invocation``) and closed with its context."""
+
+    root_options: ClassVar[dict[str, Any]] = {}
+    opened: ClassVar[list["Backend"]] = []
+    active: ClassVar[bool] = False
 
 
-def _global(key: str) -> Any:
-    """A root option (``uwf --format … --store …``) of the running command, None if unset."""
-    ctx = _context()
-    while ctx is not None:
-        if isinstance(ctx.obj, dict) and ctx.obj.get(key) is not None:
-            return ctx.obj[key]
-        ctx = ctx.parent
-    return None
+def begin_invocation(ctx: typer.Context, fmt: Format | None, store: str | None) -> None:
+    """Called by the root callback before any command runs: remember the root options, and
+    close what the command opens (connections of a PostgreSQL backend) when it ends."""
+    _Invocation.root_options = {"format": fmt.value if fmt is not None else None, "store": store}
+    _Invocation.active = True
+    ctx.call_on_close(_end_invocation)
+
+
+def _end_invocation() -> None:
+    opened, _Invocation.opened = _Invocation.opened, []
+    _Invocation.root_options, _Invocation.active = {}, False
+    for b in opened:
+        b.close()
 
 
 def backend() -> "Backend":
@@ -157,10 +156,9 @@ def backend() -> "Backend":
     ``--store``, ``$UWF_STORE``, ``store:`` in config.yaml, or the storage root)."""
     from uwf.backend import open_backend
 
-    opened = open_backend(_global("store"))
-    ctx = _context()
-    if ctx is not None:
-        ctx.call_on_close(opened.close)  # connections of a PostgreSQL backend
+    opened = open_backend(_Invocation.root_options.get("store"))
+    if _Invocation.active:
+        _Invocation.opened.append(opened)
     return opened
 
 
@@ -168,7 +166,7 @@ def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
     """The per-command ``--format`` if given, else the global one, else ``default``."""
     if fmt is not None:
         return fmt
-    found = _global("format")
+    found = _Invocation.root_options.get("format")
     return Format(found) if found is not None else default
 
 

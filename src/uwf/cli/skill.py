@@ -2,9 +2,10 @@
 
 import typer
 
-from uwf.cli.options import emit_markdown, with_completion_options
+from uwf.cli.lazy import App
+from uwf.cli.options import emit_markdown
 
-app = typer.Typer(
+app = App(
     help="Texts for agents: the CLI reference embedded in every role prompt.",
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -16,4 +17,4 @@ def cli(ctx: typer.Context) -> None:
     """Print the uwf CLI reference (markdown, generated from the commands themselves)."""
     from uwf.cli.reference import render_reference
 
-    emit_markdown(render_reference(with_completion_options(ctx.find_root().command)))
+    emit_markdown(render_reference(ctx.find_root().command))

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from uwf.cli import thread as thread_cli
+from uwf.cli.lazy import App
 from uwf.cli.options import (
     FormatOpt,
     QuotaOpt,
@@ -17,9 +18,7 @@ from uwf.cli.options import (
     emit_markdown,
 )
 
-app = typer.Typer(
-    help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None
-)
+app = App(help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None)
 
 for name, current, function in (
     ("list", "thread steps", thread_cli._steps),

@@ -4,9 +4,10 @@ from typing import Annotated
 
 import typer
 
+from uwf.cli.lazy import App
 from uwf.cli.options import FormatOpt, backend, emit
 
-app = typer.Typer(
+app = App(
     help="Create, migrate and copy stores (a directory or a postgresql:// URL).",
     no_args_is_help=True,
     rich_markup_mode=None,

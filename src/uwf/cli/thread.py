@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from uwf.cli.lazy import App
 from uwf.cli.options import (
     Format,
     FormatOpt,
@@ -27,7 +28,7 @@ from uwf.cli.options import (
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
 
-app = typer.Typer(
+app = App(
     help="Start, step, inspect, fork and kill threads.",
     no_args_is_help=True,
     rich_markup_mode=None,

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from uwf.cli.lazy import App
 from uwf.cli.options import (
     FormatOpt,
     GraphFormat,
@@ -20,7 +21,7 @@ from uwf.cli.options import (
     emit_graph,
 )
 
-app = typer.Typer(
+app = App(
     help="""Store, show and list workflows, and move the registry between their versions.
 
 A workflow is a YAML file with name, description, roles and a status-based graph:
