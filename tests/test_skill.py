@@ -19,14 +19,21 @@ def live_command() -> Any:
     return root_command([])
 
 
-def walk(command: Any, path: str) -> list[tuple[str, Any]]:
+def walk(command: Any, ctx: Any, path: str) -> list[tuple[str, Any]]:
+    """Every command under ``command``, hidden ones included, through the public
+    ``list_commands``/``get_command`` (the lazy tree builds each as it is asked for)."""
     out = []
-    for name, sub in command.commands.items():
+    for name in command.list_commands(ctx):
+        sub = command.get_command(ctx, name)
         sub_path = f"{path} {name}"
         out.append((sub_path, sub))
-        if isinstance(getattr(sub, "commands", None), dict):
-            out.extend(walk(sub, sub_path))
+        if callable(getattr(sub, "list_commands", None)):
+            out.extend(walk(sub, typer.Context(sub, info_name=name, parent=ctx), sub_path))
     return out
+
+
+def is_group(command: Any) -> bool:
+    return callable(getattr(command, "list_commands", None))
 
 
 def test_skill_cli_prints_the_reference(cli: Any) -> None:
@@ -40,20 +47,25 @@ def test_skill_cli_prints_the_reference(cli: Any) -> None:
 
 
 def test_reference_mentions_every_command_of_the_live_app(cli: Any) -> None:
+    from test_cli_lazy import eager_root, paths
+
     text = cli("skill", "cli").out
     command = live_command()
-    visible = [(p, c) for p, c in walk(command, "uwf") if not getattr(c, "hidden", False)]
-    assert visible
+    every = walk(command, typer.Context(command, info_name="uwf"), "uwf")
+    # the walk reaches every command Typer's eager tree has (nested groups included)
+    assert sorted(p for p, _ in every) == sorted(
+        " ".join(("uwf", *path)) for path in paths(eager_root())
+    )
+    visible = [(p, c) for p, c in every if not c.hidden]
     for path, sub in visible:
-        if isinstance(getattr(sub, "commands", None), dict):
-            if path.count(" ") == 1:
-                assert f"## {path}\n" in text, f"no section for group {path}"
-        else:
-            assert f"- `{path}" in text, f"command {path} missing from the reference"
-            for param in sub.params:
-                if getattr(param, "hidden", False) or param.opts == ["--format"]:
-                    continue
-                assert param.opts[0] in text or param.name.upper() in text
+        if is_group(sub):  # a section per top-level group; a nested one's commands are in it
+            assert path.count(" ") > 1 or f"## {path}\n" in text, f"no section for {path}"
+            continue
+        assert f"- `{path}" in text, f"command {path} missing from the reference"
+        for param in sub.params:
+            if param.hidden or param.opts == ["--format"]:
+                continue
+            assert param.opts[0] in text or str(param.name).upper() in text, (path, param.name)
     for param in command.params:
         assert param.opts[0] in text
 
