@@ -8,6 +8,7 @@ long threads it builds in-process must be exactly what real ``uwf thread step`` 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,7 +111,50 @@ def test_noisy_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (jumpy.value, jumpy.noisy, jumpy.text()) == (11.0, True, "11.0 ms (noisy)")
 
 
+FIGURE = re.compile(r"^(?P<value>[\d,]+(?:\.\d+)?) (?P<unit>ms|B|nodes/s|steps/s)( \(noisy\))?$")
+NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(×|ms|s|B|nodes/s)?")
+
+
+def cells(block: str) -> list[list[str]]:
+    """The rows of a printed table (after its header and rule), cell by cell."""
+    return [[c.strip() for c in line.split(" | ")] for line in block.splitlines()[2:]]
+
+
+def figure(text: str) -> float:
+    found = FIGURE.match(text)
+    assert found, f"not a figure: {text!r}"
+    return float(found["value"].replace(",", ""))
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers of ``text``, in ms where a time (``1 s`` is 1000)."""
+    return [
+        float(value.replace(",", "")) * (1000 if unit == "s" else 1)
+        for value, unit in NUMBER.findall(text)
+    ]
+
+
+def check_verdict(label: str, measured: str, verdict: str) -> None:
+    """A verdict follows from its figure: ``n/a`` exactly when a peer was not run, else
+    pass when the measured figures keep to the bound the label names (``≤ 100 ms``,
+    ``≥ 20,000 nodes/s``, ``within 1.2×``)."""
+    assert (verdict == "n/a") == ("not run" in measured), (label, measured, verdict)
+    bound = re.search(r"(≤|≥|within) (\d[\d,.]*\s*(?:×|ms|s|B|nodes/s)?)", label)
+    if verdict == "n/a" or bound is None:
+        return
+    limit = numbers(bound[2])[0]
+    shown = numbers(measured.split("(")[0])  # "1.16× (331.1 / 286.0 ms)": the ratio
+    assert shown, (label, measured)
+    if limit in shown:  # rounded onto the bound: either verdict is right
+        return
+    kept = all(v >= limit for v in shown) if bound[1] == "≥" else all(v <= limit for v in shown)
+    assert verdict == ("pass" if kept else "FAIL"), (label, measured, verdict)
+
+
 def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
+    """The tables' structure, not their labels: every row a uwf figure (and no peer figure
+    without peers), every verdict following from its figure, the start-up table agreeing with
+    the rows it is computed from, and the same tables in the markdown file."""
     md = tmp_path / "run.md"
     proc = subprocess.run(
         [
@@ -126,86 +170,35 @@ def test_uwf_side_prints_every_row_and_target(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = proc.stdout
-    table = out.split("\n\n")
-    main = next(block for block in table if block.startswith("measure "))
-    targets = next(block for block in table if block.startswith("target "))
-    assert main.splitlines()[0].split(" | ")[-1].strip() == "uwf/best-peer"
-    labels = [line.split(" | ")[0].strip() for line in main.splitlines()[2:]]
-    expected = [
-        "uwf thread steps, 20-step thread, loose files (before cas pack)",
-        "uwf cas pack: ",
-        "interpreter start (python -c pass)",
-        'Typer import (python -c "import typer")',
-        "uwf --help",
-        "latest state (uwf thread show), 10-step thread",
-        "latest state (uwf thread show), 20-step thread",
-        "uwf thread read (default quota), 10-step thread",
-        "uwf thread read (default quota), 20-step thread",
-        "full history (uwf thread steps), 2-step thread",
-        "full history (uwf thread steps), 20-step thread",
-        "thread list, 5 active threads",
-        "thread list, 5 active threads",
-        "uwf cas verify,",
-        "uwf cas verify rate",
-        "cold process, one step, 10-step thread (uwf: thread step + uwf-mock)",
-        "cold process, one step, 20-step thread (uwf: thread step + uwf-mock)",
-        "uwf thread fork at step 1 of 20",
-        "find + fork at step 10 of 20",
-        "uwf thread fork at step 20 of 20",
-        "fork: bytes copied",
-        "uwf cas get, 50 nodes in the store",
-        "uwf workflow show, 50 nodes in the store",
-        "uwf cas get, 50 nodes in the store",
-        "uwf workflow show, 50 nodes in the store",
-        "uwf cas get, 50 nodes in one pack",
-        "uwf workflow show, 50 nodes in one pack",
-        "uwf cas get, 50 nodes in one pack",
-        "uwf workflow show, 50 nodes in one pack",
-        "uwf: bytes per step as loose files, apparent size, steps 10..12",
-        "uwf: bytes per step as loose files, blocks used, steps 10..12",
-        "bytes per step once packed, apparent size, steps 10..12",
-        "bytes per step once packed, blocks used, steps 10..12",
-        "uwf: bytes per step as loose files, apparent size, steps 18..20",
-        "uwf: bytes per step as loose files, blocks used, steps 18..20",
-        "bytes per step once packed, apparent size, steps 18..20",
-        "bytes per step once packed, blocks used, steps 18..20",
-        "uwf: all files one real step adds, apparent",
-        "uwf: all files one real step adds, blocks used",
-    ]
-    assert len(labels) == len(expected)
-    for label, start in zip(labels, expected, strict=True):
-        assert label.startswith(start), (label, start)
-    for line in main.splitlines()[2:]:
-        cells = [c.strip() for c in line.split(" | ")]
-        assert cells[1] != "—", line  # every row has a uwf figure
-        assert cells[2:] == ["—", "—", "—"], line  # and no peer figure without peers
-    verdicts = [line.rsplit(" | ", 1)[1].strip() for line in targets.splitlines()[2:]]
-    assert len(verdicts) == 24
-    assert set(verdicts) <= {"pass", "FAIL", "n/a"}
-    # the three comparisons with the peers' cold step, list and history vs the best peer, and
-    # "uwf ≤ the best peer on every row"
-    assert verdicts.count("n/a") == 6
-    packed = next(line for line in targets.splitlines() if line.startswith("disk per step once"))
-    assert [c.strip() for c in packed.split(" | ")][2] == "pass"
-    fork = next(line for line in targets.splitlines() if line.startswith("fork copies 0 bytes"))
-    assert [c.strip() for c in fork.split(" | ")][1:] == ["0 B", "pass"]
+    blocks = proc.stdout.split("\n\n")
+    main = next(block for block in blocks if block.startswith("measure "))
+    targets = next(block for block in blocks if block.startswith("target "))
+    startup = next(block for block in blocks if block.startswith("uwf command "))
+    header = [c.strip() for c in main.splitlines()[0].split(" | ")]
+    assert header == ["measure", "uwf", "LangGraph", "Burr", "uwf/best-peer"]
+    rows = cells(main)
+    assert rows
+    figures: dict[str, float] = {}
+    for label, uwf, *peers in rows:
+        assert label and peers == ["—", "—", "—"], label  # no peer figure without peers
+        figures[label] = figure(uwf)  # every row has a uwf figure with its unit
+    for label, measured, verdict in cells(targets):
+        check_verdict(label, measured, verdict)
+    # the start-up table is computed from rows of the main table: the same figures
+    python = figures["interpreter start (python -c pass)"]
+    typer = figures['Typer import (python -c "import typer")']
+    started = cells(startup)
+    assert [row[0] for row in started][:2] == ['python -c "import typer"', "uwf --help"]
+    for command, median, over_python, over_typer in started:
+        value = figure(median)
+        assert value in figures.values(), command
+        assert over_python == f"{value / python:.1f}×" and over_typer == f"{value / typer:.2f}×"
     text = md.read_text()
     assert "| measure | uwf | LangGraph | Burr | uwf/best-peer |" in text
     assert "| target | measured | pass/fail |" in text
-    startup = text.split("## Start-up, as a multiple of a bare interpreter", 1)[1]
-    for target in ("uwf thread show ≤ 1.25×", "uwf --help ≤ 1.15×"):
-        line = next(x for x in targets.splitlines() if x.startswith(target))
-        ratio, verdict = [c.strip() for c in line.split(" | ")][1:]
-        assert ratio.endswith(" ms)") and "× (" in ratio and verdict in ("pass", "FAIL")
-    ratios = [x for x in startup.splitlines() if x.rstrip(" |").endswith("×")]
-    assert [r.split(" | ")[0] for r in ratios] == [
-        '| python -c "import typer"',
-        "| uwf --help",
-        "| uwf thread show",
-        "| uwf thread step + uwf-mock",
-    ]
-    assert all(r.rstrip(" |").endswith("×") for r in ratios)
+    assert len([line for line in text.splitlines() if line.startswith("| ")]) == (
+        len(rows) + len(cells(targets)) + len(started) + 3
+    )
     assert not any(tmp_path.glob("uwf-compare-*")), "the work directory was not removed"
 
 
