@@ -22,7 +22,7 @@ HEAVY = (
     "httpx",
     "pydantic",
     "rich",
-    "chevron",
+    "chevron_blue",  # the template library
     "psycopg",  # only for a postgresql:// store
     "uwf.agent_kit",
     "uwf.agents",
@@ -122,7 +122,7 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     modules = loaded_modules("thread", "step", thread, "--agent", scenario(), spawn=True)
     assert "uwf.adapters.process" in modules  # the probe saw the spawn
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
-    heavy = [h for h in HEAVY if h != "chevron"]  # chevron renders the edge prompt
+    heavy = [h for h in HEAVY if h != "chevron_blue"]  # it renders the edge prompt
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
     assert among(modules, [*heavy, *others, *unused]) == []

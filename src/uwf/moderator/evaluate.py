@@ -3,15 +3,16 @@
 ``evaluate(graph, last_role, last_output)`` looks up ``graph[last_role][status]`` where the
 status is the unit status ``_`` after ``$START`` (or when the output has no string
 ``status``), and renders the target's Mustache prompt against the last output with HTML
-escaping off and JavaScript value rendering (``true``, ``1``, ``a,b``, ``[object Object]``).
-No I/O, no state: the same inputs always give the same decision.
+escaping off and JavaScript value rendering (``true``, ``1``, ``a,b``, ``[object Object]``;
+``uwf.adapters.template`` renders). No I/O, no state: the same inputs always give the same
+decision.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
+from uwf.adapters import template as template_adapter
 from uwf.util.errors import UwfError
 
 START = "$START"
@@ -52,116 +53,21 @@ def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decisio
     return Decision(target["role"], render(str(target.get("prompt", "")), view), status)
 
 
-# -- Mustache with JavaScript value rendering -------------------------------------------
-
-
-def _js_number(value: float) -> str:
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mant, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        return f"{mant}e{sign}{int(exp.lstrip('+-'))}"
-    return text
-
-
-def _js_str(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and math.isfinite(value):
-        return _js_number(value)
-    if isinstance(value, list):
-        return ",".join(_js_str(v) for v in value)
-    if isinstance(value, dict):
-        return "[object Object]"
-    return str(value)
-
-
-class _Bool:
-    _CHEVRON_return_scope_when_falsy = True
-
-    def __init__(self, value: bool) -> None:
-        self.value = value
-
-    def __bool__(self) -> bool:
-        return self.value
-
-    def __str__(self) -> str:
-        return "true" if self.value else "false"
-
-
-class _Float(float):
-    def __str__(self) -> str:
-        return _js_number(self)
-
-
-class _List(list[Any]):
-    def __str__(self) -> str:
-        return _js_str(list(self))
-
-
-class _Dict(dict[str, Any]):
-    def __str__(self) -> str:
-        return "[object Object]"
-
-
-def _view(value: Any) -> Any:
-    if isinstance(value, bool):
-        return _Bool(value)
-    if isinstance(value, float):
-        return _Float(value)
-    if isinstance(value, list):
-        return _List(_view(v) for v in value)
-    if isinstance(value, dict):
-        return _Dict({k: _view(v) for k, v in value.items()})
-    return value
-
-
-def _tokens(template: str) -> list[tuple[str, str]]:
-    from chevron.tokenizer import tokenize
-
-    return [
-        ("no escape", key) if tag == "variable" else (tag, key) for tag, key in tokenize(template)
-    ]
-
-
 def check_template(template: str) -> str | None:
     """None if ``template`` parses as Mustache, else the parser's message."""
-    try:
-        _tokens(template)
-    except Exception as exc:  # chevron raises ChevronError and a few builtins
-        return " ".join(str(exc).split()) or type(exc).__name__
-    return None
+    return template_adapter.check(template)
 
 
 def output_names(template: str) -> list[str]:
     """The output fields a template looks up, in order: the first part of each variable and
     section name outside any section (``a`` of ``{{a.b}}``). Inside a section a name may be
     a field of the section's value, so those are not listed. The template must parse."""
-    names: list[str] = []
-    depth = 0
-    for tag, key in _tokens(template):
-        if tag == "end":
-            depth -= 1
-            continue
-        if tag in ("section", "inverted section", "no escape") and depth == 0 and key != ".":
-            name = key.split(".")[0]
-            if name and name not in names:
-                names.append(name)
-        if tag in ("section", "inverted section"):
-            depth += 1
-    return names
+    return template_adapter.names(template)
 
 
 def render(template: str, view: dict[str, Any]) -> str:
     """Render a Mustache template, HTML escaping off, values rendered the JavaScript way."""
-    import chevron
-
     try:
-        tokens = _tokens(template)
-        return str(chevron.render(tokens, _view(view)))
-    except Exception as exc:
-        raise ModeratorError(f"prompt template error: {' '.join(str(exc).split())}") from None
+        return template_adapter.render(template, view)
+    except template_adapter.TemplateError as exc:
+        raise ModeratorError(f"prompt template error: {exc}") from None

@@ -1,0 +1,55 @@
+"""The template adapter (uwf.adapters.template): the one place prompts are parsed and rendered.
+
+The moderator's table (tests/test_moderator.py) covers how values render; here: what the
+adapter says of a template, and what it never does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from uwf.adapters import template
+
+
+def test_names_are_the_top_level_lookups_in_order() -> None:
+    text = "{{b}} {{a.x}} {{#s}}{{inner}}{{/s}} {{b}} {{{raw}}} {{&amp}} {{.}}"
+    assert template.names(text) == ["b", "a", "s", "raw", "amp"]
+
+
+def test_an_inverted_section_reads_its_names_from_the_top_level() -> None:
+    # {{^s}} renders when s is empty, so what it holds is looked up in the output itself
+    assert template.names("{{^s}}{{fallback}}{{/s}}") == ["s", "fallback"]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{{#s}}unclosed", 'Unexpected EOF the tag "s" was never closed was opened at line 1'),
+        ("{{x", "unclosed tag at line 1"),
+        ("{{#a}}{{/b}}", 'Trying to close tag "b" last open tag is "a" line 2'),  # sic
+    ],
+)
+def test_a_template_that_does_not_parse_says_why(text: str, reason: str) -> None:
+    assert template.check(text) == reason
+    with pytest.raises(template.TemplateError) as err:
+        template.render(text, {})
+    assert str(err.value) == reason
+
+
+def test_partials_are_never_read_from_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "secret.mustache").write_text("the file's content", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert template.render("[{{> secret}}]", {}) == "[]"
+
+
+def test_values_are_data_never_templates() -> None:
+    # an output that holds Mustache is printed as it is, not rendered again
+    assert template.render("{{x}}", {"x": "{{y}} <b>"}) == "{{y}} <b>"
+
+
+def test_an_unknown_dialect_is_refused() -> None:
+    with pytest.raises(template.TemplateError, match="unknown template dialect 'liquid'"):
+        template.render("{{ x }}", {}, dialect="liquid")
+    assert template.check("x", dialect="liquid") == "unknown template dialect 'liquid'"
