@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.adapters.process import Finished
-from uwf.agent_kit import runner
+from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.backend.base import Backend
 from uwf.backend.fs import FsBackend
@@ -57,7 +57,8 @@ class KitRunner:
         self.envs.append(env)
         assert plan.role is not None
         with environment(env):
-            h = runner.execute(self.make_agent(), [plan.thread, plan.role], backend=self.backend)
+            target = args.kit([plan.thread, plan.role])
+            h = runner.execute(self.make_agent(), target, backend=self.backend)
         return Finished(0, h + "\n", "")
 
 

@@ -94,11 +94,12 @@ class PgServer:
             )
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self._cmd(str(self.bin / "postgres"), "-D", str(self.data)),
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.dir / "server.log", "ab"),  # noqa: SIM115 - the server keeps it
-        )
+        with open(self.dir / "server.log", "ab") as log:  # the server keeps its own copy
+            self.proc = subprocess.Popen(
+                self._cmd(str(self.bin / "postgres"), "-D", str(self.data)),
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         deadline = time.monotonic() + 30
         while True:
             with (

@@ -85,6 +85,7 @@ def server(root: Path) -> Iterator[str]:
     yield found.group(1)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
+    proc.stderr.close()
 
 
 def step(thread: str, agent: str, count: int = 1) -> None:

@@ -489,23 +489,29 @@ def test_run_command_environment_has_no_api_key(
 # -- command-line options ---------------------------------------------------------------------
 
 
-def test_options() -> None:
-    options, rest = builtin.parse_options(
+def test_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UWF_EDGE_PROMPT", "EDGE")
+    parser = builtin.make_parser()
+    given, target = parser.parse(
         ["--model", "fast", "--allow-outside", "--command-timeout=5", "--http-timeout", "2.5",
          "--max-turns", "7", "THREAD", "role"]
     )  # fmt: skip
-    assert rest == ["THREAD", "role"]
+    assert target == ("THREAD", "role", "EDGE")
+    options = builtin.options_of(parser, given)
     assert (options.model, options.allow_outside, options.command_timeout) == ("fast", True, 5)
     assert (options.http_timeout, options.max_turns) == (2.5, 7)
-    named = ["--thread", "T", "--role", "r", "--prompt", "--allow-outside"]
-    assert builtin.parse_options(named) == (builtin.Options(), named)
+    named = ["--thread", "T", "--role", "r", "--prompt", "go", "--allow-outside"]
+    given, target = parser.parse(named)
+    assert target == ("T", "r", "go")
+    assert builtin.options_of(parser, given) == builtin.Options(allow_outside=True)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--bogus", "T", "r"], "unknown option --bogus; usage: uwf-builtin "),
-        (["--model"], "--model needs a value; usage: uwf-builtin "),
+        (["--bogus", "T", "r"], "unrecognized arguments: --bogus; usage: uwf-builtin "),
+        (["--model"], "argument --model: expected one argument; usage: uwf-builtin "),
+        (["--model", " ", "T", "r"], "--model needs a model alias; usage: uwf-builtin "),
         (["--command-timeout", "0", "T", "r"], "--command-timeout must be a positive number"),
         (["--http-timeout", "soon", "T", "r"], "--http-timeout must be a positive number"),
         (["--max-turns", "0", "T", "r"], "--max-turns must be a positive integer, got: 0"),
@@ -519,7 +525,7 @@ def test_bad_options(cli_proc: Any, args: list[str], message: str) -> None:
 
 def test_help(cli_proc: Any) -> None:
     r = cli_proc("--help", prog="uwf-builtin")
-    assert r.code == 0 and r.out.startswith(builtin.USAGE)
+    assert r.code == 0 and r.out.startswith("usage: uwf-builtin [options] <thread-id> <role>\n")
     for option in ("--model", "--allow-outside", "--command-timeout", "--http-timeout"):
         assert option in r.out
     assert "$UWF_LLM_TIMEOUT" in r.out
@@ -993,13 +999,11 @@ def test_doc_builtin_config(
 
 def test_doc_hermes_config(cli: Any, root: Path, thread: str) -> None:
     """The config is what uwf-hermes expects: its args go before `<thread-id> <role>`."""
-    from uwf.agents.hermes import split_argv
+    from uwf.agents.hermes import make_parser
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(doc_block("hermes-config"))
     dry = cli("thread", "step", thread, "--dry-run").json()
     assert dry["agent"] == ["uwf-hermes", "-m", "anthropic/claude-sonnet-4", thread, "planner"]
-    assert split_argv(dry["agent"][1:]) == (
-        ["-m", "anthropic/claude-sonnet-4"],
-        [thread, "planner"],
-    )
+    given, target = make_parser().parse(dry["agent"][1:])
+    assert (given.passed, target[:2]) == (["-m", "anthropic/claude-sonnet-4"], (thread, "planner"))

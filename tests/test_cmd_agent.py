@@ -329,8 +329,8 @@ def test_usage_without_command(cli: Any, root: Path, thread: str) -> None:
         root,
         thread,
         "uwf-cmd --",
-        "agent command failed (uwf-cmd) with exit code 2: "
-        "error: usage: uwf-cmd -- <command> [args…] <thread-id> <role>",
+        "agent command failed (uwf-cmd) with exit code 2: error: no command to run; "
+        "usage: uwf-cmd -- <command> [args…] <thread-id> <role>",
     )
 
 
@@ -508,7 +508,10 @@ def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) ->
         assert proc.wait(timeout=60) == 0
     finally:
         proc.kill()
-    reader.join(timeout=5)
+        reader.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     assert lines.get(timeout=5) == "uwf-cmd: released\n"
     assert json.loads(out)["role"] == "planner"
     head = cli("thread", "show", thread).json()["head"]

@@ -1209,23 +1209,28 @@ def _literal_parts(node: ast.expr, constants: dict[str, ast.expr]) -> list[str]:
     return []
 
 
+def _is_message_call(node: ast.Call) -> bool:
+    """``args.fail(parser, message)`` (``fail(p, message)``) or ``p.add(where, message)``."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == "fail"
+    if not isinstance(func, ast.Attribute):
+        return False
+    return func.attr == "fail" or (
+        func.attr == "add" and isinstance(func.value, ast.Name) and func.value.id == "p"
+    )
+
+
 def _message_calls(tree: ast.Module, errors: set[str]) -> Iterator[tuple[int, ast.expr]]:
-    """(line, message) of every ``raise <Error>(message)`` and every workflow-file problem
-    ``p.add(where, message)``."""
+    """(line, message) of every ``raise <Error>(message)``, every workflow-file problem
+    ``p.add(where, message)`` and every agent usage error ``args.fail(parser, message)``."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             func = node.exc.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
             if name in errors:
                 yield node.lineno, node.exc.args[0]
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "add"
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "p"
-            and len(node.args) == 2
-        ):
+        elif isinstance(node, ast.Call) and len(node.args) == 2 and _is_message_call(node):
             yield node.lineno, node.args[1]
 
 
@@ -1254,6 +1259,7 @@ def test_the_source_scan_finds_messages() -> None:
         "invalid config.yaml",  # a constant prefix
         "$END ends a thread and cannot have edges",  # a workflow-file problem
         "command failed",  # uwf-cmd, an agent
+        "expected <thread-id> <role>",  # every agent's usage error (args.fail)
     ):
         assert any(known in part for part in found), known
 

@@ -415,7 +415,7 @@ def test_agent_kit_writes_fail_cleanly(
     """The agent's own node writes (uwf-mock through the agent kit, in-process): each failing
     call makes the agent exit 1 with one ``error: cannot write …`` line, leaves no temp file,
     changes no state file, and the next real step continues the chain."""
-    from uwf.agent_kit import runner
+    from uwf.agent_kit import args, runner
     from uwf.agents.mock import MockAgent
 
     scenario_path = tmp_path / "fast.yaml"
@@ -435,7 +435,7 @@ def test_agent_kit_writes_fail_cleanly(
             contextlib.redirect_stderr(err),
         ):
             try:
-                runner.main(MockAgent(str(scenario_path)), [thread, "planner"])
+                runner.main(MockAgent(str(scenario_path)), args.kit([thread, "planner"]))
             except SystemExit as exc:
                 code = int(exc.code or 0)
         return code, out.getvalue(), err.getvalue()

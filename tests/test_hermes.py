@@ -491,16 +491,22 @@ def test_hermes_not_on_path(
 # -- arguments and parsing (no Hermes run) -----------------------------------------------------
 
 
-def test_arguments_before_thread_and_role_go_to_hermes() -> None:
-    split = hermes_agent.split_argv
-    assert split(["T", "planner"]) == ([], ["T", "planner"])
+def test_arguments_before_thread_and_role_go_to_hermes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UWF_EDGE_PROMPT", "EDGE")
+    parser = hermes_agent.make_parser()
+
+    def split(argv: list[str]) -> tuple[list[str], tuple[str, str, str]]:
+        given, target = parser.parse(argv)
+        return hermes_agent.chat_options(parser, given), tuple(target)
+
+    assert split(["T", "planner"]) == ([], ("T", "planner", "EDGE"))
     assert split(["-m", "m1", "--provider", "p", "--yolo", "T", "r"]) == (
         ["-m", "m1", "--provider", "p", "--yolo"],
-        ["T", "r"],
+        ("T", "r", "EDGE"),
     )
     assert split(["-m", "m1", "--thread", "T", "--role", "r", "--prompt", "go"]) == (
         ["-m", "m1"],
-        ["--thread", "T", "--role", "r", "--prompt", "go"],
+        ("T", "r", "go"),
     )
     argv = hermes_agent.chat_argv("hermes", "P", ["-m", "m1"], None)
     assert argv == ["hermes", "chat", "-Q", "-q", "P", "--source", "tool", "-m", "m1"]
@@ -516,7 +522,11 @@ def test_arguments_before_thread_and_role_go_to_hermes() -> None:
             "error: uwf-hermes sets -q itself; remove it from the agent's args",
         ),
         (["--resume=S", "T", "r"], "error: uwf-hermes sets --resume itself;"),
-        (["T"], "error: usage: uwf-hermes [hermes chat options…] <thread-id> <role>"),
+        (
+            ["T"],
+            "error: expected <thread-id> <role>; "
+            "usage: uwf-hermes [hermes chat options…] <thread-id> <role>\n",
+        ),
     ],
 )
 def test_usage_errors(cli_proc: Any, args: list[str], message: str) -> None:

@@ -157,12 +157,20 @@ def test_agent_kit_accepts_the_named_argument_form(
     assert node["role"] == "planner" and node["edgePrompt"] == "edge text"
     assert node["prev"] is None and node["depth"] == 1
     bad = cli_proc(*mock[1:], "--thread", thread, prog="uwf-mock")
-    assert bad.code == 1 and bad.err.startswith("error: usage: ")
+    assert (bad.code, bad.err) == (
+        2,
+        "error: v0.5.0's form is --thread <id> --role <role> [--prompt <text>]; "
+        "usage: uwf-mock [options] <thread-id> <role>\n",
+    )
 
 
 def test_mock_without_scenario(cli_proc: Any) -> None:
     r = cli_proc("01ARZ3NDEKTSV4RRFFQ69G5FAV", "planner", prog="uwf-mock")
-    assert (r.code, r.err) == (2, "error: uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO\n")
+    assert (r.code, r.err) == (
+        2,
+        "error: uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO; "
+        "usage: uwf-mock [options] <thread-id> <role>\n",
+    )
 
 
 def test_mock_attempts_fail_then_succeed(
@@ -229,5 +237,6 @@ def test_mock_attempts_must_be_a_list(cli: Any, new_thread: Any, scenario: Any) 
 def test_mock_help(cli_proc: Any) -> None:
     r = cli_proc("--help", prog="uwf-mock")
     assert (r.code, r.err) == (0, "")
-    assert r.out.startswith("usage: uwf-mock [--scenario FILE] <thread-id> <role>\n")
+    assert r.out.startswith("usage: uwf-mock [options] <thread-id> <role>\n")
+    assert "--scenario FILE" in r.out
     assert "attempts:" in r.out and "mock-attempts.json" in r.out

@@ -197,6 +197,7 @@ def test_ui_binds_loopback_and_warns_for_other_hosts(root: Path) -> None:
         proc.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop, nothing more printed
         assert proc.wait(timeout=30) == 0
         assert proc.stderr is not None and proc.stderr.read() == ""
+        proc.stderr.close()
     proc, line = start("--host", "0.0.0.0")
     try:
         assert line == (
@@ -206,6 +207,8 @@ def test_ui_binds_loopback_and_warns_for_other_hosts(root: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        assert proc.stderr is not None
+        proc.stderr.close()
 
 
 def test_ui_help_names_the_extra() -> None:

@@ -4,11 +4,13 @@ An agent supplies ``run`` (and optionally ``resume`` for correction prompts); th
 the rest: arguments, context from the chain (with compaction summaries: ``ctx.history``), the
 format instruction, the two-layer extract (frontmatter fast path, up to two corrections, then
 the LLM fallback), the artifacts left in ``$UWF_ARTIFACTS_DIR``, the StepNode write, and
-printing its hash. Every failure is one ``error: …`` line on stderr and exit 1.
+printing its hash. Every failure is one ``error: …`` line on stderr and exit 1 (2 for a usage
+error: ``uwf.agent_kit.args``, the command line every agent shares).
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import sys
@@ -16,6 +18,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from uwf.adapters import otel
+from uwf.agent_kit import args
+from uwf.agent_kit.args import Target
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
@@ -28,6 +32,7 @@ __all__ = [
     "TURN_SCHEMA",
     "Agent",
     "RunResult",
+    "Target",
     "cli",
     "cost_fields",
     "detail_schema",
@@ -55,27 +60,6 @@ class Agent(Protocol):
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> RunResult | None:
         """Send a correction prompt; None when the agent cannot continue a session."""
         ...
-
-
-def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
-    """``<thread-id> <role>`` (edge prompt in UWF_EDGE_PROMPT) or the v0.5.0 named form."""
-    args = list(argv)
-    if "--thread" in args or "--role" in args:
-        named: dict[str, str] = {}
-        for flag in ("--thread", "--role", "--prompt"):
-            if flag in args:
-                i = args.index(flag)
-                if i + 1 < len(args):
-                    named[flag] = args[i + 1]
-        if not named.get("--thread") or not named.get("--role"):
-            raise UwfError(
-                "usage: <agent> <thread-id> <role>  |  "
-                "<agent> --thread <id> --role <role> --prompt <text>"
-            )
-        return named["--thread"], named["--role"], named.get("--prompt", "")
-    if len(args) != 2:
-        raise UwfError("usage: <agent> <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)")
-    return args[0], args[1], os.environ.get("UWF_EDGE_PROMPT", "")
 
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
@@ -235,7 +219,7 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
     return str(ctx.store.put(h.step, step))
 
 
-def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -> str:
+def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str:
     """Run the whole agent flow and return the new StepNode's hash (on ``backend``, else the
     one of the environment). With tracing on it is one span, a child of the step's
     (``TRACEPARENT``), with an event per correction and extract."""
@@ -243,7 +227,7 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
     from uwf.backend import open_backend
     from uwf.config.config import apply_dotenv
 
-    thread, role, edge_prompt = parse_args(argv)
+    thread, role, edge_prompt = target
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
@@ -261,13 +245,21 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
         return h
 
 
-def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
-    """Console-script entry: print the StepNode hash, or one error line and exit 1."""
+def main(agent: Agent, target: Target | None = None) -> None:
+    """Run ``agent`` on ``target``: print the StepNode hash, or one error line and exit 1.
+
+    Without ``target``, the console-script entry of an agent with no options of its own
+    (docs/agents.md, "A Python agent on the agent kit"): its command line is the kit's."""
     from uwf.util.signals import interrupt_on_signals
+
+    if target is None:
+        prog = os.path.basename(sys.argv[0]) or agent.label
+        cli(args.parser(prog, f"{agent.label}: a uwf agent on the agent kit."), lambda _: agent)
+        return
 
     try:
         with interrupt_on_signals():
-            h = execute(agent, sys.argv[1:] if argv is None else argv)
+            h = execute(agent, target)
     except (UwfError, Interrupted) as exc:
         sys.exit(report(exc))
     except Exception as exc:
@@ -284,19 +276,16 @@ def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
 
 
 def cli(
-    make: Callable[[list[str]], tuple[Agent, list[str]]],
+    parser: args.Parser,
+    make: Callable[[argparse.Namespace], Agent],
     argv: Sequence[str] | None = None,
-    help_text: str | None = None,
 ) -> None:
-    """Console-script entry for an agent with options of its own: ``make`` parses them
-    (raising UwfError, e.g. UsageError for exit 2) and returns the agent and the arguments
-    left for the kit (``<thread-id> <role>``)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if help_text is not None and args[:1] in (["-h"], ["--help"]):
-        sys.stdout.write(help_text)
-        return
+    """Console-script entry of an agent: parse ``argv`` with ``parser`` (the kit's arguments
+    and the agent's options; a usage error exits 2), make the agent from the options with
+    ``make`` (which may raise a UsageError too: ``args.fail``), and run it."""
     try:
-        agent, rest = make(args)
+        options, target = parser.parse(sys.argv[1:] if argv is None else argv)
+        agent = make(options)
     except UwfError as exc:
         sys.exit(report(exc))
-    main(agent, rest)
+    main(agent, target)

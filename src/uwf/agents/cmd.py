@@ -16,38 +16,33 @@ Configured like any agent (docs/agents.md)::
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from uwf.agent_kit import runner
+from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model.cost import COST_FIELDS
-from uwf.util.errors import AgentFailed, UsageError
+from uwf.util.errors import AgentFailed
 
-USAGE = "usage: uwf-cmd -- <command> [args…] <thread-id> <role>"
-
-HELP = f"""{USAGE}
-
+DESCRIPTION = """\
 Makes any command-line agent (claude -p, codex exec, a script) a uwf agent. For each
 step it composes the full prompt (deliverable format, role, task, what happened since
 the role's last turn, the moderator's instruction) and runs <command> [args…] without
 a shell:
 
-  - an argument containing {{prompt}} gets the prompt (stdin is then empty); otherwise
+  - an argument containing {prompt} gets the prompt (stdin is then empty); otherwise
     the prompt goes to the command's stdin;
-  - {{thread}} and {{role}} in arguments are replaced; the command gets $UWF_THREAD,
+  - {thread} and {role} in arguments are replaced; the command gets $UWF_THREAD,
     $UWF_ROLE, $UWF_EDGE_PROMPT and $UWF_ARTIFACTS_DIR: every file it leaves in that
     directory is stored as an artifact of the step (uwf step artifacts <step>);
   - its stdout is the answer (YAML frontmatter, else up to two correction runs, else
     the LLM extract); its stderr is passed through live; a non-zero exit fails the step.
 
 uwf spawns it as `uwf-cmd -- <command> [args…] <thread-id> <role>`, e.g. in config.yaml:
-  agents: {{claude: {{command: uwf-cmd, args: ["--", "claude", "-p", "{{prompt}}"]}}}}
-
-options:
-  -h, --help             print this help and exit
+  agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}}
 """
 
 DETAIL = runner.detail_schema(
@@ -154,21 +149,18 @@ def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int,
     return ran.code, ran.stdout, ran.stderr_tail
 
 
-def split_argv(args: list[str]) -> tuple[list[str], list[str]]:
-    """(command, agent args): the engine appends ``<thread-id> <role>`` after the command."""
-    if args[:1] == ["--"]:
-        args = args[1:]
-    if len(args) < 3:
-        raise UsageError(USAGE)
-    return args[:-2], args[-2:]
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
-        command, rest = split_argv(args)
-        return CmdAgent(command), rest
+    parser = args.parser(
+        "uwf-cmd", DESCRIPTION, "-- <command> [args…]", passthrough=True, named=False
+    )
 
-    runner.cli(make, argv, HELP)
+    def make(options: argparse.Namespace) -> runner.Agent:
+        command = options.passed[1:] if options.passed[:1] == ["--"] else options.passed
+        if not command:
+            args.fail(parser, "no command to run")
+        return CmdAgent(command)
+
+    runner.cli(parser, make, argv)
 
 
 if __name__ == "__main__":

@@ -16,15 +16,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from uwf.agent_kit import runner
+from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model import answer
-from uwf.util.errors import Deferred, UsageError
+from uwf.util.errors import Deferred
 
-USAGE = "usage: uwf-human <thread-id> <role>"
-
-HELP = f"""{USAGE}
-
+DESCRIPTION = """\
 A person plays the role. In a terminal ($UWF_TTY, set by `uwf thread step` when it runs in
 one, or stdin when run by hand) it shows the role's goal, the task, what happened since the
 role's last turn and the moderator's instruction, then opens $VISUAL or $EDITOR (else vi)
@@ -41,9 +38,6 @@ The answer is checked against the role's schema and the graph; a rejection opens
 editor again with the reason on top. Without a terminal, or when the template comes back
 unchanged, it defers (exit 75): `uwf thread step` exits 6 and the thread shows status
 waiting until someone answers with `uwf thread answer <thread>`.
-
-options:
-  -h, --help             print this help and exit
 """
 
 CONTEXT_QUOTA = 8000  # characters of recent steps shown on the terminal
@@ -123,12 +117,8 @@ class HumanAgent:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
-        if any(a.startswith("-") and a not in ("--thread", "--role", "--prompt") for a in args):
-            raise UsageError(USAGE)
-        return HumanAgent(), args
-
-    runner.cli(make, argv, HELP)
+    parser = args.parser(answer.LABEL, DESCRIPTION, head="")
+    runner.cli(parser, lambda options: HumanAgent(), argv)
 
 
 if __name__ == "__main__":

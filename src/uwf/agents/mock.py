@@ -14,6 +14,7 @@ same extract as any agent's.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -21,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from uwf.agent_kit import runner
+from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model.cost import COST_FIELDS
 from uwf.util import yamlio
-from uwf.util.errors import InvalidInput, UsageError, UwfError
+from uwf.util.errors import InvalidInput, UwfError
 
 LABEL = "uwf-mock"
 ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
@@ -42,10 +43,7 @@ DETAIL = runner.detail_schema(
     },
 )
 
-USAGE = "usage: uwf-mock [--scenario FILE] <thread-id> <role>"
-
-HELP = f"""{USAGE}
-
+DESCRIPTION = """\
 Scripted answers for tests, demos and benchmarks; no network. The scenario (--scenario
 FILE, else $UWF_MOCK_SCENARIO) maps each role to a list of entries, used in visit order
 (the n-th visit of the role in the thread uses entry n; the last one repeats):
@@ -53,18 +51,14 @@ FILE, else $UWF_MOCK_SCENARIO) maps each role to a list of entries, used in visi
   roles:
     planner: ["---\\nstatus: _\\nplan: do it\\n---\\nThe plan."]
     reviewer:
-      - {{output: "---\\nstatus: rejected\\n---\\n", stderr: "looking…", sleep: 0.5}}
+      - {output: "---\\nstatus: rejected\\n---\\n", stderr: "looking…", sleep: 0.5}
       - attempts:                      # the runs of one visit: fail, then succeed
-          - {{exit: 1, stderr: "error: rate limited"}}
+          - {exit: 1, stderr: "error: rate limited"}
           - "---\\nstatus: approved\\n---\\n"
 
-An entry is the raw answer (a string), {{output, exit, stderr, sleep}}, or {{attempts:
-[entries]}}, whose n-th entry is used by the n-th run of that visit (counted per thread,
+An entry is the raw answer (a string), {output, exit, stderr, sleep}, or {attempts:
+[entries]}, whose n-th entry is used by the n-th run of that visit (counted per thread,
 role and visit in <root>/cache/mock-attempts.json; the last one repeats).
-
-options:
-  --scenario FILE        the scenario (default: $UWF_MOCK_SCENARIO)
-  -h, --help             print this help and exit
 """
 
 
@@ -164,17 +158,18 @@ class MockAgent:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
-        scenario = os.environ.get("UWF_MOCK_SCENARIO", "")
-        if args[:1] == ["--scenario"] and len(args) >= 2:
-            scenario, args = args[1], args[2:]
-        elif args and args[0].startswith("--scenario="):
-            scenario, args = args[0].split("=", 1)[1], args[1:]
-        if not scenario:
-            raise UsageError("uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
-        return MockAgent(scenario), args
+    parser = args.parser(LABEL, DESCRIPTION)
+    parser.add_argument(
+        "--scenario", metavar="FILE", help="the scenario (default: $UWF_MOCK_SCENARIO)"
+    )
 
-    runner.cli(make, argv, HELP)
+    def make(options: argparse.Namespace) -> runner.Agent:
+        scenario = options.scenario or os.environ.get("UWF_MOCK_SCENARIO", "")
+        if not scenario:
+            args.fail(parser, "uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
+        return MockAgent(scenario)
+
+    runner.cli(parser, make, argv)
 
 
 if __name__ == "__main__":

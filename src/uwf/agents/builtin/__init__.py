@@ -19,7 +19,7 @@ one line. There are no retries: the step can simply be run again.
 """
 
 from uwf.agents.builtin.agent import BuiltinAgent, Options
-from uwf.agents.builtin.cli import HELP, USAGE, main, parse_options
+from uwf.agents.builtin.cli import main, make_parser, options_of
 from uwf.agents.builtin.loop import (
     FREE_NUDGES,
     NUDGE,
@@ -37,9 +37,7 @@ from uwf.agents.builtin.tools import ToolError, Tools, command_env, resolve_path
 
 __all__ = [
     "FREE_NUDGES",
-    "HELP",
     "NUDGE",
-    "USAGE",
     "BuiltinAgent",
     "LoopResult",
     "Options",
@@ -52,8 +50,9 @@ __all__ = [
     "final_output",
     "last_assistant_text",
     "main",
+    "make_parser",
     "needs_nudge",
-    "parse_options",
+    "options_of",
     "process_tool_calls",
     "resolve_path",
     "run_loop",

@@ -2,81 +2,72 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 
 from uwf.adapters.llm import AGENT_TIMEOUT, TIMEOUT_ENV
-from uwf.agent_kit import runner
+from uwf.agent_kit import args, runner
 from uwf.agents.builtin.agent import BuiltinAgent, Options
 from uwf.agents.builtin.loop import MAX_TURNS
 from uwf.agents.builtin.tools import COMMAND_TIMEOUT
 from uwf.util.errors import UsageError
 from uwf.util.numbers import positive_int, positive_seconds
 
-USAGE = (
-    "usage: uwf-builtin [--model ALIAS] [--allow-outside] [--command-timeout S] "
-    "[--http-timeout S] [--max-turns N] <thread-id> <role>"
-)
-
-HELP = f"""{USAGE}
-
+DESCRIPTION = """\
 An OpenAI-compatible tool-calling agent for uwf: it sends the role's messages to the
 model of config.yaml and offers it three tools, read_file, write_file and run_command.
 uwf spawns it as `uwf-builtin [options] <thread-id> <role>` with the edge prompt in
 $UWF_EDGE_PROMPT (the v0.5.0 form `--thread <id> --role <role> --prompt <text>` works too).
-
-options:
-  --model ALIAS          model alias from config.yaml (default: defaultModel)
-  --allow-outside        let read_file, write_file and run_command use paths outside
-                         the working directory
-  --command-timeout S    seconds before run_command kills a command (default {COMMAND_TIMEOUT:g})
-  --http-timeout S       seconds to wait for each model call (default ${TIMEOUT_ENV},
-                         else {AGENT_TIMEOUT:g})
-  --max-turns N          model calls per step (default {MAX_TURNS})
-  -h, --help             print this help and exit
 """
 
-_VALUED = ("--model", "--command-timeout", "--http-timeout", "--max-turns")
-_KIT = ("--thread", "--role", "--prompt")
+
+def make_parser() -> args.Parser:
+    parser = args.parser("uwf-builtin", DESCRIPTION)
+    add = parser.add_argument
+    add("--model", metavar="ALIAS", help="model alias from config.yaml (default: defaultModel)")
+    add(
+        "--allow-outside",
+        action="store_true",
+        help="let read_file, write_file and run_command use paths outside the working directory",
+    )
+    add(
+        "--command-timeout",
+        metavar="S",
+        help=f"seconds before run_command kills a command (default {COMMAND_TIMEOUT:g})",
+    )
+    add(
+        "--http-timeout",
+        metavar="S",
+        help=f"seconds to wait for each model call (default ${TIMEOUT_ENV}, else "
+        f"{AGENT_TIMEOUT:g})",
+    )
+    add("--max-turns", metavar="N", help=f"model calls per step (default {MAX_TURNS})")
+    return parser
 
 
-def parse_options(argv: Sequence[str]) -> tuple[Options, list[str]]:
-    """The leading uwf-builtin options; the rest is the agent-kit part (thread, role…)."""
-    options = Options()
-    args = list(argv)
-    while args and args[0].startswith("--") and args[0] not in _KIT:
-        arg = args.pop(0)
-        if arg == "--":
-            break
-        if arg == "--allow-outside":
-            options.allow_outside = True
-            continue
-        name, eq, value = arg.partition("=")
-        if name not in _VALUED:
-            raise UsageError(f"unknown option {name}; {USAGE}")
-        if not eq:
-            if not args:
-                raise UsageError(f"{name} needs a value; {USAGE}")
-            value = args.pop(0)
-        _set(options, name, value)
-    return options, args
-
-
-def _set(options: Options, name: str, value: str) -> None:
-    if name == "--model":
-        if not value.strip():
-            raise UsageError("--model needs a model alias")
-        options.model = value
-    elif name == "--command-timeout":
-        options.command_timeout = positive_seconds(value, name, UsageError)
-    elif name == "--http-timeout":
-        options.http_timeout = positive_seconds(value, name, UsageError)
-    else:
-        options.max_turns = positive_int(value, name, UsageError)
+def options_of(parser: args.Parser, given: argparse.Namespace) -> Options:
+    """The agent's options from what was given, each value checked (a usage error names it)."""
+    options = Options(allow_outside=given.allow_outside)
+    try:
+        if given.model is not None:
+            if not given.model.strip():
+                raise UsageError("--model needs a model alias")
+            options.model = given.model
+        if given.command_timeout is not None:
+            options.command_timeout = positive_seconds(
+                given.command_timeout, "--command-timeout", UsageError
+            )
+        if given.http_timeout is not None:
+            options.http_timeout = positive_seconds(
+                given.http_timeout, "--http-timeout", UsageError
+            )
+        if given.max_turns is not None:
+            options.max_turns = positive_int(given.max_turns, "--max-turns", UsageError)
+    except UsageError as exc:
+        args.fail(parser, exc.message)
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    def make(args: list[str]) -> tuple[runner.Agent, list[str]]:
-        options, rest = parse_options(args)
-        return BuiltinAgent(options), rest
-
-    runner.cli(make, argv, HELP)
+    parser = make_parser()
+    runner.cli(parser, lambda given: BuiltinAgent(options_of(parser, given)), argv)

@@ -60,18 +60,17 @@ session to turns and the answer), ``agent`` (the runs of a step, the detail), ``
 """
 
 from uwf.agents.hermes.agent import HermesAgent
-from uwf.agents.hermes.cli import HELP, USAGE, main, split_argv
+from uwf.agents.hermes.cli import chat_options, main, make_parser
 from uwf.agents.hermes.process import chat_argv, failure_text, parse_session_id
 from uwf.agents.hermes.session import run_of
 
 __all__ = [
-    "HELP",
-    "USAGE",
     "HermesAgent",
     "chat_argv",
+    "chat_options",
     "failure_text",
     "main",
+    "make_parser",
     "parse_session_id",
     "run_of",
-    "split_argv",
 ]
