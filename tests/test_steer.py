@@ -161,3 +161,33 @@ def test_rerun_runs_the_role_again_in_a_new_thread(
     assert bad.code == 5
     assert "(re-run thread " in bad.err and f"forked at {plan_step})" in bad.err
     assert json.loads(out.out)["head"] == line["head"]
+
+
+def test_every_file_or_stdin_argument_is_read_alike(
+    cli: Any, cli_proc: Any, new_thread: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """One reader (cli/options.read_input) for every "a file, or - for stdin" argument: the
+    same line for a file that is not UTF-8, whichever option names it, and for stdin."""
+    import subprocess
+
+    from conftest import BIN
+
+    thread, _, (_plan_step, dev_step) = to_reviewer(cli, new_thread, scenario)
+    latin1 = tmp_path / "latin1.md"
+    latin1.write_bytes("status: _\nsummary: caf\xe9\n".encode("latin-1"))
+    for argv, what in (
+        (["thread", "fork", dev_step, "--output", str(latin1)], "output"),
+        (["thread", "answer", thread, "--file", str(latin1)], "answer"),
+        (["thread", "compact", thread, "--text", str(latin1)], "summary"),
+    ):
+        r = cli_proc(*argv)
+        assert (r.code, r.err) == (1, f"error: cannot read {what} {latin1}: not UTF-8 text\n")
+    piped = subprocess.run(
+        [str(BIN / "uwf"), "thread", "start", "solve-issue", "-p", "-"],
+        input=b"caf\xe9",
+        capture_output=True,
+    )
+    assert (piped.returncode, piped.stderr) == (
+        1,
+        b"error: cannot read task from stdin: not UTF-8 text\n",
+    )

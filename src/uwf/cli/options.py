@@ -183,16 +183,22 @@ def emit(value: Any, fmt: Format | None = None, default: Format = Format.json) -
     typer.echo(render(value, fmt, default), nl=False)
 
 
-def read_text_file(path: Path) -> str:
-    """A UTF-8 text file given on the command line, or one ``error:`` line saying why not."""
+def read_input(path: str, what: str) -> str:
+    """The UTF-8 text of a file given on the command line, ``-`` for stdin (the one reader of
+    "a file or ``-``"), or one line naming ``what`` and why: ``cannot read <what> <path>:
+    <reason>``."""
     from uwf.util.errors import InvalidInput
 
     try:
-        return path.read_text(encoding="utf-8")
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput(f"cannot read {path}: not UTF-8 text") from None
+        reason = "not UTF-8 text"
     except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        reason = exc.strerror or str(exc)
+    where = "from stdin" if path == "-" else path
+    raise InvalidInput(f"cannot read {what} {where}: {reason}")
 
 
 def emit_markdown(text: str) -> None:

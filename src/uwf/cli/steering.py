@@ -2,9 +2,7 @@
 steering a thread by hand (docs/agents.md, "People as roles"). Registered on the thread
 group by ``uwf.cli.thread``."""
 
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,22 +17,12 @@ from uwf.cli.options import (
     backend,
     emit_stream,
     loop_contract,
+    read_input,
 )
 from uwf.util.errors import InvalidInput, UsageError
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
-
-
-def read_text(path: str, what: str) -> str:
-    """A file's text ('-': stdin), as an error line when it cannot be read."""
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InvalidInput(f"cannot read {what} {path}: {reason}") from None
 
 
 def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> dict[str, Any]:
@@ -44,7 +32,7 @@ def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) ->
     if output is not None and edit:
         raise UsageError("give --output or --edit, not both")
     if output is not None:
-        text = read_text(output, "output")
+        text = read_input(output, "output")
         return steer.fork_edited(b, step_hash, text, via="thread fork --output")
     from uwf.model.answer import edit_answer
 
@@ -146,7 +134,7 @@ def answer(
     fields = steer.parse_sets(sets or [])
     if status is not None:
         fields["status"] = status
-    text = read_text(file, "answer") if file is not None else None
+    text = read_input(file, "answer") if file is not None else None
     with loop_contract():
         result = steer.answer_step(
             backend(), thread, fields=fields, text=text, message=message, wait=wait

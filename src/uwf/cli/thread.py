@@ -24,7 +24,7 @@ from uwf.cli.options import (
     emit,
     emit_graph,
     emit_markdown,
-    read_text_file,
+    read_input,
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
 
@@ -62,7 +62,7 @@ def start(
     """Create a thread for a workflow and a task. Runs nothing."""
     from uwf.engine.threads import lifecycle as threads
 
-    text = sys.stdin.read() if prompt == "-" else prompt
+    text = read_input("-", "task") if prompt == "-" else prompt
     emit(threads.start(backend(), workflow, text, max_rounds), fmt)
 
 
@@ -223,7 +223,7 @@ def compact(
 
     summary = None
     if text is not None:
-        summary = sys.stdin.read() if str(text) == "-" else read_text_file(text)
+        summary = read_input(str(text), "summary")
     emit(compact_thread(backend(), thread, summary), fmt)
 
 
