@@ -1,16 +1,23 @@
-"""Start-up is paid on every step: a command imports only what it uses.
+"""Start-up is paid on every step: a command, and an agent, imports only what it uses.
 
-Each check runs the real CLI in a fresh interpreter and looks at ``sys.modules`` (never at the
-clock: timing is measured in ``benchmarks/``). ``uwf --help`` must load the root alone, a
-command its own group alone (cli/lazy.py), and none of them the heavy libraries.
+Each check runs the real CLI or agent in a fresh interpreter and looks at ``sys.modules`` (never
+at the clock: timing is measured in ``benchmarks/``). ``uwf --help`` must load the root alone, a
+command its own group alone (cli/lazy.py), and none of them the heavy libraries. These are the
+speed rules of docs/performance.md ("Start-up"), as tests: no module on these paths compiles a
+regular expression at import; ``thread show`` and the agents that run at once (``uwf-mock``,
+``uwf-cmd`` up to its command, ``uwf-human``) define no dataclass (``dataclasses`` imports
+``inspect``, ~10 ms); CLI modules keep real annotations (no postponed ones, which Typer would
+evaluate on every call).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,36 +50,60 @@ HELP_MODULES = {
     "uwf.util.signals",
 }
 
-# Records sys.modules after the command, or at the first spawn when UWF_PROBE_SPAWN is set
-# (what `thread step` loaded before it started its agent).
+# Runs a console script's function (argv[1], "module:function") on the rest of argv in this
+# fresh interpreter and reports, as JSON on stderr: its exit code; sys.modules after it ran, or
+# at its first spawn when UWF_PROBE_SPAWN is set (what `thread step` loaded before it started
+# its agent); and the uwf modules that compiled a regular expression while being imported.
 PROBE = """
-import os, subprocess, sys
-seen = []
+import importlib, os, re, subprocess, sys
+seen, compiled = [], []
 if os.environ.get("UWF_PROBE_SPAWN"):
     real = subprocess.Popen.__init__
     def spy(self, *args, **kwargs):
         seen.append(sorted(sys.modules))
         real(self, *args, **kwargs)
     subprocess.Popen.__init__ = spy
-from uwf.cli.main import main
+real_compile = re._compile  # what re.compile, re.match… call (the cache in front of it too)
+def watch(pattern, flags):
+    frame = sys._getframe(1)
+    while frame.f_globals.get("__name__", "").partition(".")[0] == "re":
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__", "")
+    if frame.f_code.co_name == "<module>" and name.partition(".")[0] == "uwf":
+        compiled.append(name)
+    return real_compile(pattern, flags)
+re._compile = watch
+module, _, function = sys.argv.pop(1).partition(":")
+code = 0
 try:
-    main()  # what the `uwf` script runs
+    getattr(importlib.import_module(module), function)()  # what the console script runs
 except SystemExit as exc:
     code = exc.code
 modules = seen[0] if seen else sorted(sys.modules)
 import json
-print(json.dumps({"code": code, "modules": modules}), file=sys.stderr)
+print(json.dumps({"code": code, "modules": modules, "compiled": compiled}), file=sys.stderr)
 """
 
 
-def loaded_modules(*args: str, spawn: bool = False) -> list[str]:
+def probe(entry: str, *args: str, spawn: bool = False, code: int = 0) -> dict[str, Any]:
+    """Run ``entry`` ("module:function") on ``args`` in a fresh interpreter: the report."""
     env = {**os.environ, "UWF_PROBE_SPAWN": "1" if spawn else ""}
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, "-c", PROBE, entry, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert report["code"] == 0, proc.stderr
-    return list(report["modules"])
+    report: dict[str, Any] = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] == code, proc.stderr
+    assert report["compiled"] == [], "compiled a regular expression at import (compile it on use)"
+    return report
+
+
+def loaded_modules(*args: str, spawn: bool = False) -> list[str]:
+    """What ``uwf <args>`` loads (up to its first spawn with ``spawn``)."""
+    return list(probe("uwf.cli.main:main", *args, spawn=spawn)["modules"])
 
 
 def among(modules: list[str], names: tuple[str, ...] | list[str]) -> list[str]:
@@ -111,6 +142,7 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "uwf.engine.views.read",
         "uwf.cas.fastschema",
         "uwf.cli.complete",  # shell completion: only when a shell asks
+        "dataclasses",  # the read path's records are NamedTuples (backend/base.py)
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
@@ -126,3 +158,95 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
     assert among(modules, [*heavy, *others, *unused]) == []
+
+
+# -- the agents ---------------------------------------------------------------------------
+
+# No agent needs the CLI, the engine, the web view, or a heavy library it does not use.
+AGENT_HEAVY = [
+    *("jsonschema", "httpx", "pydantic", "rich", "chevron_blue", "psycopg", "opentelemetry"),
+    *("typer", "uwf.cli", "uwf.engine", "uwf.web"),
+]
+
+
+def test_uwf_mock_loads_only_what_a_scripted_step_needs(new_thread: Any, scenario: Any) -> None:
+    """The agent of every benchmark's cold step: a whole step, no dataclass, no jsonschema
+    (its output is checked by the small validator, cas/fastschema.py). Measured on its second
+    run: the first stores the agent's schemas, and checking a new schema takes jsonschema."""
+    args = [*scenario().split()[1:], new_thread(), "planner"]
+    probe("uwf.agents.mock:main", *args)
+    report = probe("uwf.agents.mock:main", *args)
+    assert "uwf.agent_kit.runner" in report["modules"]  # the probe really ran the agent
+    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+
+
+def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) -> None:
+    command = ["--", sys.executable, "-c", "pass"]  # prints nothing: the step then fails
+    report = probe("uwf.agents.cmd:main", *command, new_thread(), "planner", spawn=True, code=1)
+    assert "uwf.agent_kit.prompts" in report["modules"]  # it composed the prompt first
+    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+
+
+def test_uwf_human_loads_only_what_it_needs_to_defer(new_thread: Any) -> None:
+    report = probe("uwf.agents.human:main", new_thread(), "planner", code=75)  # no terminal
+    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+
+
+def test_uwf_hermes_loads_only_what_it_needs_before_hermes(
+    new_thread: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to spawning ``hermes`` (a stand-in here). Its step waits for a model: dataclasses
+    are allowed."""
+    fake = tmp_path / "bin" / "hermes"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    report = probe("uwf.agents.hermes.cli:main", new_thread(), "planner", spawn=True, code=1)
+    assert "uwf.agents.hermes.process" in report["modules"]
+    assert among(report["modules"], AGENT_HEAVY) == []
+
+
+def test_uwf_builtin_loads_only_what_it_needs_before_its_model(new_thread: Any, root: Path) -> None:
+    """Up to its first model call (to a closed port here: the call fails). Its step waits for
+    a model: httpx (the call) and dataclasses are allowed, and rich, which httpx imports for
+    its own command line when rich is installed (Typer needs it)."""
+    thread = new_thread()
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    (root / "config.yaml").write_text(
+        f"providers: {{local: {{baseUrl: 'http://127.0.0.1:{port}/v1'}}}}\n"
+        "models: {m: {provider: local, name: m}}\ndefaultModel: m\n"
+    )
+    report = probe("uwf.agents.builtin.cli:main", thread, "planner", code=1)
+    assert "httpx" in report["modules"]  # it got as far as the model call
+    heavy = [h for h in AGENT_HEAVY if h not in ("httpx", "rich")]
+    assert among(report["modules"], heavy) == []
+
+
+def test_cli_modules_keep_real_annotations() -> None:
+    """Typer reads the annotations of every command it builds: postponed ones (``from
+    __future__ import annotations``) would be evaluated from strings on every call. So a
+    module that registers commands (``app.command(…)``, ``app.callback()``) has real ones."""
+    import ast
+
+    cli = Path(__file__).resolve().parent.parent / "src" / "uwf" / "cli"
+    postponed = []
+    for path in sorted(cli.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        registers = any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("command", "callback")
+            for n in ast.walk(tree)
+        )
+        future = any(
+            isinstance(n, ast.ImportFrom)
+            and n.module == "__future__"
+            and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
+        if registers and future:
+            postponed.append(path.name)
+    assert postponed == []

@@ -37,9 +37,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
@@ -76,9 +75,9 @@ class CannotStart(UwfError):
         self.cause = cause
 
 
-@dataclass(frozen=True)
-class Finished:
-    """How a child process ended, and what it printed."""
+class Finished(NamedTuple):
+    """How a child process ended, and what it printed. (A NamedTuple, not a dataclass: no
+    ``dataclasses`` on an agent's path, tests/test_startup.py.)"""
 
     code: int  # its exit status; -N when a signal N killed it
     stdout: str  # the tail of stdout (bounded)

@@ -32,8 +32,8 @@ __all__ = ["AgentContext", "StepView", "build_context"]
 
 class AgentContext:
     """What the agent kit knows of the step it runs: the thread, its head and start, the
-    workflow and the role. A plain class, not a dataclass: ``dataclasses`` costs every agent
-    process ~10 ms of imports (docs/performance.md, "Start-up")."""
+    workflow and the role. A plain class, not a dataclass: the agents that run at once load
+    no ``dataclasses`` (tests/test_startup.py)."""
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ HISTORY_STATUSES = ("completed", "killed", "max_rounds")
 
 
 # The records below are NamedTuples, not frozen dataclasses: every command imports this module,
-# and a frozen dataclass costs ~0.4 ms to define (docs/performance.md, "Start-up").
+# and `uwf thread show` loads no ``dataclasses`` (tests/test_startup.py).
 
 
 class ThreadInfo(NamedTuple):

@@ -15,9 +15,8 @@ import getpass
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from uwf.cas.store import Store
 from uwf.model import chain, cost
@@ -50,8 +49,7 @@ HUMAN_DETAIL["description"] = (
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     output: dict[str, Any]  # the role's fields
     body: str  # the markdown after the frontmatter: the step's content
 

@@ -46,8 +46,8 @@ def _count(value: Any) -> int | None:
 
 
 # Cost is a NamedTuple and Meter a plain class, not dataclasses: every agent imports this
-# module, and ``dataclasses`` costs each agent process ~10 ms of imports (it pulls in
-# ``inspect``; docs/performance.md, "Start-up").
+# module, and the agents that run at once load no ``dataclasses`` (it pulls in ``inspect``;
+# tests/test_startup.py holds them to it).
 class Cost(NamedTuple):
     """Durations and token counts; adding two sums them (not tuple concatenation)."""
 

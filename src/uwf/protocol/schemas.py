@@ -26,7 +26,7 @@ CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
 
 # Role names are plain identifiers, so nothing from a workflow can become a flag, a path or a
 # shell word where uwf passes a role to an agent (as an argument).
-NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"  # compiled on first use, not at import
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"  # compiled on first use (test_startup.py)
 
 
 def is_name(text: object) -> bool:

@@ -23,7 +23,7 @@ def oneline(text: str) -> str:
     never splits an error message over two lines."""
     if text.isprintable():
         return text
-    import json  # not at import: `uwf --help` loads this module and needs no JSON
+    import json  # not at import: `uwf --help` loads this module and no JSON (test_startup.py)
 
     return json.dumps(text)
 

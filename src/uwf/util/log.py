@@ -17,7 +17,7 @@ from typing import Any
 
 from uwf.util import jsonfmt
 
-TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use, not at import
+TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use (test_startup.py)
 URL_PASSWORD = r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@"  # scheme://user:PASSWORD@
 
 

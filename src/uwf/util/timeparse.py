@@ -12,7 +12,7 @@ import time
 
 from uwf.util.errors import InvalidInput, oneline
 
-_RELATIVE = r"(\d+)(d|h|m)"  # patterns compiled on first use, not at import
+_RELATIVE = r"(\d+)(d|h|m)"  # compiled on first use, not at import (test_startup.py)
 _UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}
 _DATE = r"\d{4}-\d{2}-\d{2}"
 

@@ -24,10 +24,11 @@ STDERR_KEEP = 20_000  # characters of Hermes' stderr passed through (the tail)
 QUOTE = 400  # characters of Hermes' own words quoted in an error message
 EXPORT_TIMEOUT = 120.0  # seconds; an export takes well under one
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_SESSION_LINE = re.compile(r"^\s*session_id:\s*(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
+# patterns compiled on first use, not at import (tests/test_startup.py)
+_ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+_SESSION_LINE = r"(?im)^\s*session_id:\s*(\S+)\s*$"
 # Lines of Hermes' stdout that say nothing about a failure.
-_NOISE = (re.compile(r"^⚠ tirith security scanner"), re.compile(r"^↻ Resumed session"))
+_NOISE = (r"^⚠ tirith security scanner", r"^↻ Resumed session")
 
 
 class HermesMissing(AgentFailed):
@@ -52,7 +53,7 @@ def _missing_message() -> str:
 def parse_session_id(*texts: str) -> str | None:
     """The id of the first ``session_id: <id>`` line (any case) in the texts, in order."""
     for text in texts:
-        found = _SESSION_LINE.search(text)
+        found = re.search(_SESSION_LINE, text)
         if found:
             return found.group(1)
     return None
@@ -75,11 +76,11 @@ def _quote_tail(text: str) -> str:
 def _meaningful(text: str) -> str:
     """The lines of Hermes' output that can explain a failure (no session line, no noise)."""
     keep = []
-    for line in _ANSI.sub("", text).splitlines():
+    for line in re.sub(_ANSI, "", text).splitlines():
         stripped = line.strip()
-        if not stripped or _SESSION_LINE.match(stripped):
+        if not stripped or re.match(_SESSION_LINE, stripped):
             continue
-        if any(p.match(stripped) for p in _NOISE):
+        if any(re.match(p, stripped) for p in _NOISE):
             continue
         keep.append(stripped)
     return "\n".join(keep)
@@ -101,7 +102,9 @@ def pass_stderr(stderr: str) -> None:
     """Copy Hermes' stderr to ours (the tail, if huge), minus its ``session_id:`` line."""
     kept = stderr[-STDERR_KEEP:]
     lines = [
-        line for line in kept.splitlines() if line.strip() and not _SESSION_LINE.match(line.strip())
+        line
+        for line in kept.splitlines()
+        if line.strip() and not re.match(_SESSION_LINE, line.strip())
     ]
     if lines:
         sys.stderr.write("".join(f"hermes: {line}\n" for line in lines))

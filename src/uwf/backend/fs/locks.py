@@ -82,7 +82,7 @@ def proc_locks_work() -> bool:
 
 def _host() -> str:
     """This machine's name, as ``socket.gethostname()`` gives it (without importing
-    ``socket``: ~1.6 ms at every command's start-up)."""
+    ``socket``, which `thread show` never loads: tests/test_startup.py)."""
     return os.uname().nodename
 
 

@@ -33,7 +33,7 @@ from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Conflict, InvalidInput
 from uwf.util.ulid import ThreadId, is_thread_id
 
-_LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): (["{].*)$')
+_LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'  # compiled on first use (test_startup.py)
 
 THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting}"
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
@@ -62,7 +62,7 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
             return joined
     out: dict[str, Any] = {}
     for line in lines:
-        m = _LINE.match(line)
+        m = re.match(_LINE, line)
         if m is None:
             break
         try:
