@@ -1,4 +1,5 @@
-"""The backend conformance classes run against the filesystem and memory backends."""
+"""The backend conformance classes (tests/backend_contract.py) run against every backend: the
+memory and filesystem backends, and PostgreSQL on the server the tests start."""
 
 from __future__ import annotations
 

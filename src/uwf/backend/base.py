@@ -9,7 +9,7 @@
   taking it, so that a reader never makes a step fail), the stop request a background run
   polls (``thread stop``), and the gc lock.
 
-The engine, the agent kit, gc and verify talk only to this interface; ``uwf.backend.open``
+The engine, the agent kit, gc and verify talk only to this interface; ``uwf.backend.open_backend``
 chooses the implementation in one place. Every implementation passes the conformance class
 in ``tests/backend_contract.py``. docs/format.md describes what each implementation stores
 and docs/architecture.md how the step uses it.

@@ -1,8 +1,10 @@
 """The store contract, shared by every backend.
 
-A backend implements five primitives (read, create, index append, list, delete); everything
-else — hashing, idempotent put, schema validation, corruption checks — lives here once, so
-the filesystem and memory stores behave the same (one contract test class runs on both).
+A backend implements ten primitives (load, create, refresh, index append, read and rewrite
+the type index, list, delete, node info; the abstract methods below); everything else —
+hashing, idempotent put, schema validation, corruption checks — lives here once, so the
+filesystem, memory and PostgreSQL stores behave the same (one contract test class,
+``tests/backend_contract.py``, runs on all three).
 """
 
 from __future__ import annotations
