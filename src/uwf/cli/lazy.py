@@ -22,19 +22,22 @@ command group) remembers. ``tests/test_cli_lazy.py`` checks that the lazy tree p
 same help as Typer's eager one, and the table's help against the real commands.
 """
 
+from __future__ import annotations  # no command is defined here (tests/test_startup.py)
+
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-# name -> ("module:attribute", one-line help); the attribute is an App (a command group) or a
-# command function
-Table = Mapping[str, tuple[str, str]]
-Function = TypeVar("Function", bound=Callable[..., Any])
-# builds one click command, given the help's markup mode of the root
-Builder = Callable[[Any], Any]
+if TYPE_CHECKING:  # annotations only (postponed): nothing to build at start-up
+    # name -> ("module:attribute", one-line help); the attribute is an App (a command group)
+    # or a command function
+    Table = Mapping[str, tuple[str, str]]
+    Function = TypeVar("Function", bound=Callable[..., Any])
+    # builds one click command, given the help's markup mode of the root
+    Builder = Callable[[Any], Any]
 
 
 class HelpInstead(Exception):
