@@ -15,12 +15,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import xxhash
 
+from conftest import reap
 from rootfiles import put_unchecked
 from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo, Waiting
 from uwf.cas import codec, ops
@@ -700,6 +702,14 @@ except (Busy, Conflict) as exc:
 class SharedBackendContract(BackendContract):
     """What a backend shared by processes must guarantee (the filesystem, PostgreSQL)."""
 
+    @pytest.fixture(autouse=True)
+    def _reap_holders(self) -> Iterator[None]:
+        """The lock holders a test started, ended and their pipes closed after it."""
+        self.holders: list[subprocess.Popen[str]] = []
+        yield
+        for proc in self.holders:
+            reap(proc)
+
     @pytest.fixture
     def spec(self) -> str:
         """What ``uwf.backend.open_backend`` takes to open this same backend elsewhere."""
@@ -770,6 +780,7 @@ class SharedBackendContract(BackendContract):
             stdout=subprocess.PIPE,
             text=True,
         )
+        self.holders.append(proc)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         return proc
 
@@ -820,6 +831,7 @@ class SharedBackendContract(BackendContract):
             stdout=subprocess.PIPE,
             text=True,
         )
+        self.holders.append(proc)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         return proc
 

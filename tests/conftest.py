@@ -112,6 +112,17 @@ def spawn_uwf(*args: str) -> subprocess.Popen[str]:
     )
 
 
+def reap(proc: subprocess.Popen[Any]) -> None:
+    """End a process a test started (killed if it still runs) and close its pipes: warnings
+    are errors, an unclosed pipe included."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def read_terminal(primary: int) -> bytes:
     """Everything a pseudo-terminal's other side wrote, until it is quiet for 0.5 s or closed."""
     import select

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal
+import pytest
+
+from conftest import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal, reap
 from uwf.backend.fs import FsBackend
 from uwf.engine.views.follow import Follower
 
@@ -22,15 +25,27 @@ def slow(*outputs: str) -> list[dict[str, Any]]:
     return [{"output": o, "sleep": SLOW} for o in outputs]
 
 
+SPAWNED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _reap_spawned() -> Iterator[None]:
+    yield
+    while SPAWNED:
+        reap(SPAWNED.pop())
+
+
 def spawn(*args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [str(BIN / "uwf"), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    SPAWNED.append(proc)
+    return proc
 
 
 def read_line(proc: subprocess.Popen[str]) -> str:
