@@ -448,6 +448,27 @@ class BackendContract:
             backend.threads.move(_thread(1), a, b)
         assert err.value.message == f"thread not active: {_thread(1)} (status: killed)"
 
+    def test_move_to_a_node_that_is_not_stored_is_refused(self, backend: Backend) -> None:
+        """A head always names a stored node (docs/format.md, "Thread state"); the thread's
+        own state is reported first: not active, then a stale expected head."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        ghost = NodeHash(missing_hash(backend.nodes))
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="kept"))
+        backend.threads.wait(t, Waiting("reviewer", 1, a))
+        with pytest.raises(NotFound) as err:
+            backend.threads.move(t, a, ghost)
+        assert err.value.message == f"CAS node not found: {ghost}"
+        assert backend.threads.get(t) == ActiveThread(
+            t, a, ThreadInfo(task="kept"), Waiting("reviewer", 1, a)
+        )  # nothing changed, the wait included
+        with pytest.raises(Conflict):
+            backend.threads.move(t, b, ghost)
+        with pytest.raises(NotActive):
+            backend.threads.move(_thread(9), a, ghost)
+        backend.threads.move(t, a, b)
+        assert backend.threads.head(t) == b
+
     def test_archive_moves_a_thread_to_the_history(self, backend: Backend) -> None:
         a, wf = _chain_node(backend, "a"), _chain_node(backend, "wf")
         t, u = _thread(1), _thread(2)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from uwf.backend import base
 from uwf.backend.base import Backend, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import NotActive, NotFound, UwfError
+from uwf.util.errors import NotFound, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
 
 
@@ -52,7 +53,7 @@ def not_active(backend: Backend, thread: ThreadId) -> UwfError:
     entry = backend.threads.history_entry(thread)
     if entry is None:
         return NotFound(f"thread not found: {thread}")
-    return NotActive(f"thread not active: {thread} (status: {entry.status})")
+    return base.not_active(thread, entry)
 
 
 def require_active(backend: Backend, thread: str) -> tuple[ThreadId, NodeHash]:
