@@ -848,7 +848,7 @@ CASES: list[Case] = [
         "note",
         "cas put {text} 42",
         1,
-        "error: payload does not match schema {text}: 42 is not of type 'string'",
+        "error: payload does not match schema {text}: expected a string, got an integer",
     ),
     case(
         "cas-put-bad-schema",

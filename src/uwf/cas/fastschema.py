@@ -33,6 +33,7 @@ _ANNOTATIONS = frozenset(
         "deprecated",
         "readOnly",
         "writeOnly",
+        "x-expected",  # uwf's words for what a schema expects (uwf.cas.wording.EXPECTED)
     }
 )
 

@@ -97,7 +97,9 @@ def _retyped_outputs(
         if node is None or node.type == meta:
             continue  # the same schema (or a missing node, which `cas verify` reports)
         schema_node = store.get(meta)
-        problems = schema.validate(schema_node.payload, node.payload, meta) if schema_node else []
+        problems = (
+            schema.field_problems(schema_node.payload, node.payload, meta) if schema_node else []
+        )
         if problems:
             raise InvalidInput(
                 f"cannot fork onto workflow {_name(workflow)} ({target}): the output of step "
