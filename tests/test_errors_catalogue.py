@@ -535,7 +535,8 @@ CASES: list[Case] = [
         "config-list",
         "thread step {thread}",
         1,
-        "error: invalid config.yaml: config.agents must be a mapping",
+        "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
+        "{command, args}, got a list",
     ),
     case(
         "step-config-alias-bomb",
@@ -990,8 +991,8 @@ CASES: list[Case] = [
         "config-list",
         "setup --provider p --base-url http://x --api-key k --model m",
         1,
-        "error: invalid config.yaml: config.agents must be a mapping (fix or remove "
-        "{root}/config.yaml)",
+        "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
+        "{command, args}, got a list (fix or remove {root}/config.yaml)",
     ),
     case(
         "setup-key-not-utf8",

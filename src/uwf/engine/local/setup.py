@@ -204,7 +204,6 @@ def run_setup(
     cfg_file = config_path(root)
     with fsio.locked(cfg_file):
         doc = _read_config_doc(cfg_file)
-        _check_existing(doc, cfg_file)
         _merge_model(doc, provider, base_url, env_name, model)
         default_agent = choose_agent(doc, agent)
         parse_config(doc, root=root)  # never write what a later command would refuse
@@ -235,7 +234,6 @@ def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
     cfg_file = config_path(root)
     with fsio.locked(cfg_file):
         doc = _read_config_doc(cfg_file)
-        _check_existing(doc, cfg_file)
         chosen = choose_agent(doc, agent)
         parse_config(doc, root=root)
         fsio.atomic_write(cfg_file, _dump_yaml(doc).encode())
@@ -243,6 +241,7 @@ def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
 
 
 def _read_config_doc(path: Path) -> dict[str, Any]:
+    """The existing ``config.yaml``, checked: setup never replaces a wrong file silently."""
     data = fsio.read_bytes(path)
     if data is None or not data.strip():
         return {}
@@ -250,18 +249,12 @@ def _read_config_doc(path: Path) -> dict[str, Any]:
         doc = yamlio.load(data, source="config.yaml", path=path)
     except InvalidInput as exc:
         raise InvalidInput(f"invalid config.yaml: {exc.message} (fix or remove {path})") from None
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise InvalidInput(f"invalid config.yaml: root must be a mapping (fix or remove {path})")
-    return doc
-
-
-def _check_existing(doc: dict[str, Any], path: Path) -> None:
     try:
         parse_config(doc)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{exc.message} (fix or remove {path})") from None
+    except InvalidInput as exc:  # the path on the first line, before any problem lines
+        first, newline, rest = exc.message.partition("\n")
+        raise InvalidInput(f"{first} (fix or remove {path}){newline}{rest}") from None
+    return doc if isinstance(doc, dict) else {}
 
 
 def _merge_model(
