@@ -5,9 +5,9 @@ A problem is ``<where>: <what>``. ``<where>`` is a path a YAML author reads
 (``graph.reviewer.approved``, ``roles["b c"]``, ``args[1]``); ``<what>`` says what was
 expected, in words derived from the schema (``a positive integer``, ``a list of strings``),
 and what was found (``got a list``, ``got 0``). A schema may name what it expects in its own
-words with the annotation ``"x-expected"`` (uwf's own schemas do, e.g. ``"a mapping of role
-name -> role definition"``); validators ignore it. Pure: no import beyond the standard
-library, so the fast paths may use it.
+words with the annotation ``"x-expected"`` (``EXPECTED``; uwf's own schemas do, e.g. ``"a
+mapping of role name -> role definition"``); validators ignore it. Pure: it imports nothing
+that validates.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-#: The annotation a schema uses to name what it expects, in a user's words.
-EXPECTED = "x-expected"
+from uwf.cas.fastschema import EXPECTED
 
 _SEG_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
 

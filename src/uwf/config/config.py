@@ -22,7 +22,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from uwf.cas import wording
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput, UwfError
 
@@ -194,6 +193,8 @@ def problems(raw: Any, schema: dict[str, Any] | None = None) -> list[str]:
         found = field_problems(schema, raw)
     timeout = raw.get("agentTimeout") if isinstance(raw, dict) else None
     if isinstance(timeout, float) and not math.isfinite(timeout):  # JSON has no NaN to refuse
+        from uwf.cas import wording
+
         what = wording.expected(CONFIG["properties"]["agentTimeout"])
         found.append(f"agentTimeout: expected {what}, got {wording.shown(timeout)}")
     return found

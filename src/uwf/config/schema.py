@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uwf.cas.wording import EXPECTED
+from uwf.cas.fastschema import EXPECTED
 
 
 def _text(what: str) -> dict[str, Any]:

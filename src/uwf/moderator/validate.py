@@ -37,8 +37,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import check_schema, problems
-from uwf.cas.wording import EXPECTED, where
+from uwf.cas.wording import where
 from uwf.moderator import graphcheck
 from uwf.moderator.problems import Problems, key_text, loc
 from uwf.protocol import schemas
