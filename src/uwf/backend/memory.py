@@ -10,7 +10,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from uwf.backend.base import (
@@ -34,7 +34,7 @@ from uwf.util.ulid import ThreadId, now_ms
 class MemoryStore(Store):
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
-        self._index: dict[str, dict[str, None]] = {}
+        self._index: dict[str, dict[NodeHash, None]] = {}
         self._last_put: dict[str, int] = {}  # later puts of existing nodes (gc's grace)
 
     def _exists(self, h: str) -> bool:
@@ -46,7 +46,7 @@ class MemoryStore(Store):
             return None
         return decode_node(h, node.as_dict())
 
-    def _create(self, h: str, node: Node) -> bool:
+    def _create(self, h: NodeHash, node: Node) -> bool:
         if h in self.nodes:
             return False
         self.nodes[h] = node
@@ -58,24 +58,24 @@ class MemoryStore(Store):
         self._last_put[h] = time.time_ns() // 1_000_000
         return True
 
-    def _index_add(self, type_hash: str, h: str) -> None:
+    def _index_add(self, type_hash: str, h: NodeHash) -> None:
         self._index.setdefault(type_hash, {})[h] = None
 
-    def index(self, type_hash: str) -> list[str]:
+    def index(self, type_hash: str) -> list[NodeHash]:
         return list(self._index.get(type_hash, {}))
 
-    def iter_hashes(self) -> Iterator[str]:
-        yield from sorted(self.nodes)
+    def iter_hashes(self) -> Iterator[NodeHash]:
+        yield from sorted(NodeHash(h) for h in self.nodes)
 
     def delete(self, h: str) -> int:
         node = self.nodes.pop(h, None)
         self._last_put.pop(h, None)
         return 0 if node is None else len(dumps(node.as_dict()))
 
-    def write_index(self, index: dict[str, list[str]]) -> None:
+    def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         self._index = {t: dict.fromkeys(hs) for t, hs in index.items()}
 
-    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+    def set_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         if hashes:
             self._index[type_hash] = dict.fromkeys(hashes)
         else:

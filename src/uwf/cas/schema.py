@@ -10,7 +10,7 @@ import functools
 from typing import Any
 
 from uwf.cas import codec, wording
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import InvalidInput
 
 META_SCHEMA: dict[str, Any] = {
@@ -25,7 +25,7 @@ META_SCHEMA: dict[str, Any] = {
 
 
 @functools.cache
-def meta_hash() -> str:
+def meta_hash() -> NodeHash:
     return codec.self_typed_hash(META_SCHEMA)
 
 

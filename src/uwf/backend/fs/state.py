@@ -125,7 +125,7 @@ class MappingFile:
 
 
 def _decode_hash(_key: str, raw: Any) -> NodeHash | None:
-    return NodeHash(raw) if is_hash(raw) else None
+    return raw if is_hash(raw) else None
 
 
 def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
@@ -144,19 +144,19 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
     if not isinstance(raw, dict):
-        return ActiveThread(ThreadId(key), NodeHash(raw)) if is_hash(raw) else None
+        return ActiveThread(ThreadId(key), raw) if is_hash(raw) else None
     head: Any = raw.get("head")
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
     task, waiting = raw.get("task"), raw.get("waiting")
     info = ThreadInfo(
-        NodeHash(workflow) if is_hash(workflow) else None,
+        workflow if is_hash(workflow) else None,
         task if isinstance(task, str) else None,
     )
     if waiting is not None:
-        waiting = _decode_waiting(waiting, NodeHash(head))
-    return ActiveThread(ThreadId(key), NodeHash(head), info, waiting)
+        waiting = _decode_waiting(waiting, head)
+    return ActiveThread(ThreadId(key), head, info, waiting)
 
 
 def encode_thread(record: ActiveThread) -> Any:

@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from uwf.config.config import config_path, env_path, parse_config
@@ -35,13 +35,16 @@ from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import is_utf8
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import DefaultAgentSet, ModelCheck, SetupDone
+
 #: The agents uwf ships that setup can name by a short alias: alias -> command.
 SHIPPED_AGENTS = {"builtin": "uwf-builtin", "hermes": "uwf-hermes"}
 DEFAULT_AGENT = "builtin"
 MODEL_ALIAS = "default"
 
 # A model check: (base_url, api_key, model) -> {"ok": True} or {"ok": False, "error": "..."}.
-Check = Callable[[str, str, str], dict[str, Any]]
+Check = Callable[[str, str, str], "ModelCheck"]
 
 _COMMAND_NAME = re.compile(r"^[A-Za-z0-9._+/~-]+$")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
@@ -146,7 +149,7 @@ def validate_inputs(
 
 def check_model(
     base_url: str, api_key: str, model: str, timeout: float | None = None
-) -> dict[str, Any]:
+) -> ModelCheck:
     """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line."""
     from uwf.adapters import llm
 
@@ -187,7 +190,7 @@ def run_setup(
     model: str,
     agent: str | None = None,
     check: Check | None = None,
-) -> dict[str, Any]:
+) -> SetupDone:
     """Merge the settings into ``config.yaml`` and ``.env``, then check the model.
 
     ``api_key`` may be empty for a provider that needs none (:func:`needs_key`). A failed
@@ -214,7 +217,7 @@ def run_setup(
         with fsio.locked(env_file):
             write_env_var(env_file, env_name, api_key)
 
-    validation = check(base_url, api_key, model) if check is not None else {"ok": True}
+    validation: ModelCheck = check(base_url, api_key, model) if check is not None else {"ok": True}
     return {
         "configPath": str(cfg_file),
         "envPath": str(env_file) if env_name is not None else None,
@@ -225,7 +228,7 @@ def run_setup(
     }
 
 
-def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
+def set_default_agent(root: Path, agent: str) -> DefaultAgentSet:
     """``uwf setup --default-agent NAME``: change ``defaultAgent`` (adding its alias if
     needed) and nothing else."""
     if not agent.strip():
