@@ -11,8 +11,8 @@ A key is ``NotRequired`` when a command prints it only sometimes (``thread show`
 output, a detail) are ``Any``.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: Python 3.11 reads ``NotRequired`` (the
+# types' __required_keys__) only from annotations that are evaluated.
 from typing import Any, NotRequired, TypedDict
 
 from uwf.util.base32 import NodeHash
