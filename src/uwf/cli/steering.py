@@ -3,7 +3,7 @@ steering a thread by hand (docs/agents.md, "People as roles"). Registered on the
 group by ``uwf.cli.thread``."""
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,9 +23,10 @@ from uwf.util.errors import InvalidInput, UsageError
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
+    from uwf.util.outputs import ForkedEdited
 
 
-def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> dict[str, Any]:
+def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> "ForkedEdited":
     """``thread fork --output FILE`` or ``--edit``: the new thread, or an error."""
     from uwf.engine.threads import steer
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from uwf.backend import base
 from uwf.backend.base import Backend, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import NotActive, NotFound, UwfError
+from uwf.util.errors import NotFound, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import WaitingShown
 
 
 class ThreadRef(NamedTuple):
@@ -28,10 +32,11 @@ def active_status(waiting: Waiting | None, running: bool) -> str:
     return "running" if running else "waiting" if waiting is not None else "idle"
 
 
-def waiting_json(waiting: Waiting) -> dict[str, object]:
+def waiting_json(waiting: Waiting) -> WaitingShown:
     """What ``thread show`` and ``thread list`` say of a wait: ``{role, since, reason?}``."""
-    out = waiting.as_json()
-    del out["head"]
+    out: WaitingShown = {"role": waiting.role, "since": waiting.since}
+    if waiting.reason:
+        out["reason"] = waiting.reason
     return out
 
 
@@ -52,7 +57,7 @@ def not_active(backend: Backend, thread: ThreadId) -> UwfError:
     entry = backend.threads.history_entry(thread)
     if entry is None:
         return NotFound(f"thread not found: {thread}")
-    return NotActive(f"thread not active: {thread} (status: {entry.status})")
+    return base.not_active(thread, entry)
 
 
 def require_active(backend: Backend, thread: str) -> tuple[ThreadId, NodeHash]:

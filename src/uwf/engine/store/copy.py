@@ -11,7 +11,7 @@ head, archived on one side only with other heads) is reported, never overwritten
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo
 from uwf.cas.schema import meta_hash
@@ -19,10 +19,13 @@ from uwf.cas.store import Store
 from uwf.util.errors import UwfError
 from uwf.util.ulid import ThreadId
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import CopyCounts, StoreCopied
+
 BATCH = 500
 
 
-def _copy_nodes(src: Store, dst: Store, progress: Callable[[str], None]) -> dict[str, int]:
+def _copy_nodes(src: Store, dst: Store, progress: Callable[[str], None]) -> CopyCounts:
     hashes = list(src.iter_hashes())
     copied = 0
     for start in range(0, len(hashes), BATCH):
@@ -55,7 +58,7 @@ def _latest(entries: list[HistoryEntry]) -> dict[ThreadId, HistoryEntry]:
     return out
 
 
-def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int]:
+def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
     copied = present = 0
     theirs = _latest(dst.threads.history())
     for thread, entry in _latest(src.threads.history()).items():
@@ -77,7 +80,7 @@ def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> dict[str, in
     return {"copied": copied, "present": present}
 
 
-def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int]:
+def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
     copied = present = 0
     for record in src.threads.active():
         theirs = dst.threads.get(record.thread)
@@ -97,7 +100,7 @@ def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int
     return {"copied": copied, "present": present}
 
 
-def _copy_registry(src: Backend, dst: Backend) -> dict[str, int]:
+def _copy_registry(src: Backend, dst: Backend) -> CopyCounts:
     copied = present = 0
     theirs = dst.registry.read()
     for name, h in src.registry.read().items():
@@ -135,17 +138,21 @@ def verify_copy(src: Backend, dst: Backend) -> list[str]:
 
 def copy_store(
     src: Backend, dst: Backend, progress: Callable[[str], None] = lambda _: None
-) -> dict[str, Any]:
+) -> StoreCopied:
     """Copy FROM into TO, then verify; the counts, or UwfError naming what differs."""
     if src.name == dst.name:
         raise UwfError(f"store copy: FROM and TO are the same store: {src.name}")
     dst.init()
     differ: list[str] = []
-    out: dict[str, Any] = {"from": src.name, "to": dst.name}
-    out["nodes"] = _copy_nodes(src.nodes, dst.nodes, progress)
-    out["registry"] = _copy_registry(src, dst)
-    out["history"] = _copy_history(src, dst, differ)
-    out["threads"] = _copy_active(src, dst, differ)
+    out: StoreCopied = {
+        "from": src.name,
+        "to": dst.name,
+        "nodes": _copy_nodes(src.nodes, dst.nodes, progress),
+        "registry": _copy_registry(src, dst),
+        "history": _copy_history(src, dst, differ),
+        "threads": _copy_active(src, dst, differ),
+        "verified": False,
+    }
     if differ:
         shown = "; ".join(differ[:5]) + (
             f" (and {len(differ) - 5} more)" if len(differ) > 5 else ""
