@@ -325,7 +325,7 @@ def test_first_visit_with_history_has_a_summary_with_content() -> None:
     user = messages[1]["content"]
     assert user.startswith(f"## Task\n{TASK}\n\n## What Happened Since Your Last Turn\n\n")
     assert '### Step 1: planner\nOutput: {"status":"_","plan":"p"}\nAgent: uwf-builtin' in user
-    assert "#### Step Content\n\nThe plan body." in user
+    assert "#### Step Content\n\n```markdown\nThe plan body.\n```" in user
     assert user.endswith("## Moderator Instruction\n\nImplement it.")
 
 

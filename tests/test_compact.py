@@ -152,7 +152,7 @@ def test_a_300_step_thread_stays_within_the_budget(
     for n, (request, summary) in enumerate(requests, start=1):
         text = non_system(request)
         if summary is not None:  # the summary in force is in the request, in its section
-            assert f"{SUMMARY_HEADING}\n\n{summary}" in text, n
+            assert f"{SUMMARY_HEADING}\n\n```markdown\n{summary}\n```" in text, n
         if n > 1:  # and the step just before, as the last thing that happened
             before = "writer" if n % 2 == 0 else "reviewer"
             assert f"### Step {n - 1}: {before}" in request.body["messages"][-1]["content"], n

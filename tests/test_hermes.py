@@ -340,10 +340,11 @@ def test_reentry_with_a_lost_session_starts_over_with_the_full_prompt(
     [chat] = hermes.chats()
     assert len(chat.body["messages"]) == 2
     prompt = user_prompt(chat)
-    assert f"## Task\n{TASK}" in prompt  # the first-visit prompt, with the history's content
-    # …which, as in the reference, shows what happened since the role's last visit
-    assert "### Step 3: reviewer" in prompt and f"#### Step Content\n\n{REJECT}" in prompt
-    assert "### Step 1: planner" not in prompt
+    assert f"## Task\n{TASK}" in prompt  # the full prompt, with the history's content
+    # …which shows the whole thread: a new session remembers nothing, not even the plan
+    assert "### Step 3: reviewer" in prompt
+    assert "#### Step Content\n\n```markdown\nNeeds tests.\n```" in prompt
+    assert "### Step 1: planner" in prompt and "### Step 2: developer" in prompt
     steps = cli("thread", "steps", thread).json()["steps"]
     detail = details(cli, steps[-1]["hash"])
     assert detail["sessionId"] != lost

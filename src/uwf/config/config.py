@@ -84,6 +84,15 @@ class Config(NamedTuple):
     context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
     root: Path | None = None
+    # whether role prompts embed the uwf CLI reference: cliReference, and per workflow and
+    # role cliReferenceOverrides over it (docs/format.md, "config.yaml and .env")
+    cli_reference: bool = True
+    cli_reference_overrides: Mapping[str, Mapping[str, bool]] = _EMPTY
+
+    def wants_cli_reference(self, workflow: str, role: str) -> bool:
+        """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
+        found = self.cli_reference_overrides.get(workflow, _EMPTY).get(role)
+        return self.cli_reference if found is None else found
 
 
 def config_path(root: Path) -> Path:
@@ -165,7 +174,30 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         artifact_max_bytes=_positive(raw.get("artifactMaxBytes"), "artifactMaxBytes")
         or DEFAULT_ARTIFACT_MAX_BYTES,
         root=root,
+        cli_reference=_flag(raw.get("cliReference"), "config.cliReference", True),
+        cli_reference_overrides=MappingProxyType(_flag_overrides(raw, "cliReferenceOverrides")),
     )
+
+
+def _flag(value: Any, where: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        _fail(f"{where} must be true or false")
+    return value
+
+
+def _flag_overrides(raw: dict[str, Any], key: str) -> dict[str, Mapping[str, bool]]:
+    """``<workflow>: {<role>: true|false}`` (``cliReferenceOverrides``)."""
+    out: dict[str, Mapping[str, bool]] = {}
+    for workflow, roles in _mapping_or_null(raw, key).items():
+        where = f"config.{key}.{workflow}"
+        if not isinstance(roles, dict):
+            _fail(f"{where} must be a mapping of role to true or false")
+        out[str(workflow)] = MappingProxyType(
+            {str(role): _flag(flag, f"{where}.{role}", True) for role, flag in roles.items()}
+        )
+    return out
 
 
 def _fail(message: str) -> NoReturn:
