@@ -229,7 +229,8 @@ def test_compact_after_in_the_workflow(
 
     read = cli("thread", "read", thread)
     assert read.code == 0, read.err
-    assert f"## Summary of steps 1–6 `{steps[6].compact}`\n\n{model.summaries[1]}" in read.out
+    summary = f"```markdown\n{model.summaries[1]}\n```"  # fenced: a model wrote it
+    assert f"## Summary of steps 1–6 `{steps[6].compact}`\n\n{summary}" in read.out
     assert "## Step 7: writer" in read.out and "## Step 6:" not in read.out
     assert f"--full --before {steps[6].hash}" in read.out
     full = cli("thread", "read", thread, "--full", "--quota", "100000")

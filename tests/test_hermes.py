@@ -251,12 +251,15 @@ def test_solve_issue_end_to_end(
     read = cli_proc("thread", "read", thread, "--quota", "100000")
     assert read.code == 0, read.err
     for text in texts:
-        assert f"<output>\n{text}\n</output>" in read.out
+        # the output as frontmatter (its fields in YAML), then the content after it
+        frontmatter, content = text.split("\n---\n", 1)
+        status = frontmatter.splitlines()[1]
+        assert f"```markdown\n---\n{status}\n" in read.out and f"---\n{content}\n```" in read.out
     details_yaml = cli_proc("thread", "step-details", steps[3]["hash"])
     assert details_yaml.code == 0, details_yaml.err
     assert yaml.safe_load(details_yaml.out) == found[3]
     step_md = cli_proc("step", "read", steps[0]["hash"])
-    assert step_md.code == 0 and f"## Turn 1: assistant\n\n{PLAN}" in step_md.out
+    assert step_md.code == 0 and f"## Turn 1: assistant\n\n```markdown\n{PLAN}\n```" in step_md.out
     assert cli("thread", "show", thread).json()["status"] == "completed"
 
 

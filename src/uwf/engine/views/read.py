@@ -119,16 +119,23 @@ class _Blocks:
         )
 
 
+def output_yaml(output: Any) -> str:
+    """A structured output as YAML: its fields in block style, or (an output that is not a
+    mapping, written by another tool) its JSON, which YAML reads the same."""
+    from uwf.util.jsonfmt import dump_yaml, dumps
+
+    return dump_yaml(output) if isinstance(output, dict) else dumps(output) + "\n"
+
+
 def answer_text(output: Any, content: str | None) -> str:
     """A step's answer as its writer gave it: the structured output as a frontmatter block
-    (every field, in YAML), then the content without the frontmatter it may start with ("" for
+    (every field, in YAML; an output that is not a mapping as its JSON), then the content without the frontmatter it may start with ("" for
     neither). A step whose output node is missing shows its content only."""
     from uwf.util.frontmatter import body
-    from uwf.util.jsonfmt import dump_yaml
 
     parts = []
     if output not in ({}, None):
-        parts.append(f"---\n{dump_yaml(output)}---")
+        parts.append(f"---\n{output_yaml(output)}---")
     if content is not None and (text := body(content).strip("\n")):
         parts.append(text)
     return "\n".join(parts)
@@ -239,9 +246,9 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
         f"# Step {step_hash}\n\n**Role:** {step.role}\n"
         f"**Agent:** {one_line(str(step.payload.get('agent', '')))}"
     )
-    output = answer_text(chain.output_of(store, step), None)
-    if output:
-        head += f"\n\n**Output:**\n\n{fence(output, 'yaml')}"
+    output = chain.output_of(store, step)
+    if output not in ({}, None):
+        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     detail = step.payload.get("detail")
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")
