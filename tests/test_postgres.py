@@ -263,3 +263,29 @@ def test_cas_verify_reindex_and_gc_on_postgres(cli: Any, pg_url: str, scenario: 
     assert gc["collected"] == dry["collected"]
     assert cli(*store, "cas", "has", orphan).json() == {"exists": False}
     assert cli(*store, "cas", "verify").json()["ok"] is True
+
+
+def test_store_copy_leaves_a_registry_entry_that_differs_unless_asked(
+    cli: Any, root: Path, pg_url: str, tmp_path: Path
+) -> None:
+    """A registry entry naming another version in TO is a conflict, like a thread that
+    differs: reported and left as it is, unless --overwrite."""
+    assert cli("workflow", "put", EXAMPLES / "solve-issue.yaml").code == 0
+    ours = cli("workflow", "show", "solve-issue").json()["hash"]
+    other = tmp_path / "solve-issue.yaml"
+    text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
+    other.write_text(text.replace("Plan the work", "Plan the change"), encoding="utf-8")
+    theirs = cli("--store", pg_url, "workflow", "put", other).json()["hash"]
+    assert theirs != ours
+    refused = cli("store", "copy", str(root), pg_url)
+    assert (refused.code, refused.out) == (1, "")
+    assert refused.err.splitlines()[-1] == (
+        "error: store copy: TO differs from FROM, left as it is: registry entry solve-issue "
+        f"is {theirs} in TO, {ours} in FROM"
+    )
+    assert cli("--store", pg_url, "workflow", "show", "solve-issue").json()["hash"] == theirs
+    forced = cli("store", "copy", str(root), pg_url, "--overwrite")
+    assert forced.code == 0, forced.err
+    assert forced.json()["registry"] == {"copied": 1, "present": 0}
+    assert forced.json()["verified"] is True
+    assert cli("--store", pg_url, "workflow", "show", "solve-issue").json()["hash"] == ours

@@ -16,6 +16,7 @@ from pathlib import Path
 from uwf.backend.base import (
     ActiveThread,
     Backend,
+    Failure,
     HistoryEntry,
     Holder,
     Locks,
@@ -130,7 +131,16 @@ class MemoryThreads(ThreadTable):
             record = self._require(thread)
             if record.head != waiting.head:
                 raise self.conflict(thread, record.head, "wait", waiting.head)
-            self._active[thread] = ActiveThread(thread, record.head, record.info, waiting)
+            self._active[thread] = record._replace(waiting=waiting)
+
+    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
+        with self._mutex:
+            record = self._require(thread)
+            if record.head != failure.head:
+                raise self.conflict(thread, record.head, "fail", failure.head)
+            stored = failure.after(record.failure)
+            self._active[thread] = record._replace(failure=stored)
+            return stored
 
     def archive(
         self,

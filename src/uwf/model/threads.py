@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from uwf.backend.base import Backend, Waiting
+from uwf.backend.base import Backend, Failure, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotActive, NotFound, UwfError
@@ -20,12 +20,18 @@ class ThreadRef(NamedTuple):
     status: str
     workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
     waiting: Waiting | None = None  # an active thread whose agent deferred at this head
+    failure: Failure | None = None  # attempts that failed at this head since the last step
 
 
-def active_status(waiting: Waiting | None, running: bool) -> str:
+def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
     """An active thread's status: ``running`` while a step holds its lock, ``waiting`` when
-    its agent deferred the step (a person answers later), else ``idle``."""
-    return "running" if running else "waiting" if waiting is not None else "idle"
+    its agent deferred the step (a person answers later), ``failing`` when its last attempt
+    to step failed (docs/format.md, "Thread state"), else ``idle``."""
+    if running:
+        return "running"
+    if waiting is not None:
+        return "waiting"
+    return "failing" if failure is not None else "idle"
 
 
 def waiting_json(waiting: Waiting) -> dict[str, object]:
@@ -35,12 +41,22 @@ def waiting_json(waiting: Waiting) -> dict[str, object]:
     return out
 
 
+def failure_json(failure: Failure) -> dict[str, object]:
+    """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
+    code, at, attempts, since, role?, agent?, host?}`` (at the thread's head)."""
+    out = failure.as_json()
+    del out["head"]
+    return out
+
+
 def locate(backend: Backend, thread: str) -> ThreadRef:
     """The head of an active or archived thread (active wins when in both)."""
     tid = check_thread_id(thread)
     record = backend.threads.get(tid)
     if record is not None:
-        return ThreadRef(tid, record.head, True, "active", record.info.workflow, record.waiting)
+        return ThreadRef(
+            tid, record.head, True, "active", record.info.workflow, record.waiting, record.failure
+        )
     entry = backend.threads.history_entry(tid)
     if entry is not None:
         return ThreadRef(tid, entry.head, False, entry.status, entry.workflow)

@@ -15,6 +15,7 @@ from uwf.model import chain, cost
 from uwf.model.threads import (
     ThreadRef,
     active_status,
+    failure_json,
     locate,
     require_active,
     waiting_json,
@@ -28,7 +29,8 @@ from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import new_thread_id, now_ms, timestamp_ms
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", "waiting", *HISTORY_STATUSES)
+LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
+ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
 TASK_LINE = 100  # characters of a task's first line recorded for listings
 
 
@@ -72,8 +74,8 @@ def start(
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]:
-    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, and
-    ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
+    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, ``failure``
+    and ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
     node reads, whatever the length: the cost is the total the head's detail records
     (docs/format.md, "Cost"). ``full`` adds ``chain``: the StartNode and every step, oldest
     first, as ``thread steps`` lists them (this walks the whole chain)."""
@@ -84,7 +86,7 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]
     status = ref.status
     holder = backend.locks.holder(ref.thread) if ref.active else None
     if ref.active:
-        status = active_status(ref.waiting, holder is not None)
+        status = active_status(ref.waiting, holder is not None, ref.failure)
     out: dict[str, Any] = {
         "workflow": ref.workflow or start.workflow,
         "thread": ref.thread,
@@ -95,6 +97,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]
     }
     if ref.waiting is not None and ref.active:
         out["waiting"] = waiting_json(ref.waiting)
+    if ref.failure is not None and ref.active:
+        out["failure"] = failure_json(ref.failure)
     if holder is not None and holder.background:
         out["background"] = {
             k: v for k, v in holder.as_json().items() if k in ("pid", "host", "since", "log")
@@ -113,7 +117,7 @@ def _parse_statuses(value: str | None) -> set[str] | None:
         return None
     text = value.strip()
     if text == "active":
-        return {"idle", "running", "waiting"}
+        return set(ACTIVE_STATUSES)
     parts = [p.strip() for p in text.split(",")]
     for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
@@ -151,10 +155,12 @@ def _active_items(backend: Backend, starts: _Starts) -> list[dict[str, Any]]:
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
             workflow, task = start.workflow, task or task_line(start.prompt)
-        status = active_status(record.waiting, record.thread in running)
+        status = active_status(record.waiting, record.thread in running, record.failure)
         item = _item(record.thread, workflow, record.head, status, task)
         if record.waiting is not None:
             item["waiting"] = waiting_json(record.waiting)
+        if record.failure is not None:
+            item["failure"] = failure_json(record.failure)
         items.append(item)
     return items
 

@@ -129,7 +129,7 @@ def output_yaml(output: Any) -> str:
 
 def answer_text(output: Any, content: str | None) -> str:
     """A step's answer as its writer gave it: the structured output as a frontmatter block
-    (every field, in YAML; an output that is not a mapping as its JSON), then the content without the frontmatter it may start with ("" for
+    (``output_yaml``), then the content without the frontmatter it may start with ("" for
     neither). A step whose output node is missing shows its content only."""
     from uwf.util.frontmatter import body
 

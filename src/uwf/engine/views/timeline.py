@@ -106,7 +106,7 @@ def timeline(
         boundary = record["timestamp"]
     status = ref.status
     if ref.active:
-        status = active_status(ref.waiting, backend.locks.is_running(ref.thread))
+        status = active_status(ref.waiting, backend.locks.is_running(ref.thread), ref.failure)
     return {
         "thread": thread,
         "workflow": start.workflow,
