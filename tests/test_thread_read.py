@@ -4,8 +4,8 @@ last-assistant-content helper.
 Threads are run for real with ``uwf-mock``: the mock stores one assistant turn holding the raw
 output, and its frontmatter holds only ``status``, so the fenced **Output:** block (the
 structured output as frontmatter, then the content) is the raw output verbatim and its length
-is set by padding the body. Chains the mock cannot produce (details without turns, tool turns, missing nodes) are
-written with the store API.
+is set by padding the body. Chains the mock cannot produce (details without turns, tool turns,
+missing nodes) are written with the store API.
 """
 
 from __future__ import annotations
