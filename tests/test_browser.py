@@ -301,7 +301,5 @@ def test_failing_and_waiting_threads_say_why(
     page.goto(f"{server}thread/{waiting}")
     said = page.locator("#waiting").inner_text()
     assert "Waits for reviewer since " in said and ": no terminal." in said
-    assert (
-        f'uwf thread answer {waiting} --status approved|rejected --set comments=… -m "…"' in said
-    )
+    assert f'uwf thread answer {waiting} --status approved|rejected --set comments=… -m "…"' in said
     only_local(page.requests, server)
