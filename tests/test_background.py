@@ -260,8 +260,8 @@ def test_kill_during_a_run_ends_it(
     [
         (["--dry-run"], 2, "--background cannot be combined with --dry-run or --wait"),
         (["--wait"], 2, "--background cannot be combined with --dry-run or --wait"),
-        (["-c", "0"], 1, "--count must be a positive integer, got: 0"),
-        (["--timeout", "0"], 1, "--timeout must be a positive number of seconds, got: 0.0"),
+        (["-c", "0"], 2, "--count must be a positive integer, got: 0"),
+        (["--timeout", "0"], 2, "--timeout must be a positive number of seconds, got: 0.0"),
     ],
 )
 def test_background_refusals(

@@ -29,7 +29,7 @@ from rootfiles import RootFiles, open_store
 from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 
-STATUSES = "idle, running, waiting, completed, killed, max_rounds, active"
+STATUSES = "idle, running, waiting, failing, completed, killed, max_rounds, active"
 
 
 def jan(day: int) -> int:
@@ -379,7 +379,7 @@ def test_task_and_creation_time(cli: Any, cli_proc: Any, root: Path, solve_issue
     assert listed[forked["thread"]] == "second"  # a fork records its task too
 
 
-# -- bad options: one exact line, exit 1 -----------------------------------------------------
+# -- bad options: one exact line, exit 2 (a time that does not parse: 1) ----------------
 
 
 @pytest.mark.parametrize(
@@ -409,7 +409,8 @@ def test_bad_options(
 ) -> None:
     before = snapshot(root)
     r = cli("thread", "list", *args)
-    assert (r.code, r.out, r.err) == (1, "", f"error: {message}\n")
+    usage = args[0] != "--after" and args[0] != "--before"  # a bad option value: exit 2
+    assert (r.code, r.out, r.err) == (2 if usage else 1, "", f"error: {message}\n")
     assert snapshot(root) == before
 
 

@@ -149,7 +149,7 @@ def list_(
 
     skip_n = as_count(skip)
     if skip_n is None:
-        raise InvalidInput("--skip must be a non-negative integer")
+        raise UsageError("--skip must be a non-negative integer")
     take_n = None
     if take is not None:
         take_n = as_positive_int(take) or 0  # 0: refused by list_threads

@@ -35,9 +35,9 @@ from uwf.util.errors import (
     Busy,
     Conflict,
     Interrupted,
-    InvalidInput,
     NotActive,
     Stopped,
+    UsageError,
     UwfError,
     exit_code,
 )
@@ -79,8 +79,10 @@ def hold(
 
 
 def check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):  # refuses nan too
-        raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
+    """``--timeout``: a positive, finite number of seconds (nan refused too), else a usage
+    error (exit 2)."""
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+        raise UsageError(f"--timeout must be a positive number of seconds, got: {timeout}")
 
 
 def dry_run(

@@ -23,7 +23,7 @@ from uwf.model.threads import (
 )
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.errors import InvalidInput, UsageError, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import new_thread_id, now_ms, timestamp_ms
@@ -122,7 +122,7 @@ def _parse_statuses(value: str | None) -> set[str] | None:
     for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
             allowed = ", ".join((*LIST_STATUSES, "active"))
-            raise InvalidInput(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
+            raise UsageError(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
     return set(parts)
 
 
@@ -223,9 +223,9 @@ def list_threads(
     """
     wanted = _parse_statuses(status)
     if skip < 0:
-        raise InvalidInput("--skip must be a non-negative integer")
+        raise UsageError("--skip must be a non-negative integer")
     if take is not None and take < 1:
-        raise InvalidInput("--take must be a positive integer")
+        raise UsageError("--take must be a positive integer")
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
