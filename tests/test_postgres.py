@@ -289,3 +289,34 @@ def test_store_copy_leaves_a_registry_entry_that_differs_unless_asked(
     assert forced.json()["registry"] == {"copied": 1, "present": 0}
     assert forced.json()["verified"] is True
     assert cli("--store", pg_url, "workflow", "show", "solve-issue").json()["hash"] == ours
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgressql://uwf:secret@db/uwf",  # a typo
+        "mysql://uwf@db/uwf",
+        "postgresql+asyncpg://uwf@db/uwf",  # another driver's spelling
+        "file:///tmp/store",
+    ],
+)
+def test_a_store_url_uwf_cannot_open_is_an_error(cli_proc: Any, tmp_path: Path, url: str) -> None:
+    """Not a directory named after the URL (a fleet with a typo used to idle forever)."""
+    scheme = url.split("://")[0]
+    for args, env in ((["--store", url], {}), ([], {"UWF_STORE": url})):
+        r = cli_proc(*args, "workflow", "put", EXAMPLES / "solve-issue.yaml", env=env)
+        assert (r.code, r.out) == (1, "")
+        assert r.err == (
+            f"error: cannot open the store {url.replace(':secret@', ':***@')}: unknown URL "
+            f"scheme {scheme}:// (a store is a directory path, or a PostgreSQL URL: "
+            "postgresql://, postgres://, postgresql+psycopg://)\n"
+        )
+    assert list(Path.cwd().iterdir()) == []  # nothing created where uwf runs
+
+
+def test_sqlalchemy_spelling_of_the_url_is_accepted(cli: Any, pg_url: str) -> None:
+    alias = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    put = cli("--store", alias, "workflow", "put", EXAMPLES / "solve-issue.yaml")
+    assert put.code == 0, put.err
+    assert cli("--store", pg_url, "workflow", "list").json()[0]["name"] == "solve-issue"
+    assert cli("--store", alias, "store", "init").json()["store"] == shown(pg_url)
