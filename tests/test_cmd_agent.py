@@ -23,6 +23,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from rootfiles import step_state
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE
 
 TASK = "Fix the login bug"
@@ -53,12 +54,9 @@ def workflow_file() -> Any:
     return yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text())
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 class Recorder:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from conftest import BIN, EXAMPLES, REPO, Result, take_snapshot
-from rootfiles import RootFiles, open_store
+from rootfiles import RootFiles, open_store, without_failures
 from uwf.cas import codec
 from uwf.protocol import schemas
 from uwf.util.yamlio import MAX_BYTES
@@ -1063,23 +1063,6 @@ def _state(root: Path) -> dict[str, bytes]:
     return take_snapshot(root)
 
 
-def _without_failures(data: bytes | None) -> Any:
-    """threads.yaml without the threads' last failures: a failed step records one (docs/
-    format.md, "Thread state"), and that is the only change it may make."""
-    if data is None:
-        return None
-    records = {}
-    for line in data.decode("utf-8").splitlines():
-        if not line.startswith('"'):
-            continue
-        ((thread, value),) = json.loads("{" + line + "}").items()
-        if isinstance(value, dict):
-            value.pop("failure", None)
-            value = value["head"] if list(value) == ["head"] else value
-        records[thread] = value
-    return records
-
-
 def _same_state(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
     """What changed, ignoring new empty lock files (coordination, not state) and the last
     failure a failed step records in threads.yaml."""
@@ -1089,7 +1072,7 @@ def _same_state(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
         if after.get(k) != before[k]
         and not (
             k.endswith("threads.yaml")
-            and _without_failures(after.get(k)) == _without_failures(before[k])
+            and without_failures(after.get(k)) == without_failures(before[k])
         )
     ]
     added = [k for k in after if k not in before and not (k.endswith(".lock") and after[k] == b"")]

@@ -32,6 +32,7 @@ import yaml
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, Result
 from hermes_home import MODEL, hermes_missing_reason, use_home, write_hermes_config
 from llm_server import LLMServer, RecordedRequest
+from rootfiles import step_state
 
 _MISSING = hermes_missing_reason()
 if _MISSING is not None:  # CI installs hermes-agent (the `hermes` extra): these tests run there
@@ -106,12 +107,9 @@ def thread(new_thread: Any) -> str:
     return str(new_thread(TASK))
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 def session_cache(root: Path) -> dict[str, str]:

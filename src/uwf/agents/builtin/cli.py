@@ -12,6 +12,7 @@ from uwf.agents.builtin.tools import COMMAND_TIMEOUT
 from uwf.util.errors import UsageError
 from uwf.util.numbers import positive_int, positive_seconds
 
+CORRECTIONS = runner.MAX_CORRECTIONS
 USAGE = (
     "usage: uwf-builtin [--model ALIAS] [--allow-outside] [--command-timeout S] "
     "[--http-timeout S] [--max-turns N] <thread-id> <role>"
@@ -31,7 +32,9 @@ options:
   --command-timeout S    seconds before run_command kills a command (default {COMMAND_TIMEOUT:g})
   --http-timeout S       seconds to wait for each model call (default ${TIMEOUT_ENV},
                          else {AGENT_TIMEOUT:g})
-  --max-turns N          model calls per step (default {MAX_TURNS})
+  --max-turns N          model calls of the tool loop per step, nudges included
+                         (default {MAX_TURNS}); after it, at most {CORRECTIONS} corrections
+                         and one LLM extract (one call each)
   -h, --help             print this help and exit
 """
 
