@@ -455,6 +455,20 @@ def test_every_agent_has_help(cli_proc: Any, prog: str) -> None:
         assert "--help" in r.out
 
 
+@pytest.mark.parametrize("prog", ["uwf-builtin", "uwf-human"])
+def test_missing_arguments_are_a_usage_error_naming_the_agent(cli_proc: Any, prog: str) -> None:
+    usage = f"error: usage: {prog} <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)\n"
+    for args in ([], ["01ARZ3NDEKTSV4RRFFQ69G5FAV"]):
+        r = cli_proc(*args, prog=prog)
+        assert (r.code, r.out, r.err) == (2, "", usage)
+    named = cli_proc("--thread", "01ARZ3NDEKTSV4RRFFQ69G5FAV", prog=prog)
+    assert (named.code, named.err) == (
+        2,
+        f"error: usage: {prog} <thread-id> <role>  |  "
+        f"{prog} --thread <id> --role <role> --prompt <text>\n",
+    )
+
+
 def test_help_describes_the_command(cli_proc: Any) -> None:
     out = cli_proc("--help", prog="uwf-cmd").out
     for word in ("{prompt}", "{thread}", "{role}", "$UWF_THREAD", "stdin", "stderr"):

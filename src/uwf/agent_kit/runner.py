@@ -19,7 +19,7 @@ from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
-from uwf.util.errors import Interrupted, UwfError, report
+from uwf.util.errors import Interrupted, UsageError, UwfError, report
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
@@ -57,8 +57,9 @@ class Agent(Protocol):
         ...
 
 
-def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
-    """``<thread-id> <role>`` (edge prompt in UWF_EDGE_PROMPT) or the v0.5.0 named form."""
+def parse_args(argv: Sequence[str], label: str = "<agent>") -> tuple[str, str, str]:
+    """``<thread-id> <role>`` (edge prompt in UWF_EDGE_PROMPT) or the v0.5.0 named form; a
+    usage error (exit 2) naming the agent (``label``) otherwise."""
     args = list(argv)
     if "--thread" in args or "--role" in args:
         named: dict[str, str] = {}
@@ -68,13 +69,13 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
                 if i + 1 < len(args):
                     named[flag] = args[i + 1]
         if not named.get("--thread") or not named.get("--role"):
-            raise UwfError(
-                "usage: <agent> <thread-id> <role>  |  "
-                "<agent> --thread <id> --role <role> --prompt <text>"
+            raise UsageError(
+                f"usage: {label} <thread-id> <role>  |  "
+                f"{label} --thread <id> --role <role> --prompt <text>"
             )
         return named["--thread"], named["--role"], named.get("--prompt", "")
     if len(args) != 2:
-        raise UwfError("usage: <agent> <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)")
+        raise UsageError(f"usage: {label} <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)")
     return args[0], args[1], os.environ.get("UWF_EDGE_PROMPT", "")
 
 
@@ -243,7 +244,7 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
     from uwf.backend import open_backend
     from uwf.config.config import apply_dotenv
 
-    thread, role, edge_prompt = parse_args(argv)
+    thread, role, edge_prompt = parse_args(argv, agent.label)
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
@@ -262,7 +263,8 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
 
 
 def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
-    """Console-script entry: print the StepNode hash, or one error line and exit 1."""
+    """Console-script entry: print the StepNode hash, or one error line and exit 1 (2 for
+    bad usage)."""
     from uwf.util.signals import interrupt_on_signals
 
     try:
