@@ -420,6 +420,16 @@ CASES: list[Case] = [
     case(
         "start-unknown", "workflow", "thread start nope -p x", 1, "error: workflow not found: nope"
     ),
+    *[
+        case(
+            f"start-empty-task-{n}",
+            "workflow",
+            ["thread", "start", "solve-issue", "-p", task],
+            1,
+            "error: the task is empty: give it with -p TEXT, or -p - to read it from stdin",
+        )
+        for n, task in enumerate(["", "  \n\t "])
+    ],
     case(
         "start-empty-id",
         "workflow",

@@ -56,6 +56,8 @@ def start(
         raise InvalidInput("prompt is not UTF-8 text") from None
     if size > MAX_PROMPT_BYTES:
         raise InvalidInput(f"prompt is too large: {size} bytes (limit {MAX_PROMPT_BYTES})")
+    if not prompt.strip():
+        raise InvalidInput("the task is empty: give it with -p TEXT, or -p - to read it from stdin")
     if max_rounds is not None and max_rounds < 1:
         raise InvalidInput(f"--max-rounds must be a positive integer, got: {max_rounds}")
     wf_hash = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
