@@ -18,8 +18,6 @@ import pytest
 
 from conftest import BIN
 
-SHELL_DETECTION_OFF = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
-
 
 def env(**extra: str) -> dict[str, str]:
     out = dict(os.environ)
@@ -141,12 +139,25 @@ def test_install_completion_for_each_shell(
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    result = cli_proc("--install-completion", shell, env={"HOME": str(home), **SHELL_DETECTION_OFF})
+    result = cli_proc("--install-completion", shell, env={"HOME": str(home)})
     assert result.code == 0, result.err
-    # (Typer names the shell "Shells.zsh" on this path, which only its test variable opens)
-    assert result.out.splitlines()[0].endswith(f"completion installed in {home / files[-1]}")
+    assert result.out.splitlines()[0] == f"{shell} completion installed in {home / files[-1]}"
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()) == sorted(files)
     assert f"_UWF_COMPLETE=complete_{shell}" in (home / files[-1]).read_text()
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish", "bash"])
+def test_show_completion_prints_the_script_of_the_shell_named(shell: str) -> None:
+    """In bash, `--show-completion zsh` is zsh's script (the argument used to be ignored)."""
+    script = in_bash(f"uwf --show-completion {shell}")
+    assert f"_UWF_COMPLETE=complete_{shell}" in script
+    assert script.startswith("#compdef uwf") is (shell == "zsh")
+
+
+def test_show_completion_of_an_unknown_shell(cli_proc: Any) -> None:
+    result = cli_proc("--show-completion", "tcsh")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == "error: unknown shell: tcsh (one of: bash, zsh, fish, powershell, pwsh)\n"
 
 
 def test_install_completion_detects_bash(tmp_path: Path) -> None:

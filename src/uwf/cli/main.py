@@ -147,8 +147,35 @@ def root_command(argv: list[str]) -> Any:
     return command
 
 
+COMPLETION_OPTIONS = ("--show-completion", "--install-completion")
+
+
+def completion_for(shell: str, install: bool) -> int:
+    """``uwf --show-completion SHELL`` / ``--install-completion SHELL``: for the shell named,
+    whatever shell runs uwf (Typer's own options take no value where it can detect the
+    shell, and ignored the argument)."""
+    import typer.completion
+
+    shells = [s.value for s in typer.completion.Shells]
+    if shell not in shells:
+        return _fail(f"unknown shell: {shell} (one of: {', '.join(shells)})", 2)
+    if not install:
+        script = typer.completion.get_completion_script(
+            prog_name="uwf", complete_var="_UWF_COMPLETE", shell=shell
+        )
+        typer.echo(script)
+        return 0
+    _, path = typer.completion.install(shell=shell, prog_name="uwf", complete_var="_UWF_COMPLETE")
+    typer.echo(f"{shell} completion installed in {path}")
+    typer.echo("Completion will take effect once you restart the terminal")
+    return 0
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (no sys.exit, for tests and embedding)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] in COMPLETION_OPTIONS and not args[1].startswith("-"):
+        return completion_for(args[1], install=args[0] == "--install-completion")
     command = root_command(sys.argv[1:] if argv is None else argv)
     try:
         result = command.main(args=argv, prog_name="uwf", standalone_mode=False)
