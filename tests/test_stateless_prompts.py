@@ -226,3 +226,48 @@ def test_a_newest_step_over_the_budget_is_cut_with_a_marker(
     assert "_Earlier: step 1 left out (over the context budget" in reviewer
     details = cli("thread", "step-details", dev_step, "--format", "json").json()
     assert json.dumps(details).count("x" * 1000) > 0  # the step itself keeps all of it
+
+
+def test_the_cli_reference_can_be_left_out_of_roles_that_never_run_uwf(
+    cli: Any, cli_proc: Any, root: Path, tmp_path: Path, cmd_agent: str
+) -> None:
+    """cliReference: false in config.yaml, and cliReferenceOverrides per workflow and role."""
+    configure(
+        root,
+        cmd_agent,
+        cliReference=False,
+        cliReferenceOverrides={"solve-issue": {"reviewer": True}},
+    )
+    assert cli("workflow", "put", EXAMPLES / "solve-issue.yaml").code == 0
+    thread = cli("thread", "start", "solve-issue", "-p", "Fix it").json()["thread"]
+    step(cli_proc, thread, 3, tmp_path)
+    planner, developer, reviewer = (text for _, text in prompts(tmp_path / "p"))
+    for text in (planner, developer):
+        assert "uwf CLI Reference" not in text
+        assert "## Prepare\n\nBefore starting work, load the skills matching" in text  # capabilities
+    assert "uwf CLI Reference" in reviewer
+    assert len(developer) < len(reviewer) - 10_000  # ~16 KB of reference left out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("cliReference: no-thanks", "config.cliReference must be true or false"),
+        (
+            "cliReferenceOverrides: {solve-issue: [reviewer]}",
+            "config.cliReferenceOverrides.solve-issue must be a mapping of role to true or false",
+        ),
+        (
+            "cliReferenceOverrides: {solve-issue: {reviewer: maybe}}",
+            "config.cliReferenceOverrides.solve-issue.reviewer must be true or false",
+        ),
+    ],
+)
+def test_a_bad_cli_reference_switch_is_refused(
+    cli: Any, root: Path, new_thread: Any, extra: str, message: str
+) -> None:
+    thread = new_thread()
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(f"{extra}\n", encoding="utf-8")
+    r = cli("thread", "step", thread, "--agent", "uwf-mock")
+    assert (r.code, r.err) == (1, f"error: invalid config.yaml: {message}\n")
