@@ -244,7 +244,8 @@ def test_the_cli_reference_can_be_left_out_of_roles_that_never_run_uwf(
     planner, developer, reviewer = (text for _, text in prompts(tmp_path / "p"))
     for text in (planner, developer):
         assert "uwf CLI Reference" not in text
-        assert "## Prepare\n\nBefore starting work, load the skills matching" in text  # capabilities
+        # the capabilities stay
+        assert "## Prepare\n\nBefore starting work, load the skills matching" in text
     assert "uwf CLI Reference" in reviewer
     assert len(developer) < len(reviewer) - 10_000  # ~16 KB of reference left out
 
