@@ -200,9 +200,7 @@ def test_model_check_http_error(root: Path, cli: Any, provider: FakeProvider, st
     assert validation["ok"] is False
     assert validation["error"].startswith(f"LLM HTTP {status}: ")
     assert result.err.startswith(f"error: the model check failed: LLM HTTP {status}: ")
-    assert result.err.endswith(
-        " (the configuration was saved; run uwf setup again to change it)\n"
-    )
+    assert result.err.endswith(" (the configuration was saved; run uwf setup again to change it)\n")
     # files are written even when the check fails
     assert (root / "config.yaml").is_file() and (root / ".env").is_file()
 

@@ -154,18 +154,22 @@ def completion_for(shell: str, install: bool) -> int:
     """``uwf --show-completion SHELL`` / ``--install-completion SHELL``: for the shell named,
     whatever shell runs uwf (Typer's own options take no value where it can detect the
     shell, and ignored the argument)."""
-    import typer.completion
+    # typer.completion's own functions, the ones its options call (Typer's minor version is
+    # pinned); the module imports them without re-exporting them, hence the ignores
+    from typer import completion
 
-    shells = [s.value for s in typer.completion.Shells]
+    shells = [s.value for s in completion.Shells]  # type: ignore[attr-defined]
     if shell not in shells:
         return _fail(f"unknown shell: {shell} (one of: {', '.join(shells)})", 2)
     if not install:
-        script = typer.completion.get_completion_script(
+        script = completion.get_completion_script(  # type: ignore[attr-defined]
             prog_name="uwf", complete_var="_UWF_COMPLETE", shell=shell
         )
         typer.echo(script)
         return 0
-    _, path = typer.completion.install(shell=shell, prog_name="uwf", complete_var="_UWF_COMPLETE")
+    _, path = completion.install(  # type: ignore[attr-defined]
+        shell=shell, prog_name="uwf", complete_var="_UWF_COMPLETE"
+    )
     typer.echo(f"{shell} completion installed in {path}")
     typer.echo("Completion will take effect once you restart the terminal")
     return 0
