@@ -157,7 +157,7 @@ def test_agent_kit_accepts_the_named_argument_form(
     assert node["role"] == "planner" and node["edgePrompt"] == "edge text"
     assert node["prev"] is None and node["depth"] == 1
     bad = cli_proc(*mock[1:], "--thread", thread, prog="uwf-mock")
-    assert bad.code == 1 and bad.err.startswith("error: usage: ")
+    assert bad.code == 2 and bad.err.startswith("error: usage: uwf-mock ")
 
 
 def test_mock_without_scenario(cli_proc: Any) -> None:

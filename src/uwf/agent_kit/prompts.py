@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from uwf.model.window import within_budget
+from uwf.model.window import step_cost, within_budget
 from uwf.moderator import emits
 from uwf.util.errors import UwfError
 from uwf.util.fences import cut, fence, one_line
@@ -201,15 +201,16 @@ def _step_block(
     step: Mapping[str, Any], number: int, include_content: bool, limit: float | None = None
 ) -> str:
     """One step: its number and role, its output as JSON, its agent, and (``include_content``)
-    its content in a fence the content cannot close. Over ``limit`` characters, the output
-    and then the content are cut with a marker (docs/agents.md, "uwf-cmd")."""
+    its content in a fence the content cannot close. A step that costs more than ``limit``
+    characters (``step_cost``) has its output and then its content cut with a marker
+    (docs/agents.md, "uwf-cmd")."""
     title = f"### Step {number}: {step.get('role')}"
     agent = f"Agent: {one_line(str(step.get('agent')))}"
     output = _json(step.get("output", {}))
     content = step.get("content") if include_content else None  # no detail read otherwise
     if isinstance(content, str):
         content = body(content).rstrip()
-    if limit is not None and limit != float("inf"):
+    if limit is not None and limit != float("inf") and step_cost(step) > limit:
         room = int(limit) - len(title) - len(agent) - len(_CONTENT_HEADING) - 16
         output = cut(output, room, _whole(step))
         if isinstance(content, str):
