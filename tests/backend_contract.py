@@ -167,10 +167,10 @@ class StoreContract:
     @pytest.mark.parametrize(
         ("payload", "problem"),
         [
-            ({}, "'n' is a required property"),
-            ({"n": "one"}, "at /n: 'one' is not of type 'number'"),
-            ({"n": 1, "extra": True}, "Additional properties are not allowed"),
-            ("just text", "'just text' is not of type 'object'"),
+            ({}, "at /n: missing (expected a number)"),
+            ({"n": "one"}, "at /n: expected a number, got a string"),
+            ({"n": 1, "extra": True}, 'at /extra: unknown key "extra" (known keys: n, tag)'),
+            ("just text", "expected a mapping, got a string"),
         ],
     )
     def test_invalid_payload_is_never_stored(
@@ -202,7 +202,10 @@ class StoreContract:
         for bad in ["abc", "0123456789abc", "I123456789ABC", "G000000000000"]:
             with pytest.raises(SchemaViolation) as info:
                 store.put(s, {"to": bad})
-            assert "is not a 'cas_ref'" in str(info.value)
+            assert str(info.value) == (
+                f"payload does not match schema {s}: "
+                f'at /to: expected a 13-character node hash, got "{bad}"'
+            )
         assert contents(store) == before
         target = missing_hash(store)  # the format checks the spelling, not existence
         h = store.put(s, {"to": target})
@@ -454,6 +457,27 @@ class BackendContract:
         with pytest.raises(NotActive) as err:
             backend.threads.move(_thread(1), a, b)
         assert err.value.message == f"thread not active: {_thread(1)} (status: killed)"
+
+    def test_move_to_a_node_that_is_not_stored_is_refused(self, backend: Backend) -> None:
+        """A head always names a stored node (docs/format.md, "Thread state"); the thread's
+        own state is reported first: not active, then a stale expected head."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        ghost = NodeHash(missing_hash(backend.nodes))
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="kept"))
+        backend.threads.wait(t, Waiting("reviewer", 1, a))
+        with pytest.raises(NotFound) as err:
+            backend.threads.move(t, a, ghost)
+        assert err.value.message == f"CAS node not found: {ghost}"
+        assert backend.threads.get(t) == ActiveThread(
+            t, a, ThreadInfo(task="kept"), Waiting("reviewer", 1, a)
+        )  # nothing changed, the wait included
+        with pytest.raises(Conflict):
+            backend.threads.move(t, b, ghost)
+        with pytest.raises(NotActive):
+            backend.threads.move(_thread(9), a, ghost)
+        backend.threads.move(t, a, b)
+        assert backend.threads.head(t) == b
 
     def test_archive_moves_a_thread_to_the_history(self, backend: Backend) -> None:
         a, wf = _chain_node(backend, "a"), _chain_node(backend, "wf")

@@ -93,3 +93,19 @@ def test_reads_do_not_grow_with_thread_length(
         prompt(ctx, since, offset, first_visit=False)
         counts.append(len(reads))
     assert counts[0] == counts[1]
+
+
+def test_an_agent_run_on_a_thread_that_is_not_active(root: Path, cli: Any, new_thread: Any) -> None:
+    """An agent says why it has no thread to step in the words of ``thread step``, on every
+    backend (no file name: PostgreSQL has no threads.yaml)."""
+    from uwf.util.errors import NotActive, NotFound
+
+    ghost = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    with pytest.raises(NotFound) as missing:
+        build_context(FsBackend(root), ghost, "planner", "EDGE")
+    assert missing.value.message == f"thread not found: {ghost}"
+    thread = new_thread()
+    assert cli("thread", "kill", thread).code == 0
+    with pytest.raises(NotActive) as killed:
+        build_context(FsBackend(root), thread, "planner", "EDGE")
+    assert killed.value.message == f"thread not active: {thread} (status: killed)"

@@ -220,7 +220,7 @@ def test_one_correction_then_success(cli: Any, thread: str, tmp_path: Path, via:
 
 
 BAD_PLAN = "---\nstatus: _\nplan: no\nsteps:\n  - one\n---\nThe plan."
-PLAN_REJECTED = "plan: False is not of type 'string'"
+PLAN_REJECTED = "plan: expected a string, got a boolean"
 
 
 def test_a_rejected_field_is_named_in_the_correction_and_the_detail(

@@ -242,7 +242,7 @@ def test_compact_after_in_the_workflow(
 def test_compact_after_must_be_a_positive_integer(cli: Any, tmp_path: Path) -> None:
     r = cli("workflow", "put", loop_file(tmp_path, "compactAfter: 0"))
     assert r.code == 1
-    assert "  - compactAfter: expected a positive integer (steps), got 0" in r.err
+    assert "  - compactAfter: expected a positive integer, got 0" in r.err
 
 
 def test_plain_workflows_keep_their_hashes() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from uwf.cas import fastschema
 from uwf.config.config import (
     Config,
     agent_command,
@@ -21,6 +22,7 @@ from uwf.config.config import (
     parse_config,
     resolve_model,
 )
+from uwf.config.schema import CONFIG
 from uwf.util.errors import InvalidInput
 
 FULL: dict[str, Any] = {
@@ -113,53 +115,120 @@ def test_invalid_yaml(root: Path) -> None:
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        ("- a\n- b\n", "root must be a mapping"),
-        ({"providers": []}, "config.providers must be a mapping"),
-        ({"providers": {"p": "x"}}, "config.providers.p must be a mapping"),
+        ("- a\n- b\n", "expected a mapping of settings, got a list"),
         (
-            {"providers": {"p": {"apiKeyEnv": "K"}}},
-            "config.providers.p requires baseUrl",
+            {"providers": []},
+            "providers: expected a mapping of provider name -> {baseUrl, apiKeyEnv}, got a list",
         ),
+        (
+            {"providers": {"p": "x"}},
+            "providers.p: expected a mapping {baseUrl, apiKeyEnv}, got a string",
+        ),
+        ({"providers": {"p": {"apiKeyEnv": "K"}}}, "providers.p.baseUrl: missing (expected a URL)"),
         (
             {"providers": {"p": {"baseUrl": "u", "apiKeyEnv": 3}}},
-            "config.providers.p.apiKeyEnv must name an environment variable (or be left out)",
+            "providers.p.apiKeyEnv: expected the name of an environment variable, got an integer",
         ),
-        ({"models": 3}, "config.models must be a mapping"),
-        ({"models": {"m": []}}, "config.models.m must be a mapping"),
-        ({"models": {"m": {"name": "x"}}}, "config.models.m requires provider and name"),
-        ({"agents": "uwf-mock"}, "config.agents must be a mapping"),
-        ({"agents": {"a": "uwf-mock"}}, "config.agents.a must be a mapping"),
-        ({"agents": {"a": {"args": []}}}, "config.agents.a requires command"),
-        ({"agents": {"a": {"command": 5}}}, "config.agents.a requires command"),
+        (
+            {"models": 3},
+            "models: expected a mapping of model alias -> {provider, name}, got an integer",
+        ),
+        ({"models": {"m": []}}, "models.m: expected a mapping {provider, name}, got a list"),
+        ({"models": {"m": {"name": "x"}}}, "models.m.provider: missing (expected a provider name)"),
+        (
+            {"agents": "uwf-mock"},
+            "agents: expected a mapping of agent alias -> {command, args}, got a string",
+        ),
+        (
+            {"agents": {"a": "uwf-mock"}},
+            "agents.a: expected a mapping {command, args}, got a string",
+        ),
+        ({"agents": {"a": {"args": []}}}, "agents.a.command: missing (expected a command)"),
+        ({"agents": {"a": {"command": 5}}}, "agents.a.command: expected a command, got an integer"),
+        ({"agents": {"a": {"command": " "}}}, 'agents.a.command: expected a command, got " "'),
         (
             {"agents": {"a": {"command": "x", "args": "y"}}},
-            "config.agents.a.args must be a list of strings",
+            "agents.a.args: expected a list of strings, got a string",
         ),
         (
             {"agents": {"a": {"command": "x", "args": [1]}}},
-            "config.agents.a.args must be a list of strings",
+            "agents.a.args[0]: expected a string, got an integer",
         ),
-        ({"agentOverrides": []}, "config.agentOverrides must be a mapping or null"),
+        (
+            {"agentOverrides": []},
+            "agentOverrides: expected a mapping of workflow name -> role -> agent alias, "
+            "got a list",
+        ),
         (
             {"agentOverrides": {"wf": "a"}},
-            "config.agentOverrides.wf must be a mapping of role to agent alias",
+            "agentOverrides.wf: expected a mapping of role -> agent alias, got a string",
         ),
         (
             {"agentOverrides": {"wf": {"r": 1}}},
-            "config.agentOverrides.wf.r must be an alias (a non-empty string)",
+            "agentOverrides.wf.r: expected an alias (a non-empty string), got an integer",
         ),
-        ({"modelOverrides": "x"}, "config.modelOverrides must be a mapping or null"),
-        ({"defaultAgent": ["a"]}, "config.defaultAgent must be an alias (a non-empty string)"),
-        ({"defaultModel": ""}, "config.defaultModel must be an alias (a non-empty string)"),
-        ({"agentTimeout": 0}, "config.agentTimeout must be a positive number of seconds"),
-        ({"agentTimeout": "10"}, "config.agentTimeout must be a positive number of seconds"),
-        ({"agentTimeout": True}, "config.agentTimeout must be a positive number of seconds"),
-        ({"maxRounds": 1.5}, "config.maxRounds must be a positive integer"),
-        ({"maxRounds": -1}, "config.maxRounds must be a positive integer"),
+        (
+            {"modelOverrides": "x"},
+            "modelOverrides: expected a mapping of purpose -> model alias, got a string",
+        ),
+        (
+            {"defaultAgent": ["a"]},
+            "defaultAgent: expected an alias (a non-empty string), got a list",
+        ),
+        ({"defaultModel": ""}, 'defaultModel: expected an alias (a non-empty string), got ""'),
+        ({"agentTimeout": 0}, "agentTimeout: expected a positive number of seconds, got 0"),
+        (
+            {"agentTimeout": "10"},
+            "agentTimeout: expected a positive number of seconds, got a string",
+        ),
+        (
+            {"agentTimeout": True},
+            "agentTimeout: expected a positive number of seconds, got a boolean",
+        ),
+        (
+            {"agentTimeout": float("nan")},
+            "agentTimeout: expected a positive number of seconds, got NaN",
+        ),
+        (
+            {"agentTimeout": float("inf")},
+            "agentTimeout: expected a positive number of seconds, got Infinity",
+        ),
+        ({"maxRounds": 1.5}, "maxRounds: expected a positive integer, got a number"),
+        ({"maxRounds": -1}, "maxRounds: expected a positive integer, got -1"),
+        ({"artifactMaxBytes": 0}, "artifactMaxBytes: expected a positive integer, got 0"),
+        ({"store": 3}, "store: expected a URL or a directory, got an integer"),
+        (
+            {"defaultAgent": "  ", "maxRounds": 0, "agents": {"a": {}}},
+            "3 problems\n"  # top to bottom of the file (safe_dump sorts the keys)
+            "  - agents.a.command: missing (expected a command)\n"
+            '  - defaultAgent: expected an alias (a non-empty string), got "  "\n'
+            "  - maxRounds: expected a positive integer, got 0",
+        ),
     ],
 )
 def test_loader_errors(root: Path, doc: Any, message: str) -> None:
     assert load_error(root, doc) == f"invalid config.yaml: {message}"
+
+
+def test_every_key_of_the_schema_is_documented() -> None:
+    """docs/format.md's table of config.yaml keys and the schema name the same keys."""
+    text = (Path(__file__).parent.parent / "docs" / "format.md").read_text()
+    table = text.split("### config.yaml and .env", 1)[1].split("References between keys", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    keys = {key for cell in first_cells for key in re.findall(r"`(\w+)`", cell)}
+    assert keys == set(CONFIG["properties"])
+
+
+def test_the_whole_schema_is_in_the_fast_validators_subset() -> None:
+    """A valid config.yaml is checked without importing jsonschema (every command reads it)."""
+    assert fastschema.supported(CONFIG) and fastschema.is_valid(CONFIG, FULL) is True
+
+
+def test_an_integral_number_is_an_integer(root: Path) -> None:
+    write_config(root, {"maxRounds": 2.0, "agentTimeout": 1.5})
+    config = load_config(root)
+    assert (config.max_rounds, config.agent_timeout) == (2, 1.5)
+    assert isinstance(config.max_rounds, int)
 
 
 def test_null_sections_are_empty(root: Path) -> None:
@@ -242,8 +311,9 @@ def test_cli_reports_invalid_config_once(root: Path, cli: Any) -> None:
         "setup", "--provider", "p", "--base-url", "http://x", "--api-key", "k", "--model", "m"
     )
     assert result.code == 1
-    assert result.err_line.startswith(
-        "error: invalid config.yaml: config.agents.a requires command"
+    assert result.err_line == (
+        "error: invalid config.yaml: agents.a.command: missing (expected a command) "
+        f"(fix or remove {root / 'config.yaml'})"
     )
     assert result.err.count("error:") == 1
 

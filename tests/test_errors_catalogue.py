@@ -545,7 +545,8 @@ CASES: list[Case] = [
         "config-list",
         "thread step {thread}",
         1,
-        "error: invalid config.yaml: config.agents must be a mapping",
+        "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
+        "{command, args}, got a list",
     ),
     case(
         "step-config-alias-bomb",
@@ -858,7 +859,7 @@ CASES: list[Case] = [
         "note",
         "cas put {text} 42",
         1,
-        "error: payload does not match schema {text}: 42 is not of type 'string'",
+        "error: payload does not match schema {text}: expected a string, got an integer",
     ),
     case(
         "cas-put-bad-schema",
@@ -1000,8 +1001,8 @@ CASES: list[Case] = [
         "config-list",
         "setup --provider p --base-url http://x --api-key k --model m",
         1,
-        "error: invalid config.yaml: config.agents must be a mapping (fix or remove "
-        "{root}/config.yaml)",
+        "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
+        "{command, args}, got a list (fix or remove {root}/config.yaml)",
     ),
     case(
         "setup-key-not-utf8",

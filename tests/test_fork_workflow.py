@@ -149,7 +149,7 @@ def test_outputs_are_checked_against_the_new_schemas_before_anything_is_written(
     assert refused(cli, root, snapshot, steps[2]["hash"], strict) == (
         f"error: cannot fork onto workflow solve-issue ({strict}): the output of step "
         f"{steps[2]['hash']} (developer) does not match the role's schema there: "
-        "'tests' is a required property\n"
+        "tests: missing (expected an integer)\n"
     )
 
     loose = cli("workflow", "put", str(variant(tmp_path, "loose", allow_tests))).json()["hash"]

@@ -607,13 +607,13 @@ NOTES = {
     [
         ("no block at all", []),
         ("---\n- a list\n---\n", ["the frontmatter block is not a YAML mapping of fields"]),
-        ("---\nstatus: ok\nnotes: no\n---\n", ["notes: False is not of type 'string'"]),
+        ("---\nstatus: ok\nnotes: no\n---\n", ["notes: expected a string, got a boolean"]),
         (
             "---\nstatus: bad\nitems: [1, x]\n---\n",
-            [
-                "'notes' is a required property",
-                "status: 'bad' is not one of ['ok']",
-                "items[1]: 'x' is not of type 'integer'",
+            [  # top to bottom, what is missing last
+                'status: expected one of "ok", got "bad"',
+                "items[1]: expected an integer, got a string",
+                "notes: missing (expected a string)",
             ],
         ),
         (
@@ -636,12 +636,12 @@ def test_the_correction_message_lists_the_problems_after_its_first_line() -> Non
     from uwf.agent_kit.prompts import CORRECTION_MESSAGE, correction_message
 
     assert correction_message([]) == CORRECTION_MESSAGE
-    lines = correction_message(["notes: False is not of type 'string'", "x: y"]).split("\n")
+    lines = correction_message(["notes: expected a string, got a boolean", "x: y"]).split("\n")
     original = CORRECTION_MESSAGE.split("\n")
     assert lines == [
         original[0],
         "What was wrong:",
-        "- notes: False is not of type 'string'",
+        "- notes: expected a string, got a boolean",
         "- x: y",
         *original[1:],
     ]

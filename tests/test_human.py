@@ -196,13 +196,13 @@ def test_answer_refusals_change_nothing(
             ["--status", "maybe", "--set", "comments=x"],
             1,
             'error: output rejected by the schema of role "reviewer": status: '
-            "'maybe' is not one of ['approved', 'rejected']",
+            'expected one of "approved", "rejected", got "maybe"',
         ),
         (
             ["--status", "approved"],
             1,
-            "error: output rejected by the schema of role \"reviewer\": 'comments' is a "
-            "required property",
+            'error: output rejected by the schema of role "reviewer": comments: missing '
+            "(expected a string)",
         ),
         (["--set", "oops"], 1, "error: --set expects field=value, got: oops"),
         (["-m", "x", "--file", "y"], 2, "error: give -m or --file, not both"),
@@ -282,7 +282,7 @@ def test_uwf_human_on_a_terminal_asks_again_on_a_rejection(
     second = editor.seen(1)
     assert second.startswith(
         '---\n# rejected: output rejected by the schema of role "reviewer": status: '
-        "'maybe' is not one of ['approved', 'rejected']\nstatus: maybe"
+        'expected one of "approved", "rejected", got "maybe"\nstatus: maybe'
     )
     assert editor.runs() == 2
     steps = cli("thread", "steps", thread).json()["steps"]

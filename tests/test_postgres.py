@@ -86,7 +86,7 @@ def test_the_store_is_chosen_by_option_environment_or_config(
     bad = cli("thread", "list")
     assert (bad.code, bad.err) == (
         1,
-        "error: invalid config.yaml: config.store must be a URL or a directory\n",
+        "error: invalid config.yaml: store: expected a URL or a directory, got a list\n",
     )
 
 

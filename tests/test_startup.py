@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -126,3 +127,17 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
     assert among(modules, [*heavy, *others, *unused]) == []
+
+
+def test_config_yaml_is_checked_without_jsonschema(
+    root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """A step reads config.yaml and checks it against its JSON Schema with the fast validator
+    alone: jsonschema and the wording of problems load only for a wrong file."""
+    thread = new_thread()
+    (root / "config.yaml").write_text(
+        "agents:\n  mock: {command: uwf-mock, args: []}\ndefaultAgent: mock\nmaxRounds: 50\n"
+    )
+    modules = loaded_modules("thread", "step", thread, "--agent", scenario(), spawn=True)
+    assert "uwf.config.schema" in modules  # the probe saw the check
+    assert among(modules, ["jsonschema", "uwf.cas.schema", "uwf.cas.wording"]) == []

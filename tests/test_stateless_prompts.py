@@ -253,14 +253,15 @@ def test_the_cli_reference_can_be_left_out_of_roles_that_never_run_uwf(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("cliReference: no-thanks", "config.cliReference must be true or false"),
+        ("cliReference: no-thanks", "cliReference: expected true or false, got a string"),
         (
             "cliReferenceOverrides: {solve-issue: [reviewer]}",
-            "config.cliReferenceOverrides.solve-issue must be a mapping of role to true or false",
+            "cliReferenceOverrides.solve-issue: expected a mapping of role -> true or false, "
+            "got a list",
         ),
         (
             "cliReferenceOverrides: {solve-issue: {reviewer: maybe}}",
-            "config.cliReferenceOverrides.solve-issue.reviewer must be true or false",
+            "cliReferenceOverrides.solve-issue.reviewer: expected true or false, got a string",
         ),
     ],
 )

@@ -85,11 +85,11 @@ def test_answer_writes_the_waiting_role_through_the_checks(
         steer.answer_step(backend, thread, fields={"status": "maybe", "comments": "hmm"})
     assert err.value.message == (
         'output rejected by the schema of role "reviewer": status: '
-        "'maybe' is not one of ['approved', 'rejected']"
+        'expected one of "approved", "rejected", got "maybe"'
     )
     with pytest.raises(SchemaViolation) as err:
         steer.answer_step(backend, thread, fields={"status": "approved"})
-    assert err.value.message.endswith("'comments' is a required property")
+    assert err.value.message.endswith("comments: missing (expected a string)")
     assert backend.threads.head(thread) == head
     result = steer.answer_step(
         backend,
@@ -135,7 +135,7 @@ def test_fork_with_an_edited_output(backend: MemoryBackend, thread: ThreadId) ->
     assert "b.py" in fake.plans[-1].prompt
     with pytest.raises(SchemaViolation) as err:
         steer.fork_edited(backend, dev_step, "status: _\nsummary: x", via="thread fork --output")
-    assert err.value.message.endswith("'filesChanged' is a required property")
+    assert err.value.message.endswith("filesChanged: missing (expected a list of strings)")
     with pytest.raises(InvalidInput) as bad:
         steer.fork_edited(backend, dev_step, "- just\n- a list", via="thread fork --output")
     assert bad.value.message.startswith("answer is not a YAML mapping of the role's fields")

@@ -214,7 +214,7 @@ def test_kill_racing_the_archive_of_a_finishing_step_keeps_the_step(
 
     workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
     tid = ThreadId(threads.start(backend, "solve-issue", "x", max_rounds=1)["thread"])
-    racing = KillAfterMove()
+    racing = KillAfterMove(backend.nodes)
     racing._active = backend.threads._active
     backend.threads = racing
     result = step.step(backend, tid, agent="x", runner=agent(backend))

@@ -250,8 +250,9 @@ def test_output_failing_the_role_schema(cli: Any, root: Path, thread: str, scena
     r = cli("thread", "step", thread, "--agent", agent)
     assert r.code == 5
     assert (
-        "error: agent output does not satisfy the role schema ('steps' is a required property; "
-        "plan: 42 is not of type 'string'), and no extract model is configured" in r.err
+        "error: agent output does not satisfy the role schema (plan: expected a string, got "
+        "an integer; steps: missing (expected a list of strings)), and no extract model is "
+        "configured" in r.err
     )
     assert state_bytes(root) == before
 

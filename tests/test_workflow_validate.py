@@ -147,8 +147,7 @@ def test_document_must_be_a_mapping(tmp_path: Path, text: str) -> None:
         ("roles", "roles: missing (expected a mapping of role name -> role definition)"),
         (
             "graph",
-            "graph: missing (expected a mapping: "
-            "graph[<role or $START>][<status>] = {role, prompt})",
+            "graph: missing (expected a mapping of <role or $START> -> <status> -> {role, prompt})",
         ),
     ],
 )
@@ -170,7 +169,8 @@ def test_missing_top_level_field(tmp_path: Path, key: str, line: str) -> None:
         (
             "graph",
             "x",
-            "graph: expected a mapping of node -> status -> {role, prompt}, got a string",
+            "graph: expected a mapping of <role or $START> -> <status> -> {role, prompt}, "
+            "got a string",
         ),
     ],
 )
@@ -184,8 +184,7 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
     doc = base()
     doc["version"] = 2
     assert problems(tmp_path, doc) == [
-        'version: unknown top-level key "version" '
-        "(a workflow has name, description, roles and graph)"
+        'version: unknown key "version" (known keys: name, description, roles, graph, compactAfter)'
     ]
 
 
@@ -277,8 +276,8 @@ def test_role_name_must_be_a_string(tmp_path: Path) -> None:
         ({"meta": {"type": "objekt"}}, None),
         (
             {"procedures": "x"},
-            'roles.b.procedures: unknown key "procedures" '
-            "(a role has description, goal, capabilities, procedure, output and meta)",
+            'roles.b.procedures: unknown key "procedures" (known keys: description, goal, '
+            "capabilities, procedure, output, meta, frontmatter)",
         ),
     ],
 )
@@ -418,16 +417,16 @@ def test_graph_key_end(tmp_path: Path) -> None:
         ({"prompt": "x"}, "graph.a._.role: missing (expected a role name or $END)"),
         (
             {"role": 3, "prompt": "x"},
-            "graph.a._.role: got an integer (expected a role name or $END)",
+            "graph.a._.role: expected a role name or $END, got an integer",
         ),
-        ({"role": "b"}, "graph.a._.prompt: prompt is required (non-empty string)"),
+        ({"role": "b"}, "graph.a._.prompt: missing (expected a non-blank Mustache template)"),
         (
             {"role": "b", "prompt": "  \n"},
-            "graph.a._.prompt: prompt is required (non-empty string)",
+            'graph.a._.prompt: expected a non-blank Mustache template, got "  \\n"',
         ),
         (
             {"role": "b", "prompt": "x", "when": "y"},
-            'graph.a._: unknown key "when" (a target has only role and prompt)',
+            'graph.a._.when: unknown key "when" (known keys: role, prompt)',
         ),
     ],
 )
@@ -593,10 +592,10 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     doc["roles"]["a"]["goal"] = 2
     doc["graph"]["a"]["_"] = edge("zz")
     doc["graph"]["b"]["maybe"] = edge(END)
-    assert problems(tmp_path, doc, "x.yaml") == [
-        'workflow name mismatch: file "x.yaml" implies name "x" but YAML declares name "wf"',
+    assert problems(tmp_path, doc, "x.yaml") == [  # the shape first, top to bottom
         "description: expected a string, got an integer",
         "roles.a.goal: expected a string, got an integer",
+        'workflow name mismatch: file "x.yaml" implies name "x" but YAML declares name "wf"',
         'graph.a._: routes to unknown role "zz" (roles: a, b)',
         'graph.b.maybe: roles.b.meta cannot emit status "maybe" '
         '(its status values are ["ok","again"])',

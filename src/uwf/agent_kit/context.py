@@ -19,10 +19,11 @@ from uwf.backend.base import Backend
 from uwf.cas.store import Store
 from uwf.model import chain, compact
 from uwf.model.cost import Meter
+from uwf.model.threads import require_active
 from uwf.model.window import StepView
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import InvalidInput, NotFound
-from uwf.util.ulid import ThreadId, check_thread_id
+from uwf.util.errors import InvalidInput
+from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:
     from uwf.agent_kit.history import History
@@ -150,10 +151,7 @@ class AgentContext:
 
 
 def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) -> AgentContext:
-    tid = check_thread_id(thread)
-    head_hash = backend.threads.head(tid)
-    if head_hash is None:
-        raise NotFound(f"thread not found in threads.yaml: {thread}")
+    tid, head_hash = require_active(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, head_hash)
     start = chain.start_of(store, head)

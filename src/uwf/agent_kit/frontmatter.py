@@ -186,7 +186,7 @@ class Offer(NamedTuple):
 
     ``problems`` is empty when the answer has no frontmatter block at all (or the schema
     node is missing); otherwise one line per problem, a rejected field named with the
-    validator's message (``notes: False is not of type 'string'``).
+    schema's problem (``notes: expected a string, got a boolean``).
     """
 
     hash: str | None

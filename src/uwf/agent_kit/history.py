@@ -109,4 +109,4 @@ def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, Nod
         return None
     finally:
         client.close()
-    return text, NodeHash(store.put(schemas.ensure(store).text, text))
+    return text, store.put(schemas.ensure(store).text, text)

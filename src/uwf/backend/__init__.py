@@ -51,9 +51,14 @@ def store_spec(spec: str | Path | None = None) -> str | None:
     value = os.environ.get(STORE_ENV)
     if value:
         return value
-    from uwf.util.root import configured_store, storage_root
+    from uwf.util.root import config_mentioning, storage_root
 
-    return configured_store(storage_root())
+    data = config_mentioning(storage_root(), b"store")
+    if data is None:
+        return None
+    from uwf.config.config import configured_store
+
+    return configured_store(data)
 
 
 def open_backend(spec: str | Path | None = None) -> Backend:

@@ -25,10 +25,17 @@ from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Conflict, NotActive
+from uwf.util.errors import Conflict, NotActive, NotFound, UwfError
 from uwf.util.ulid import ThreadId
 
 HISTORY_STATUSES = ("completed", "killed", "max_rounds")
+
+
+def not_active(thread: ThreadId, entry: HistoryEntry | None) -> NotActive:
+    """The one wording of "thread not active" (docs/errors.md, "thread step"): with the
+    status of ``entry``, its archive entry, when it has one."""
+    status = f" (status: {entry.status})" if entry is not None else ""
+    return NotActive(f"thread not active: {thread}{status}")
 
 
 # The records below are NamedTuples, not frozen dataclasses: every command imports this module,
@@ -194,24 +201,34 @@ class ThreadTable(abc.ABC):
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         """Record a new active thread (a fresh id: never one that exists or existed)."""
 
-    @abc.abstractmethod
+    # The semantics of move/wait/archive live here, once; a backend supplies the three
+    # primitives below (``_move``, ``_wait``, ``_archive``), each one atomic step that
+    # answers what it found. Every refusal is worded and ordered here: not active, then a
+    # head other than the expected one, then (``move``) a new head that is not stored.
+
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
-        """Compare-and-swap the head: ``expected`` -> ``new``.
+        """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait and failure.
 
-        Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active and
-        :class:`~uwf.util.errors.Conflict` when its head is not ``expected``; nothing changes
-        then.
+        Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active,
+        :class:`~uwf.util.errors.Conflict` when its head is not ``expected`` and
+        :class:`~uwf.util.errors.NotFound` (``CAS node not found``) when ``new`` is not a
+        stored node: a head always names a node (docs/format.md, "Thread state"). Nothing
+        changes then.
         """
+        done, head = self._move(thread, expected, new)
+        if not done:
+            raise self._refusal(thread, head, expected, "move", new)
 
-    @abc.abstractmethod
     def wait(self, thread: ThreadId, waiting: Waiting) -> None:
         """Mark an active thread as waiting at ``waiting.head``.
 
         NotActive when it is not active; Conflict when its head is no longer
         ``waiting.head``. ``move`` and ``archive`` end the wait.
         """
+        done, head = self._wait(thread, waiting)
+        if not done:
+            raise self._refusal(thread, head, waiting.head, "wait")
 
-    @abc.abstractmethod
     def fail(self, thread: ThreadId, failure: Failure) -> Failure:
         """Record a failed attempt to step ``thread`` at ``failure.head`` and return the record
         as stored (``Failure.after`` the one before it, in one atomic change: attempts from
@@ -221,8 +238,11 @@ class ThreadTable(abc.ABC):
         ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` ends it,
         ``wait`` keeps it.
         """
+        stored, head = self._fail(thread, failure)
+        if stored is None:
+            raise self._refusal(thread, head, failure.head, "fail")
+        return stored
 
-    @abc.abstractmethod
     def archive(
         self,
         thread: ThreadId,
@@ -238,6 +258,58 @@ class ThreadTable(abc.ABC):
         thread is not active. A crash in the middle may leave the thread both active and
         archived, never neither; readers then treat it as archived.
         """
+        if status not in HISTORY_STATUSES:
+            raise ValueError(f"unknown history status: {status}")  # a bug, not bad input
+        done, head = self._archive(thread, expected, workflow, status, at_ms)
+        if not done or head is None:
+            raise self._refusal(thread, head, expected, "archive")
+        return head
+
+    @abc.abstractmethod
+    def _move(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash
+    ) -> tuple[bool, NodeHash | None]:
+        """Atomically: when ``thread`` is active at ``expected`` and ``new`` is stored, make
+        ``new`` its head with no wait. Returns (done, the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
+        """Atomically: when ``thread`` is active at ``waiting.head``, record ``waiting``.
+        Returns (done, the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+        """Atomically: when ``thread`` is active at ``failure.head``, record
+        ``failure.after(<the record stored>)``. Returns (the record stored, None when nothing
+        was; the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _archive(
+        self,
+        thread: ThreadId,
+        expected: NodeHash | None,
+        workflow: NodeHash,
+        status: str,
+        at_ms: int,
+    ) -> tuple[bool, NodeHash | None]:
+        """Atomically as far as readers can tell (the history entry first): when ``thread``
+        is active (at ``expected``, if given), append its history entry and end it.
+        Returns (done, the head found: the one archived when done; None when not active)."""
+
+    def _refusal(
+        self,
+        thread: ThreadId,
+        head: NodeHash | None,
+        expected: NodeHash | None,
+        what: str,
+        new: NodeHash | None = None,
+    ) -> UwfError:
+        """Why a primitive changed nothing, from the head it found."""
+        if head is None:
+            return self.not_active(thread)
+        if new is not None and head == expected:
+            return NotFound(f"CAS node not found: {new}")
+        return self.conflict(thread, head, what, expected or head)
 
     @abc.abstractmethod
     def history(self) -> list[HistoryEntry]:
@@ -251,9 +323,7 @@ class ThreadTable(abc.ABC):
 
     def not_active(self, thread: ThreadId) -> NotActive:
         """``thread`` is not active: with its status when it was archived."""
-        entry = self.history_entry(thread)
-        status = f" (status: {entry.status})" if entry is not None else ""
-        return NotActive(f"thread not active: {thread}{status}")
+        return not_active(thread, self.history_entry(thread))
 
     @staticmethod
     def conflict(thread: ThreadId, head: NodeHash, what: str, expected: NodeHash) -> Conflict:
@@ -269,12 +339,6 @@ class ThreadTable(abc.ABC):
         if what == "fail":
             return Conflict(f"thread {thread} moved to {head} before its failure was recorded")
         return Conflict(f"thread {thread} moved to {head} while archiving")
-
-    @staticmethod
-    def check_status(status: str) -> None:
-        """``archive`` takes one of ``HISTORY_STATUSES`` (anything else is a bug)."""
-        if status not in HISTORY_STATUSES:
-            raise ValueError(f"unknown history status: {status}")
 
     def runnable(self) -> list[ActiveThread]:
         """Active threads that are not waiting, oldest first (thread ids are ULIDs: their

@@ -10,22 +10,20 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from uwf.backend.base import (
     ActiveThread,
     Backend,
-    Failure,
     HistoryEntry,
     Holder,
     Locks,
     Registry,
     StepLock,
     ThreadInfo,
-    ThreadTable,
-    Waiting,
 )
+from uwf.backend.records import RecordThreads
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Busy, Conflict
@@ -36,7 +34,7 @@ from uwf.util.ulid import ThreadId, now_ms
 class MemoryStore(Store):
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
-        self._index: dict[str, dict[str, None]] = {}
+        self._index: dict[str, dict[NodeHash, None]] = {}
         self._last_put: dict[str, int] = {}  # later puts of existing nodes (gc's grace)
 
     def _exists(self, h: str) -> bool:
@@ -48,7 +46,7 @@ class MemoryStore(Store):
             return None
         return decode_node(h, node.as_dict())
 
-    def _create(self, h: str, node: Node) -> bool:
+    def _create(self, h: NodeHash, node: Node) -> bool:
         if h in self.nodes:
             return False
         self.nodes[h] = node
@@ -60,24 +58,24 @@ class MemoryStore(Store):
         self._last_put[h] = time.time_ns() // 1_000_000
         return True
 
-    def _index_add(self, type_hash: str, h: str) -> None:
+    def _index_add(self, type_hash: str, h: NodeHash) -> None:
         self._index.setdefault(type_hash, {})[h] = None
 
-    def index(self, type_hash: str) -> list[str]:
+    def index(self, type_hash: str) -> list[NodeHash]:
         return list(self._index.get(type_hash, {}))
 
-    def iter_hashes(self) -> Iterator[str]:
-        yield from sorted(self.nodes)
+    def iter_hashes(self) -> Iterator[NodeHash]:
+        yield from sorted(NodeHash(h) for h in self.nodes)
 
     def delete(self, h: str) -> int:
         node = self.nodes.pop(h, None)
         self._last_put.pop(h, None)
         return 0 if node is None else len(dumps(node.as_dict()))
 
-    def write_index(self, index: dict[str, list[str]]) -> None:
+    def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         self._index = {t: dict.fromkeys(hs) for t, hs in index.items()}
 
-    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+    def set_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         if hashes:
             self._index[type_hash] = dict.fromkeys(hashes)
         else:
@@ -91,9 +89,10 @@ class MemoryStore(Store):
         return NodeInfo(node.type, last_put, len(dumps(node.as_dict())))
 
 
-class MemoryThreads(ThreadTable):
-    def __init__(self) -> None:
-        self._active: dict[ThreadId, ActiveThread] = {}
+class MemoryThreads(RecordThreads):
+    def __init__(self, nodes: Store) -> None:
+        super().__init__(nodes)
+        self._active: dict[str, ActiveThread] = {}
         self._history: list[HistoryEntry] = []
         self._mutex = threading.Lock()
 
@@ -108,59 +107,18 @@ class MemoryThreads(ThreadTable):
         return list(self._active.values())
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
-        with self._mutex:
-            if thread in self._active:
+        with self._edit() as records:
+            if thread in records:
                 raise Conflict(f"thread {thread} already exists")
-            self._active[thread] = ActiveThread(thread, head, info)
+            records[thread] = ActiveThread(thread, head, info)
 
-    def _require(self, thread: ThreadId) -> ActiveThread:
-        record = self._active.get(thread)
-        if record is None:
-            raise self.not_active(thread)
-        return record
-
-    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+    @contextlib.contextmanager
+    def _edit(self) -> Iterator[dict[str, ActiveThread]]:
         with self._mutex:
-            record = self._require(thread)
-            if record.head != expected:
-                raise self.conflict(thread, record.head, "move", expected)
-            self._active[thread] = ActiveThread(thread, new, record.info)
+            yield self._active
 
-    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
-        with self._mutex:
-            record = self._require(thread)
-            if record.head != waiting.head:
-                raise self.conflict(thread, record.head, "wait", waiting.head)
-            self._active[thread] = record._replace(waiting=waiting)
-
-    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
-        with self._mutex:
-            record = self._require(thread)
-            if record.head != failure.head:
-                raise self.conflict(thread, record.head, "fail", failure.head)
-            stored = failure.after(record.failure)
-            self._active[thread] = record._replace(failure=stored)
-            return stored
-
-    def archive(
-        self,
-        thread: ThreadId,
-        workflow: NodeHash,
-        status: str,
-        at_ms: int,
-        expected: NodeHash | None = None,
-    ) -> NodeHash:
-        self.check_status(status)
-        with self._mutex:
-            record = self._require(thread)
-            head = record.head
-            if expected is not None and head != expected:
-                raise self.conflict(thread, head, "archive", expected)
-            self._history.append(
-                HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
-            )
-            del self._active[thread]
-        return head
+    def _append(self, entry: HistoryEntry) -> None:
+        self._history.append(entry)
 
     def history(self) -> list[HistoryEntry]:
         return list(self._history)
@@ -270,7 +228,7 @@ class MemoryBackend(Backend):
     def __init__(self, root: Path) -> None:
         self.root = root
         self.nodes: MemoryStore = MemoryStore()
-        self.threads = MemoryThreads()
+        self.threads = MemoryThreads(self.nodes)
         self.registry = MemoryRegistry()
         self.locks = MemoryLocks()
 

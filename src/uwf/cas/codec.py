@@ -14,7 +14,7 @@ from typing import Any
 import cbor2
 import xxhash
 
-from uwf.util.base32 import encode64
+from uwf.util.base32 import NodeHash, encode64
 from uwf.util.jsonfmt import canonical
 
 
@@ -23,16 +23,16 @@ def dcbor(payload: Any) -> bytes:
     return cbor2.dumps(canonical(payload), canonical=True)
 
 
-def hash_bytes(data: bytes) -> str:
-    return encode64(xxhash.xxh64_intdigest(data))
+def hash_bytes(data: bytes) -> NodeHash:
+    return NodeHash(encode64(xxhash.xxh64_intdigest(data)))
 
 
-def node_hash(type_hash: str, payload: Any) -> str:
+def node_hash(type_hash: str, payload: Any) -> NodeHash:
     """The hash of a node typed by ``type_hash``."""
     return hash_bytes(type_hash.encode("ascii") + dcbor(payload))
 
 
-def stored_hash(type_hash: str | None, payload: Any) -> str:
+def stored_hash(type_hash: str | None, payload: Any) -> NodeHash:
     """The hash of a payload read back from the store, which holds it in canonical form
     already: no second canonicalisation (a non-canonical file then fails its hash check).
     ``type_hash`` None means self-typed."""
@@ -40,6 +40,6 @@ def stored_hash(type_hash: str | None, payload: Any) -> str:
     return hash_bytes(prefix + cbor2.dumps(payload, canonical=True))
 
 
-def self_typed_hash(payload: Any) -> str:
+def self_typed_hash(payload: Any) -> NodeHash:
     """The hash of a self-typed node (the meta-schema)."""
     return hash_bytes(dcbor(payload))

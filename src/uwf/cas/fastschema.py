@@ -19,6 +19,11 @@ from typing import Any
 
 from uwf.util.base32 import is_hash
 
+#: The annotation with which a schema names what it expects, in a user's words (``a mapping of
+#: role name -> role definition``): uwf's own schemas use it, ``uwf.cas.wording`` reads it,
+#: validators ignore it. Here, so that the fast path imports nothing more to know it.
+EXPECTED = "x-expected"
+
 # Keywords that never affect validity.
 _ANNOTATIONS = frozenset(
     {
@@ -33,6 +38,7 @@ _ANNOTATIONS = frozenset(
         "deprecated",
         "readOnly",
         "writeOnly",
+        EXPECTED,
     }
 )
 

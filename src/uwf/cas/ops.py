@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.cas.refs import can_hold_refs, collect
 from uwf.cas.store import Store
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import CorruptNode
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import NodeDamage, PackDamage, Verified
 
 
 def reindex(store: Store) -> dict[str, int]:
     """Rebuild the type index from the nodes themselves (skipping damaged ones)."""
-    found: dict[str, list[tuple[int, str]]] = {}
+    found: dict[str, list[tuple[int, NodeHash]]] = {}
     nodes = 0
     for h in store.iter_hashes():
         try:
@@ -26,13 +30,13 @@ def reindex(store: Store) -> dict[str, int]:
     return {"nodes": nodes, "types": len(found)}
 
 
-def verify(store: Store) -> dict[str, Any]:
+def verify(store: Store) -> Verified:
     """Re-hash every node and check that its type and its refs exist.
 
     Returns ``{"scanned": n, "ok": bool, "damaged": [{"hash", "problem"}]}``; damage of the
     storage itself (a pack whose checksum fails) comes first, as ``{"pack", "problem"}``.
     """
-    damaged: list[dict[str, str]] = store.check_storage()  # a pack's own checksums
+    damaged: list[PackDamage | NodeDamage] = [*store.check_storage()]  # a pack's checksums
     schemas: dict[str, Any] = {}
     holds_refs: dict[str, bool] = {}  # per type: can its nodes refer to others at all?
     # One directory scan; refs are then set lookups. A miss is confirmed on disk, since a step

@@ -12,10 +12,10 @@ from collections import deque
 from typing import Any
 
 from uwf.cas.store import Store
-from uwf.util.base32 import is_hash
+from uwf.util.base32 import NodeHash, is_hash
 
 
-def collect(schema: Any, value: Any, out: list[str] | None = None) -> list[str]:
+def collect(schema: Any, value: Any, out: list[NodeHash] | None = None) -> list[NodeHash]:
     """The refs in ``value`` according to ``schema``, in schema order, duplicates kept once."""
     if out is None:
         out = []
@@ -60,7 +60,7 @@ def can_hold_refs(schema: Any) -> bool:
     return False
 
 
-def refs(store: Store, h: str) -> list[str]:
+def refs(store: Store, h: str) -> list[NodeHash]:
     """The direct refs of the node at ``h`` (NotFound if it is missing)."""
     node = store.require(h, "node")
     schema_node = store.get(node.type) if node.type != h else None
@@ -69,10 +69,10 @@ def refs(store: Store, h: str) -> list[str]:
     return collect(schema_node.payload, node.payload)
 
 
-def walk(store: Store, root: str) -> list[str]:
+def walk(store: Store, root: NodeHash) -> list[NodeHash]:
     """Breadth-first from ``root`` over refs, each node once, root first; missing are skipped."""
     seen: set[str] = set()
-    order: list[str] = []
+    order: list[NodeHash] = []
     queue = deque([root])
     schemas: dict[str, Any] = {}
     while queue:

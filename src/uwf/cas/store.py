@@ -10,22 +10,27 @@ from __future__ import annotations
 import abc
 import contextlib
 import time
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.cas import codec
-from uwf.util.base32 import check_hash, is_hash
+from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical, dumps
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import NodeShown, PackDamage, Packed
+
 
 class Node(NamedTuple):
-    type: str
+    type: NodeHash
     payload: Any
     timestamp: int
 
-    def as_dict(self, *, timestamp: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "payload": self.payload}
+    def as_dict(self, *, timestamp: bool = True) -> NodeShown:
+        """``{"type","payload","timestamp"}``: the record a node is stored as (``cas get``
+        prints it, without ``timestamp`` unless asked)."""
+        out: NodeShown = {"type": self.type, "payload": self.payload}
         if timestamp:
             out["timestamp"] = self.timestamp
         return out
@@ -34,7 +39,7 @@ class Node(NamedTuple):
 class NodeInfo(NamedTuple):
     """What ``cas gc`` needs to judge a node it is about to collect."""
 
-    type: str
+    type: NodeHash
     last_put: int  # unix ms of the latest put: the first write, or a later put that found it
     size: int  # bytes freed by deleting it
 
@@ -54,7 +59,7 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
     ):
         raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
     if not rehash:
-        return Node(data["type"], data["payload"], data["timestamp"])
+        return Node(NodeHash(data["type"]), data["payload"], data["timestamp"])
     try:
         type_hash = None if data["type"] == claimed else data["type"]
         actual = codec.stored_hash(type_hash, data["payload"])
@@ -62,7 +67,9 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
         raise CorruptNode(f"corrupt node {claimed}: payload is not canonical JSON") from None
     if actual != claimed:
         raise CorruptNode(f"corrupt node {claimed}: content hashes to {actual}")
-    return Node(data["type"], data["payload"], data["timestamp"])
+    return Node(
+        actual if type_hash is None else NodeHash(type_hash), data["payload"], data["timestamp"]
+    )
 
 
 class Store(abc.ABC):
@@ -74,7 +81,7 @@ class Store(abc.ABC):
         """The node stored under a valid hash, None if absent; CorruptNode if damaged."""
 
     @abc.abstractmethod
-    def _create(self, h: str, node: Node) -> bool:
+    def _create(self, h: NodeHash, node: Node) -> bool:
         """Store a node unless present; True if this call stored it."""
 
     @abc.abstractmethod
@@ -87,15 +94,15 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def _index_add(self, type_hash: str, h: str) -> None:
+    def _index_add(self, type_hash: str, h: NodeHash) -> None:
         """Record ``h`` in the index of its type."""
 
     @abc.abstractmethod
-    def index(self, type_hash: str) -> list[str]:
+    def index(self, type_hash: str) -> list[NodeHash]:
         """Hashes of the nodes of one type, oldest first, without duplicates."""
 
     @abc.abstractmethod
-    def iter_hashes(self) -> Iterator[str]:
+    def iter_hashes(self) -> Iterator[NodeHash]:
         """Every node hash in the store (for reindex, verify and gc only)."""
 
     @abc.abstractmethod
@@ -107,11 +114,11 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def write_index(self, index: dict[str, list[str]]) -> None:
+    def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         """Replace the whole type index (reindex only)."""
 
     @abc.abstractmethod
-    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+    def set_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         """Replace the index of one type (gc only; an empty list removes it)."""
 
     @abc.abstractmethod
@@ -119,7 +126,7 @@ class Store(abc.ABC):
         """Type, last put time and size of a node (gc only); None if absent, CorruptNode."""
 
     # -- bulk storage (the filesystem store's packs; nothing to do elsewhere) -------------
-    def pack(self, *, everything: bool = False) -> dict[str, int]:
+    def pack(self, *, everything: bool = False) -> Packed:
         """Move loose nodes into packed storage; with ``everything``, rewrite all of it as one
         pack and leave out what ``delete`` dropped (gc). The caller holds the gc lock.
 
@@ -133,7 +140,7 @@ class Store(abc.ABC):
         a record that a checksum ties to a node that was hashed when it was stored)."""
         return self.get(h)
 
-    def check_storage(self) -> list[dict[str, str]]:
+    def check_storage(self) -> list[PackDamage]:
         """Damage of the storage itself rather than of a node (a pack's checksum):
         ``[{"pack","problem"}]`` for ``cas verify``."""
         return []
@@ -160,7 +167,7 @@ class Store(abc.ABC):
     def _exists(self, h: str) -> bool:
         return self._load(h) is not None
 
-    def missing(self, hashes: list[str]) -> set[str]:
+    def missing(self, hashes: Sequence[str]) -> set[str]:
         """The hashes of ``hashes`` that are not stored (a backend may ask in one query)."""
         return {h for h in hashes if not self._exists(h)}
 
@@ -175,7 +182,7 @@ class Store(abc.ABC):
             raise NotFound(f"{what} not found: {h}")
         return node
 
-    def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
+    def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
         """Write a node unless present; either way record the put of it and of its type.
 
         Under the writers' lock (see ``sweeping``), so that gc sees a node and its type as
@@ -237,7 +244,7 @@ class Store(abc.ABC):
         The node is checked to hash to ``h`` first (CorruptNode). True if it was stored;
         False if it was there already (with the same content, else Collision).
         """
-        check_hash(h)
+        h = check_hash(h)
         decode_node(h, node.as_dict())
         with self._writing():
             if self._refresh(h):
@@ -249,7 +256,7 @@ class Store(abc.ABC):
             self._same(h, node.type, node.payload)
             return False
 
-    def put(self, type_hash: str, payload: Any) -> str:
+    def put(self, type_hash: str, payload: Any) -> NodeHash:
         """Validate ``payload`` against the schema at ``type_hash``, then store it.
 
         Idempotent: an existing (type, payload) returns the same hash and keeps its first
@@ -257,7 +264,7 @@ class Store(abc.ABC):
         """
         from uwf.cas import schema
 
-        check_hash(type_hash, "type hash")
+        type_hash = check_hash(type_hash, "type hash")
         payload = canonical(payload)
         h = codec.node_hash(type_hash, payload)
         if self._exists(h):  # validated when it was first stored: nothing to check again
@@ -278,12 +285,12 @@ class Store(abc.ABC):
         self._store(h, type_hash, payload)
         return h
 
-    def put_schema(self, schema_payload: dict[str, Any] | bool) -> str:
+    def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
         """Store a JSON Schema (typed by the meta-schema) and return its hash."""
         meta = self.ensure_meta()
         return self.put(meta, schema_payload)
 
-    def ensure_meta(self) -> str:
+    def ensure_meta(self) -> NodeHash:
         """Write the self-typed meta-schema if it is missing; return its hash."""
         from uwf.cas import schema
 

@@ -3,11 +3,14 @@
 Thin wrappers over :mod:`uwf.engine.store.cas`; each prints one structured value.
 """
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from uwf.cli.options import FormatOpt, backend, emit
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import Exists
 
 app = typer.Typer(
     help="""Inspect and write the content-addressed store directly.
@@ -97,7 +100,8 @@ def has(
     from uwf.engine.store import cas as casops
 
     exists = casops.has(backend(), hash)
-    emit({"exists": exists}, fmt)
+    shown: Exists = {"exists": exists}
+    emit(shown, fmt)
     if not exists:
         raise typer.Exit(1)
 

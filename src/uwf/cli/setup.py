@@ -16,12 +16,13 @@ shell history and the process list. The work is done in ``uwf.engine.local.setup
 import shutil
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
     from uwf.engine.local.setup import Preset
+    from uwf.util.outputs import SetupDone
 
 from uwf.cli.options import FormatOpt, emit, root
 from uwf.util.errors import InvalidInput, UwfError
@@ -118,7 +119,7 @@ def setup(
     _fail_on_check(result)
 
 
-def _fail_on_check(result: dict[str, Any]) -> None:
+def _fail_on_check(result: "SetupDone") -> None:
     """Exit 1 when the model did not answer the check (the files stay written)."""
     validation = result["validation"]
     if not validation.get("ok"):
@@ -283,7 +284,7 @@ def interactive(
     _fail_on_check(result)
 
 
-def _summary(result: dict[str, Any], say: Say) -> None:
+def _summary(result: "SetupDone", say: Say) -> None:
     say("")
     validation = result["validation"]
     if validation.get("ok"):

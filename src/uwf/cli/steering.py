@@ -5,7 +5,7 @@ group by ``uwf.cli.thread``."""
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,7 @@ from uwf.util.errors import InvalidInput, UsageError
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
+    from uwf.util.outputs import ForkedEdited
 
 
 def read_text(path: str, what: str) -> str:
@@ -37,7 +38,7 @@ def read_text(path: str, what: str) -> str:
         raise InvalidInput(f"cannot read {what} {path}: {reason}") from None
 
 
-def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> dict[str, Any]:
+def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> "ForkedEdited":
     """``thread fork --output FILE`` or ``--edit``: the new thread, or an error."""
     from uwf.engine.threads import steer
 

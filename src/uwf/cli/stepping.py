@@ -2,7 +2,7 @@
 background run (docs/architecture.md, "Background runs"). Registered on the thread group by
 ``uwf.cli.thread``."""
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from uwf.cli.options import (
     loop_contract,
 )
 from uwf.util.errors import UsageError
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import BackgroundStarted
 
 # The arguments and options of `thread step` of its own (the others are shared: cli/options.py).
 ThreadOrNextArg = Annotated[
@@ -181,7 +184,9 @@ def _step_next(
             )
 
 
-def _launch(thread: str, count: int, agent: str | None, timeout: float | None) -> dict[str, Any]:
+def _launch(
+    thread: str, count: int, agent: str | None, timeout: float | None
+) -> "BackgroundStarted":
     from uwf.cli.background import WORKER
     from uwf.engine.step.background import launch
 

@@ -1,10 +1,13 @@
 """`uwf store …`: create or migrate a store's schema, and copy one store into another."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from uwf.cli.options import FormatOpt, backend, emit
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import StoreInitialised
 
 app = typer.Typer(
     help="Create, migrate and copy stores (a directory or a postgresql:// URL).",
@@ -27,7 +30,12 @@ def init(fmt: FormatOpt = None) -> None:
     """
     storage = backend()
     versions = storage.init()
-    emit({"store": storage.name, "schema": versions["to"], "from": versions["from"]}, fmt)
+    shown: StoreInitialised = {
+        "store": storage.name,
+        "schema": versions["to"],
+        "from": versions["from"],
+    }
+    emit(shown, fmt)
 
 
 @app.command()

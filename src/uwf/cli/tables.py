@@ -4,12 +4,14 @@ the contract). ``cli/options.table`` renders them; ``workflow list`` needs no mo
 own. No ``from __future__ import annotations``: see ``cli/options``.
 """
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from uwf.cli.options import age
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
+    from uwf.util.outputs import StepEntry, ThreadListed, ThreadShown, ThreadSteps
 
 Rows = tuple[list[str] | None, list[list[object]]]
 
@@ -20,20 +22,20 @@ def _now() -> int:
     return now_ms()
 
 
-def _status(item: dict[str, Any]) -> str:
+def _status(item: "ThreadListed | ThreadShown") -> str:
     """The status, with who a waiting thread waits for."""
     waiting = item.get("waiting")
     return f"{item['status']} ({waiting['role']})" if waiting else str(item["status"])
 
 
-def _failure(failure: dict[str, Any] | None) -> str:
+def _failure(failure: Mapping[str, Any] | None) -> str:
     if not failure:
         return ""
     times = f"×{failure['attempts']} " if failure["attempts"] > 1 else ""
     return f"{times}exit {failure['code']}: {failure['error']}"
 
 
-def list_rows(backend: "Backend", items: list[dict[str, Any]]) -> Rows:
+def list_rows(backend: "Backend", items: "list[ThreadListed]") -> Rows:
     """``thread list``: thread, age, status, workflow (its name), task, last failure."""
     from uwf.engine.views.timeline import workflow_names
 
@@ -53,7 +55,7 @@ def list_rows(backend: "Backend", items: list[dict[str, Any]]) -> Rows:
     return ["THREAD", "AGE", "STATUS", "WORKFLOW", "TASK", "LAST FAILURE"], rows
 
 
-def show_rows(backend: "Backend", shown: dict[str, Any]) -> Rows:
+def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
     """``thread show``: one field per line."""
     from uwf.engine.views.timeline import workflow_names
 
@@ -81,7 +83,7 @@ def show_rows(backend: "Backend", shown: dict[str, Any]) -> Rows:
     return None, rows
 
 
-def steps_rows(listed: dict[str, Any]) -> Rows:
+def steps_rows(listed: "ThreadSteps") -> Rows:
     """``thread steps``: number, hash, role, status, agent, time taken, tokens, age (the task
     first, as step 0)."""
     now = _now()
@@ -89,11 +91,11 @@ def steps_rows(listed: dict[str, Any]) -> Rows:
     rows: list[list[object]] = [
         [0, start["hash"], "(task)", "", "", "", "", age(start["timestamp"], now)]
     ]
-    for n, step in enumerate(steps, start=1):
-        output = step.get("output")
+    for n, step in enumerate(cast("list[StepEntry]", steps), start=1):  # the StartNode is first
+        output = step["output"]
         status = output.get("status", "") if isinstance(output, dict) else ""
-        took = step.get("durationMs")
-        usage = step.get("usage") or {}
+        took = step["durationMs"]
+        usage = step["usage"]
         rows.append(
             [
                 n,
@@ -102,7 +104,7 @@ def steps_rows(listed: dict[str, Any]) -> Rows:
                 status,
                 step["agent"],
                 "" if took is None else f"{took / 1000:.1f}s",
-                usage.get("totalTokens", ""),
+                "" if usage is None else usage["totalTokens"],
                 age(step["timestamp"], now),
             ]
         )

@@ -4,7 +4,7 @@ watch, export; step and stop come from ``uwf.cli.stepping``, rerun and answer fr
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,9 @@ from uwf.cli.options import (
     read_text_file,
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import Exported
 
 app = typer.Typer(
     help="Start, step, inspect, fork and kill threads.",
@@ -415,7 +418,8 @@ def export(
 
     data = text.encode("utf-8")
     fsio.atomic_write(html, data)
-    emit({"thread": thread, "file": str(html), "bytes": len(data)})
+    exported: Exported = {"thread": thread, "file": str(html), "bytes": len(data)}
+    emit(exported)
 
 
 def _register_steering() -> None:

@@ -95,10 +95,7 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
             typer.echo(f"warning: {result.file}: {warning}", err=True)
         for problem in result.problems:
             typer.echo(f"error: {result.file}: {problem}", err=True)
-    emit(
-        [{"file": r.file, "name": r.name, "hash": r.hash, "problems": r.problems} for r in results],
-        fmt,
-    )
+    emit([r.output() for r in results], fmt)
     if any(r.problems for r in results):
         raise typer.Exit(1)
 

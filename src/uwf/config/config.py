@@ -6,8 +6,10 @@ with ``uwf-mock`` or ``uwf-cmd``. Cross references (``defaultAgent`` naming an a
 naming a provider, an API key in the environment) are checked when they are used, so a config
 that is incomplete for the LLM extract still runs the commands that do not need one.
 
-Every structural problem is one ``invalid config.yaml: …`` line. API keys never appear in an
-error message or a ``repr``: only the name of the variable that should hold one.
+What the file may hold is its JSON Schema's to say (``uwf.config.schema``); a document it
+refuses is one ``invalid config.yaml: <where>: <what>`` line, or a header and one line per
+problem. API keys never appear in an error message or a ``repr``: only the name of the
+variable that should hold one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput, UwfError
@@ -123,171 +125,119 @@ def load_config(root: Path) -> Config:
 
 
 def parse_config(raw: Any, *, root: Path | None = None) -> Config:
-    """Check the shape of a loaded ``config.yaml`` document and build a :class:`Config`.
-
-    The first failing check wins; its message names the offending key path.
-    """
+    """Check a loaded ``config.yaml`` document against its JSON Schema (``uwf.config.schema``)
+    and build a :class:`Config`; every problem is reported at once (InvalidInput)."""
+    found = problems(raw)
+    if found:
+        raise _refusal(found)
     if raw is None:
         return Config(root=root)
-    if not isinstance(raw, dict):
-        _fail("root must be a mapping")
-    providers = {
-        name: Provider(
-            base_url=_required_str(entry, "baseUrl", f"config.providers.{name}", "baseUrl"),
-            api_key_env=_key_env(entry.get("apiKeyEnv"), f"config.providers.{name}"),
-        )
-        for name, entry in _section(raw, "providers").items()
+    overrides = {
+        str(workflow): MappingProxyType({str(role): alias for role, alias in roles.items()})
+        for workflow, roles in _section(raw, "agentOverrides").items()
     }
-    models = {
-        name: Model(
-            provider=_required_str(entry, "provider", f"config.models.{name}", "provider and name"),
-            name=_required_str(entry, "name", f"config.models.{name}", "provider and name"),
-        )
-        for name, entry in _section(raw, "models").items()
-    }
-    agents = {name: _agent(name, entry) for name, entry in _section(raw, "agents").items()}
-    overrides: dict[str, Mapping[str, str]] = {}
-    for workflow, roles in _mapping_or_null(raw, "agentOverrides").items():
-        where = f"config.agentOverrides.{workflow}"
-        if not isinstance(roles, dict):
-            _fail(f"{where} must be a mapping of role to agent alias")
-        overrides[str(workflow)] = MappingProxyType(
-            {str(role): _alias(alias, f"{where}.{role}") for role, alias in roles.items()}
-        )
-    model_overrides = {
-        str(scenario): _alias(alias, f"config.modelOverrides.{scenario}")
-        for scenario, alias in _mapping_or_null(raw, "modelOverrides").items()
-    }
+    timeout = raw.get("agentTimeout")
     return Config(
-        providers=MappingProxyType(providers),
-        models=MappingProxyType(models),
-        agents=MappingProxyType(agents),
-        default_agent=_optional_alias(raw, "defaultAgent"),
-        agent_overrides=MappingProxyType(overrides),
-        default_model=_optional_alias(raw, "defaultModel"),
-        model_overrides=MappingProxyType(model_overrides),
-        agent_timeout=_agent_timeout(raw.get("agentTimeout")),
-        max_rounds=_positive(raw.get("maxRounds"), "maxRounds"),
-        compact_after=_positive(raw.get("compactAfter"), "compactAfter"),
-        context_budget=_positive(raw.get("contextBudget"), "contextBudget")
-        or DEFAULT_CONTEXT_BUDGET,
-        artifact_max_bytes=_positive(raw.get("artifactMaxBytes"), "artifactMaxBytes")
-        or DEFAULT_ARTIFACT_MAX_BYTES,
+        providers=_frozen(
+            {
+                n: Provider(e["baseUrl"], e.get("apiKeyEnv"))
+                for n, e in _section(raw, "providers").items()
+            }
+        ),
+        models=_frozen(
+            {n: Model(e["provider"], e["name"]) for n, e in _section(raw, "models").items()}
+        ),
+        agents=_frozen(
+            {
+                n: Agent(e["command"], tuple(e.get("args") or ()))
+                for n, e in _section(raw, "agents").items()
+            }
+        ),
+        default_agent=raw.get("defaultAgent"),
+        agent_overrides=_frozen(overrides),
+        default_model=raw.get("defaultModel"),
+        model_overrides=_frozen(_section(raw, "modelOverrides")),
+        agent_timeout=float(timeout) if timeout is not None else None,
+        max_rounds=_integer(raw, "maxRounds"),
+        compact_after=_integer(raw, "compactAfter"),
+        context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
+        artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
         root=root,
-        cli_reference=_flag(raw.get("cliReference"), "config.cliReference", True),
-        cli_reference_overrides=MappingProxyType(_flag_overrides(raw, "cliReferenceOverrides")),
+        cli_reference=raw.get("cliReference") is not False,
+        cli_reference_overrides=_frozen(
+            {
+                str(workflow): MappingProxyType(
+                    {str(role): bool(flag) for role, flag in roles.items()}
+                )
+                for workflow, roles in _section(raw, "cliReferenceOverrides").items()
+            }
+        ),
     )
 
 
-def _flag(value: Any, where: str, default: bool) -> bool:
+def configured_store(data: bytes) -> str | None:
+    """The ``store:`` entry of ``config.yaml`` (its bytes), None if unset.
+
+    Every command reads it, so only this key is checked: a wrong key the command does not use
+    never stops it (``load_config`` checks the whole file where it is used)."""
+    try:
+        loaded = yamlio.load(data, source=CONFIG_FILE)
+    except InvalidInput as exc:
+        raise InvalidInput(_PREFIX + exc.message) from None
+    value = loaded.get("store") if isinstance(loaded, dict) else None
     if value is None:
-        return default
-    if not isinstance(value, bool):
-        _fail(f"{where} must be true or false")
-    return value
+        return None
+    from uwf.config.schema import STORE_ONLY
+
+    found = problems({"store": value}, STORE_ONLY)
+    if found:
+        raise _refusal(found)
+    return str(value).strip()
 
 
-def _flag_overrides(raw: dict[str, Any], key: str) -> dict[str, Mapping[str, bool]]:
-    """``<workflow>: {<role>: true|false}`` (``cliReferenceOverrides``)."""
-    out: dict[str, Mapping[str, bool]] = {}
-    for workflow, roles in _mapping_or_null(raw, key).items():
-        where = f"config.{key}.{workflow}"
-        if not isinstance(roles, dict):
-            _fail(f"{where} must be a mapping of role to true or false")
-        out[str(workflow)] = MappingProxyType(
-            {str(role): _flag(flag, f"{where}.{role}", True) for role, flag in roles.items()}
-        )
-    return out
+def problems(raw: Any, schema: dict[str, Any] | None = None) -> list[str]:
+    """Every problem of a loaded ``config.yaml`` document, ``<where>: <what>`` (none: valid).
+
+    The fast validator answers for a valid document, so a command pays no jsonschema import
+    for reading its configuration; only a wrong one is worded by ``uwf.cas.schema``."""
+    from uwf.cas import fastschema
+    from uwf.config.schema import CONFIG
+
+    schema = CONFIG if schema is None else schema
+    found = []
+    if fastschema.is_valid(schema, raw) is not True:
+        from uwf.cas.schema import field_problems
+
+        found = field_problems(schema, raw)
+    timeout = raw.get("agentTimeout") if isinstance(raw, dict) else None
+    if isinstance(timeout, float) and not math.isfinite(timeout):  # JSON has no NaN to refuse
+        from uwf.cas import wording
+
+        what = wording.expected(CONFIG["properties"]["agentTimeout"])
+        found.append(f"agentTimeout: expected {what}, got {wording.shown(timeout)}")
+    return found
 
 
-def _fail(message: str) -> NoReturn:
-    raise InvalidInput(_PREFIX + message)
+def _refusal(found: list[str]) -> InvalidInput:
+    """``invalid config.yaml: <problem>``, or a header and one ``  - <problem>`` line each."""
+    if len(found) == 1:
+        return InvalidInput(_PREFIX + found[0])
+    lines = [f"invalid {CONFIG_FILE}: {len(found)} problems", *(f"  - {line}" for line in found)]
+    return InvalidInput("\n".join(lines))
 
 
-def _section(raw: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
-    """A top-level mapping of name -> mapping (providers, models, agents); null = empty."""
+def _section(raw: dict[Any, Any], key: str) -> dict[str, Any]:
+    """A checked section of named entries (null: none), names as strings."""
+    return {str(name): entry for name, entry in (raw.get(key) or {}).items()}
+
+
+def _frozen(mapping: dict[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(mapping)
+
+
+def _integer(raw: dict[Any, Any], key: str) -> int | None:
     value = raw.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        _fail(f"config.{key} must be a mapping")
-    out: dict[str, dict[str, Any]] = {}
-    for name, entry in value.items():
-        if not isinstance(entry, dict):
-            _fail(f"config.{key}.{name} must be a mapping")
-        out[str(name)] = entry
-    return out
-
-
-def _mapping_or_null(raw: dict[str, Any], key: str) -> dict[Any, Any]:
-    value = raw.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        _fail(f"config.{key} must be a mapping or null")
-    return value
-
-
-def _required_str(entry: dict[str, Any], key: str, where: str, needs: str) -> str:
-    value = entry.get(key)
-    if not isinstance(value, str) or not value.strip():
-        _fail(f"{where} requires {needs}")
-    return str(value)
-
-
-def _key_env(value: Any, where: str) -> str | None:
-    """``apiKeyEnv``: the variable holding the key; absent for a server that needs none."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        _fail(f"{where}.apiKeyEnv must name an environment variable (or be left out)")
-    return str(value)
-
-
-def _agent(name: str, entry: dict[str, Any]) -> Agent:
-    command = entry.get("command")
-    if not isinstance(command, str) or not command.strip():
-        _fail(f"config.agents.{name} requires command")
-    args = entry.get("args")
-    if args is None:
-        args = []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        _fail(f"config.agents.{name}.args must be a list of strings")
-    return Agent(command=str(command), args=tuple(args))
-
-
-def _alias(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        _fail(f"{where} must be an alias (a non-empty string)")
-    return str(value)
-
-
-def _optional_alias(raw: dict[str, Any], key: str) -> str | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    return _alias(value, f"config.{key}")
-
-
-def _agent_timeout(value: Any) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        _fail("config.agentTimeout must be a positive number of seconds")
-    return float(value)
-
-
-def _positive(value: Any, key: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        _fail(f"config.{key} must be a positive integer")
-    return int(value)
+    return int(value) if value is not None else None  # 2.0 is an integer to JSON Schema
 
 
 # ---------------------------------------------------------------------------- resolution

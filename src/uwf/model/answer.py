@@ -244,4 +244,4 @@ def write_step(
         "edgePrompt": edge_prompt,
         "depth": chain.depth_of(store, prev) + 1,
     }
-    return NodeHash(store.put(schemas.ensure(store).step, step))
+    return store.put(schemas.ensure(store).step, step)

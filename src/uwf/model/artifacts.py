@@ -15,12 +15,15 @@ import binascii
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import ArtifactListed
 
 ENV = "UWF_ARTIFACTS_DIR"
 
@@ -30,7 +33,7 @@ class Artifact(NamedTuple):
     hash: NodeHash  # a Text or Blob node
     size: int  # bytes
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ArtifactListed:
         return {"path": self.path, "hash": self.hash, "size": self.size}
 
 
@@ -53,10 +56,10 @@ def encode(store: Store, data: bytes) -> NodeHash:
     h = schemas.ensure(store)
     if b"\0" not in data:
         try:
-            return NodeHash(store.put(h.text, data.decode("utf-8")))
+            return store.put(h.text, data.decode("utf-8"))
         except UnicodeDecodeError:
             pass
-    return NodeHash(store.put(h.blob, base64.b64encode(data).decode("ascii")))
+    return store.put(h.blob, base64.b64encode(data).decode("ascii"))
 
 
 def decode(store: Store, artifact: Artifact) -> bytes:
@@ -189,4 +192,4 @@ def attach(store: Store, detail: str, artifacts: list[Artifact]) -> NodeHash:
     new = {a.path for a in artifacts}
     kept = [a for a in _entries(node.payload) if not (isinstance(a, dict) and a.get("path") in new)]
     listed = kept + [a.as_json() for a in artifacts]
-    return NodeHash(store.put(node.type, {**node.payload, "artifacts": listed}))
+    return store.put(node.type, {**node.payload, "artifacts": listed})

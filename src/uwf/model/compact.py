@@ -175,12 +175,12 @@ def model_client(root: Path) -> Client | None:
 def request(store: Store, thread: str, head: NodeHash, text: str) -> tuple[NodeHash, NodeHash]:
     """Record ``text`` as the summary for the step after ``head``: (summary, request) hashes."""
     h = schemas.ensure(store)
-    summary = NodeHash(store.put(h.text, text))
+    summary = store.put(h.text, text)
     payload = {"thread": thread, "head": head, "summary": summary}
-    return summary, NodeHash(store.put(h.compact_request, payload))
+    return summary, store.put(h.compact_request, payload)
 
 
-def _requests(store: Store) -> list[tuple[str, dict[str, Any]]]:
+def _requests(store: Store) -> list[tuple[NodeHash, dict[str, Any]]]:
     out = []
     for h in store.index(schemas.hashes().compact_request):
         node = store.get(h)

@@ -18,10 +18,13 @@ nearest step that has one (or the start).
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.model import chain
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import StepSpent, Total, Usage
 
 TOKEN_KEYS = ("promptTokens", "completionTokens", "totalTokens", "calls")
 _COUNT = {"type": "integer", "minimum": 0}
@@ -66,7 +69,7 @@ class Cost(NamedTuple):
             self.calls + other.calls,
         )
 
-    def usage_json(self) -> dict[str, int]:
+    def usage_json(self) -> Usage:
         return {
             "promptTokens": self.prompt_tokens,
             "completionTokens": self.completion_tokens,
@@ -74,7 +77,7 @@ class Cost(NamedTuple):
             "calls": self.calls,
         }
 
-    def total_json(self) -> dict[str, int]:
+    def total_json(self) -> Total:
         return {"durationMs": self.duration_ms, **self.usage_json()}
 
     @classmethod
@@ -117,16 +120,16 @@ def own(detail: Any) -> Cost:
     )
 
 
-def step_cost(store: Store, step: chain.Step) -> dict[str, Any]:
-    """``{durationMs, usage, cost}`` of one step: what its detail records (None where it
+def step_cost(store: Store, step: chain.Step) -> tuple[StepSpent, Cost]:
+    """What one step's detail records of its cost (``{durationMs, usage}``, None where it
     does not), and the step's own :class:`Cost` (for sums)."""
     detail = _payload(store, step.payload.get("detail"))
     ms, usage = recorded(detail)
-    return {
+    spent: StepSpent = {
         "durationMs": ms,
         "usage": usage.usage_json() if usage is not None else None,
-        "cost": own(detail),
     }
+    return spent, own(detail)
 
 
 def total(store: Store, head: chain.Start | chain.Step) -> Cost:

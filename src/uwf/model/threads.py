@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from uwf.backend import base
 from uwf.backend.base import Backend, Failure, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import NotActive, NotFound, UwfError
+from uwf.util.errors import NotFound, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import FailureShown, WaitingShown
 
 
 class ThreadRef(NamedTuple):
@@ -34,18 +38,30 @@ def active_status(waiting: Waiting | None, running: bool, failure: Failure | Non
     return "failing" if failure is not None else "idle"
 
 
-def waiting_json(waiting: Waiting) -> dict[str, object]:
+def waiting_json(waiting: Waiting) -> WaitingShown:
     """What ``thread show`` and ``thread list`` say of a wait: ``{role, since, reason?}``."""
-    out = waiting.as_json()
-    del out["head"]
+    out: WaitingShown = {"role": waiting.role, "since": waiting.since}
+    if waiting.reason:
+        out["reason"] = waiting.reason
     return out
 
 
-def failure_json(failure: Failure) -> dict[str, object]:
+def failure_json(failure: Failure) -> FailureShown:
     """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
     code, at, attempts, since, role?, agent?, host?}`` (at the thread's head)."""
-    out = failure.as_json()
-    del out["head"]
+    out: FailureShown = {
+        "error": failure.error,
+        "code": failure.code,
+        "at": failure.at,
+        "attempts": failure.attempts,
+        "since": failure.at if failure.since is None else failure.since,
+    }
+    if failure.role is not None:
+        out["role"] = failure.role
+    if failure.agent is not None:
+        out["agent"] = failure.agent
+    if failure.host is not None:
+        out["host"] = failure.host
     return out
 
 
@@ -68,7 +84,7 @@ def not_active(backend: Backend, thread: ThreadId) -> UwfError:
     entry = backend.threads.history_entry(thread)
     if entry is None:
         return NotFound(f"thread not found: {thread}")
-    return NotActive(f"thread not active: {thread} (status: {entry.status})")
+    return base.not_active(thread, entry)
 
 
 def require_active(backend: Backend, thread: str) -> tuple[ThreadId, NodeHash]:

@@ -12,19 +12,19 @@ from typing import Any
 from uwf.moderator import emits
 from uwf.moderator.evaluate import END, START, UNIT, check_template, output_names
 from uwf.moderator.problems import Problems, key_text, kind, loc, seg
+from uwf.protocol import schemas
 
-TARGET_FIELDS = ("role", "prompt")
+TARGET_FIELDS = tuple(schemas.TARGET["properties"])  # role, prompt
 
 
 def _target_role(
     p: Problems, where: str, node: str, target: dict[Any, Any], roles: set[str]
 ) -> bool:
-    """Report what is wrong with a target's ``role``; True when it is usable."""
+    """Report where a target's ``role`` cannot route; True when it is usable."""
     role = target.get("role")
     if not isinstance(role, str):
-        what = "missing" if "role" not in target else f"got {kind(role)}"
-        p.add(f"{where}.role", f"{what} (expected a role name or $END)")
-    elif role == START:
+        return False  # missing or not a string: the file schema said so
+    if role == START:
         p.add(where, "cannot route to $START (route to a role or $END)")
     elif role != END and role not in roles:
         known = ", ".join(sorted(roles)) or "none"
@@ -38,8 +38,7 @@ def _target_role(
 
 def _target_prompt(p: Problems, where: str, prompt: Any) -> bool:
     if not isinstance(prompt, str) or not prompt.strip():
-        p.add(f"{where}.prompt", "prompt is required (non-empty string)")
-        return False
+        return False  # missing or blank: the file schema said so
     problem = check_template(prompt)
     if problem is not None:
         p.add(f"{where}.prompt", f"prompt template does not parse: {problem}")
@@ -50,7 +49,10 @@ def _target_prompt(p: Problems, where: str, prompt: Any) -> bool:
 def _check_target(
     p: Problems, node: str, status: Any, target: Any, roles: set[str]
 ) -> dict[str, str] | None:
-    """One edge ``graph[node][status]``, normalised to ``{role, prompt}``; None when broken."""
+    """One edge ``graph[node][status]``, normalised to ``{role, prompt}``; None when broken.
+
+    Its shape (a mapping of exactly ``role`` and ``prompt``, both strings) is the file
+    schema's to report (``uwf.moderator.validate``); this checks where it routes."""
     if not isinstance(status, str):
         p.add(
             loc("graph", node),
@@ -62,14 +64,10 @@ def _check_target(
         p.add(where, "a status must be a non-empty string")
         return None
     if not isinstance(target, dict):
-        p.add(where, f"expected a mapping {{role, prompt}}, got {kind(target)}")
         return None
-    bad = [k for k in target if k not in TARGET_FIELDS]
-    for key in bad:
-        p.add(where, f"unknown key {key_text(key)} (a target has only role and prompt)")
     good_role = _target_role(p, where, node, target, roles)
     good_prompt = _target_prompt(p, where, target.get("prompt"))
-    if bad or not good_role or not good_prompt:
+    if any(key not in TARGET_FIELDS for key in target) or not good_role or not good_prompt:
         return None
     return {"role": str(target["role"]), "prompt": str(target["prompt"])}
 
@@ -89,15 +87,9 @@ def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
             loc("graph", node),
             f"{key_text(node)} is not a role (graph keys are $START and role names)",
         )
-    if edges is None:  # `reviewer:` with nothing under it: reported as "no outgoing edge"
-        return False
-    if not isinstance(edges, dict):
-        p.add(
-            loc("graph", node),
-            f"expected a mapping of status -> {{role, prompt}}, got {kind(edges)}",
-        )
-        return False
-    return True
+    # None (`reviewer:` with nothing under it) is reported as "no outgoing edge", anything
+    # else that is not a mapping by the file schema
+    return isinstance(edges, dict)
 
 
 def check_graph(p: Problems, graph: dict[Any, Any], roles: set[str]) -> dict[str, Any]:

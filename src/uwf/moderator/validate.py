@@ -1,27 +1,31 @@
 """Workflow definitions: every check, before anything is stored (docs/errors.md, "Workflow
 files").
 
-A workflow is a mapping with exactly ``name``, ``description``, ``roles`` and ``graph``, and
-optionally ``compactAfter`` (a positive integer: steps between compaction summaries,
-docs/format.md "Compaction").
 :func:`validate` reports every problem at once, each as ``<where>: <what>``, so a user fixes
 a file in one round instead of one error at a time. Pure: no file and no store is read.
 
-What is checked, beyond the shape and the types of every field:
+**The shape** of a file — its keys, their types, what is required, what is unknown — has one
+source: the Workflow node's JSON Schema (``uwf.protocol.schemas``: ``WORKFLOW_COMPACT``, the
+Workflow with its optional ``compactAfter``), read through :func:`file_schema`, which adds
+only what a file writes differently from a node: a role's schema inline under ``meta`` (or
+its other name ``frontmatter``) where the node has a hash, an empty node of the graph
+(``reviewer:``) left to the "no outgoing edge" check, a prompt that is not blank, and the
+words of its messages (``x-expected``). ``uwf.cas.schema.problems`` words every problem of
+that shape, as it words every schema's (``uwf.cas.wording``).
+
+**What a schema cannot say** is checked here, after the shape:
 
 * Every role name is a plain identifier, so nothing from a workflow file can become a
   command-line flag or a path where a role reaches an agent's argv; ``name`` must equal the
   file stem and be a workflow name (``schemas.workflow_name_problem``: letters, digits, ``_``,
   ``-`` and ``.``, never a flag, a path, a hash or a file name).
-* A role's ``meta`` (or its other name ``frontmatter``) is a JSON Schema mapping; unknown
-  keys are refused at the top level, in roles and in targets (a typo is never silently
-  dropped); the legacy list/``conditions`` graph form gets a message that explains the
-  status-based form.
+* A role's ``meta`` (or ``frontmatter``, not both) is a valid JSON Schema of JSON values;
+  the legacy list/``conditions`` graph form gets a message that explains the status-based
+  form.
 * The graph (``uwf.moderator.graphcheck``): ``$START`` routes on exactly the unit status
   ``_`` to a role; every target is a role or ``$END``; every graph key is a role or
-  ``$START``; every role has an outgoing edge; every prompt is non-blank and parses as
-  Mustache; a role's edges and the statuses its schema can emit agree
-  (``uwf.moderator.emits``).
+  ``$START``; every role has an outgoing edge; every prompt parses as Mustache; a role's
+  edges and the statuses its schema can emit agree (``uwf.moderator.emits``).
 
 Warnings, not errors: roles that cannot be reached from ``$START``, prompt variables the
 source role's output cannot have, a ``status`` without ``enum``, and a possible ``_`` status
@@ -30,18 +34,20 @@ with no edge.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from uwf.cas.schema import check_schema
+from uwf.cas.fastschema import EXPECTED
+from uwf.cas.schema import check_schema, problems
+from uwf.cas.wording import where
 from uwf.moderator import graphcheck
-from uwf.moderator.problems import Problems, key_text, kind, loc, string
+from uwf.moderator.problems import Problems, key_text, loc
+from uwf.protocol import schemas
 from uwf.protocol.schemas import is_name, workflow_name_problem
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import canonical
 
-ROLE_FIELDS = ("description", "goal", "capabilities", "procedure", "output", "meta")
-TOP_FIELDS = ("name", "description", "roles", "graph", "compactAfter")
 EXTENSIONS = (".yaml", ".yml")
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
@@ -49,6 +55,53 @@ LEGACY = (
     "graph uses the legacy list/conditions form; use status-based routing: "
     "graph[<role>][<status>] = {role: <next role or $END>, prompt: <mustache template>}"
 )
+
+
+@functools.cache
+def file_schema() -> dict[str, Any]:
+    """The JSON Schema of a workflow file: the Workflow node's, as a file writes it."""
+    node, role, target = schemas.WORKFLOW_COMPACT, schemas.ROLE_DEFINITION, schemas.TARGET
+    inline = {"type": "object", EXPECTED: "a JSON Schema mapping"}
+    file_role = {
+        **role,
+        EXPECTED: "a mapping (a role definition)",
+        # ``meta`` or ``frontmatter``: which one, and the message when neither, is _schema_of's
+        "required": [key for key in role["required"] if key != "meta"],
+        "properties": {**role["properties"], "meta": inline, "frontmatter": inline},
+    }
+    to = target["properties"]
+    file_target = {
+        **target,
+        EXPECTED: "a mapping {role, prompt}",
+        "properties": {
+            "role": {**to["role"], EXPECTED: "a role name or $END"},
+            "prompt": {**to["prompt"], "pattern": r"\S", EXPECTED: "a non-blank Mustache template"},
+        },
+    }
+    top = node["properties"]
+    edges = {
+        **top["graph"]["additionalProperties"],
+        "type": ["object", "null"],  # `reviewer:` with nothing under it: "has no outgoing edge"
+        EXPECTED: "a mapping of <status> -> {role, prompt}",
+        "additionalProperties": file_target,
+    }
+    return {
+        **node,
+        "required": schemas.WORKFLOW["required"],  # compactAfter is optional in a file
+        "properties": {
+            **top,
+            "roles": {
+                **top["roles"],
+                EXPECTED: "a mapping of role name -> role definition",
+                "additionalProperties": file_role,
+            },
+            "graph": {
+                **top["graph"],
+                EXPECTED: "a mapping of <role or $START> -> <status> -> {role, prompt}",
+                "additionalProperties": edges,
+            },
+        },
+    }
 
 
 def stem(basename: str) -> str:
@@ -60,33 +113,16 @@ def stem(basename: str) -> str:
 
 
 def _check_meta(p: Problems, role: str, key: str, meta: Any) -> dict[str, Any] | None:
-    where = loc("roles", role, key)
     if not isinstance(meta, dict):
-        p.add(where, f"expected a JSON Schema mapping, got {kind(meta)}")
-        return None
+        return None  # not a mapping: the file schema said so
     try:
         meta = canonical(meta)
         check_schema(meta)
     except InvalidInput as exc:
-        p.add(where, exc.message)
+        p.add(loc("roles", role, key), exc.message)
         return None
     result: dict[str, Any] = meta
     return result
-
-
-def _check_capabilities(p: Problems, role: str, spec: dict[Any, Any]) -> list[Any] | None:
-    caps = spec.get("capabilities")
-    where = loc("roles", role, "capabilities")
-    if "capabilities" not in spec:
-        p.add(where, "missing (expected a list of strings)")
-        return None
-    if not isinstance(caps, list):
-        p.add(where, f"expected a list of strings, got {kind(caps)}")
-        return None
-    for i, cap in enumerate(caps):
-        if not isinstance(cap, str):
-            p.add(f"{where}[{i}]", f"expected a string, got {kind(cap)}")
-    return caps
 
 
 def _schema_of(p: Problems, role: str, spec: dict[Any, Any]) -> dict[str, Any] | None:
@@ -108,7 +144,7 @@ def _schema_of(p: Problems, role: str, spec: dict[Any, Any]) -> dict[str, Any] |
 
 
 def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
-    """Normalise one role definition (``frontmatter`` becomes ``meta``).
+    """One role definition, normalised (``frontmatter`` becomes ``meta``).
 
     Returns the role as far as it could be read (None without a usable schema), so that its
     edges are still checked against its statuses: every problem is reported in one round.
@@ -120,30 +156,20 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
     if not is_name(role):
         p.add(loc("roles", role), f"role name is not a plain identifier ({NAME_RULE})")
     if not isinstance(spec, dict):
-        p.add(loc("roles", role), f"expected a mapping (a role definition), got {kind(spec)}")
-        return None
-    for key in spec:
-        if key not in ROLE_FIELDS and key != "frontmatter":
-            p.add(
-                loc("roles", role, key) if isinstance(key, str) else loc("roles", role),
-                f"unknown key {key_text(key)} (a role has description, goal, capabilities, "
-                "procedure, output and meta)",
-            )
-    out: dict[str, Any] = {}
-    for key in ("description", "goal", "procedure", "output"):
-        out[key] = string(p, spec.get(key), "roles", role, key, present=key in spec)
-    out["capabilities"] = _check_capabilities(p, role, spec)
+        return None  # the file schema said what a role is
     meta = _schema_of(p, role, spec)
     if meta is None:
         return None
-    out["meta"] = meta
-    return {key: out.get(key) for key in ROLE_FIELDS}
+    return {
+        key: meta if key == "meta" else spec.get(key)
+        for key in schemas.ROLE_DEFINITION["properties"]
+    }
 
 
 def _check_name(p: Problems, document: dict[Any, Any], basename: str) -> str | None:
-    name = string(p, document.get("name"), "name", present="name" in document)
-    if name is None:
-        return None
+    name = document.get("name")
+    if not isinstance(name, str):
+        return None  # missing or not a string: the file schema said so
     problem = workflow_name_problem(name)
     if problem is not None:
         p.add("name", f"{describe(name)} {problem}")
@@ -162,11 +188,7 @@ def _check_roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict
     roles: dict[str, dict[str, Any]] = {}
     names: list[str] = []
     raw = document.get("roles")
-    if "roles" not in document:
-        p.add("roles", "missing (expected a mapping of role name -> role definition)")
-    elif not isinstance(raw, dict):
-        p.add("roles", f"expected a mapping of role name -> role definition, got {kind(raw)}")
-    else:
+    if isinstance(raw, dict):
         for role, spec in raw.items():
             if isinstance(role, str):
                 names.append(role)
@@ -182,21 +204,9 @@ def _is_legacy(raw: Any) -> bool:
     )
 
 
-def _check_graph(
-    p: Problems, document: dict[Any, Any], names: list[str], roles: dict[str, Any]
-) -> dict[str, Any]:
-    raw = document.get("graph")
-    if "graph" not in document:
-        p.add(
-            "graph",
-            "missing (expected a mapping: graph[<role or $START>][<status>] = {role, prompt})",
-        )
-        return {}
-    if _is_legacy(raw):
-        return {}
+def _check_graph(p: Problems, raw: Any, names: list[str], roles: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        p.add("graph", f"expected a mapping of node -> status -> {{role, prompt}}, got {kind(raw)}")
-        return {}
+        return {}  # missing, not a mapping (the file schema said so) or the legacy form
     graph = graphcheck.check_graph(p, raw, set(names))
     graphcheck.check_start(p, raw)
     graphcheck.check_statuses(p, names, roles, raw)
@@ -206,43 +216,34 @@ def _check_graph(
 def validate(document: dict[Any, Any], basename: str) -> tuple[dict[str, Any], Problems]:
     """The normalised definition of a workflow document, and every problem and warning.
 
-    The definition is ``{name, description, roles, graph}`` — roles carry their schema
-    inline under ``meta`` (``frontmatter`` renamed), targets are ``{role, prompt}`` — and is
-    only complete when no problem was found. ``basename`` is the file's name (its stem must
-    be the workflow's name).
+    The definition is ``{name, description, roles, graph}`` (and ``compactAfter`` when the
+    file has it) — roles carry their schema inline under ``meta`` (``frontmatter`` renamed),
+    targets are ``{role, prompt}`` — and is only complete when no problem was found.
+    ``basename`` is the file's name (its stem must be the workflow's name).
     """
     p = Problems()
-    for key in document:
-        if key not in TOP_FIELDS and key != "conditions":
-            p.add(
-                loc(key) if isinstance(key, str) else "",
-                f"unknown top-level key {key_text(key)} "
-                "(a workflow has name, description, roles and graph)",
-            )
+    legacy = "conditions" in document or _is_legacy(document.get("graph"))
+    shaped = dict(document)
+    if legacy:  # one message explains the status-based form instead of its every detail
+        shaped.pop("conditions", None)
+        shaped["graph"] = {}
+    for path, what in problems(file_schema(), shaped, "uwf:workflow-file"):
+        p.add(where(shaped, path), what)
     name = _check_name(p, document, basename)
-    description = string(
-        p, document.get("description"), "description", present="description" in document
-    )
     names, roles = _check_roles(p, document)
-    graph = _check_graph(p, document, names, roles)
-    if "conditions" in document or _is_legacy(document.get("graph")):
+    graph = _check_graph(p, None if legacy else document.get("graph"), names, roles)
+    if legacy:
         p.add("", LEGACY)
     if not p.lines:
         for role in graphcheck.unreachable(graph, roles):
             p.warn(loc("roles", role), "not reachable from $START")
         graphcheck.check_variables(p, graph, roles)
-    definition = {"name": name, "description": description, "roles": roles, "graph": graph}
-    _check_compact_after(p, document, definition)
+    definition = {
+        "name": name,
+        "description": document.get("description"),
+        "roles": roles,
+        "graph": graph,
+    }
+    if "compactAfter" in document:
+        definition["compactAfter"] = document["compactAfter"]
     return definition, p
-
-
-def _check_compact_after(p: Problems, document: dict[Any, Any], out: dict[str, Any]) -> None:
-    """The optional ``compactAfter``: a positive integer, copied into the definition."""
-    if "compactAfter" not in document:
-        return
-    every = document["compactAfter"]
-    if isinstance(every, bool) or not isinstance(every, int):
-        p.add("compactAfter", f"expected a positive integer (steps), got {kind(every)}")
-    elif every < 1:
-        p.add("compactAfter", f"expected a positive integer (steps), got {every}")
-    out["compactAfter"] = every

@@ -8,7 +8,7 @@ becomes part of a path.
 from __future__ import annotations
 
 import functools
-from typing import NewType
+from typing import NewType, TypeGuard
 
 from uwf.util.errors import InvalidInput
 
@@ -47,8 +47,9 @@ def encode64(value: int) -> str:
     )
 
 
-def is_hash(text: object) -> bool:
-    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits.
+def is_hash(text: object) -> TypeGuard[NodeHash]:
+    """True when ``text`` is a well-formed hash: 13 upper-case digits whose value fits 64 bits
+    (to mypy: then it is a ``NodeHash``).
 
     ``strip(ALPHABET)`` leaves nothing exactly when every character is a digit (no regex: it
     would be compiled by every command at start-up, and ``$`` would let a final newline by).
@@ -67,7 +68,7 @@ def check_hash(text: str, what: str = "hash") -> NodeHash:
         raise InvalidInput(
             f"invalid {what}: {describe(text)} (expected 13 upper-case Crockford Base32 characters)"
         )
-    return NodeHash(text)
+    return text
 
 
 def describe(text: str, limit: int = 60) -> str:

@@ -18,11 +18,11 @@ def storage_root() -> Path:
     return Path.home() / ".uncaged" / "workflow"
 
 
-def configured_store(root: Path) -> str | None:
-    """The ``store:`` entry of ``<root>/config.yaml`` (a URL or a directory), None if unset.
+def config_mentioning(root: Path, word: bytes) -> bytes | None:
+    """The bytes of ``<root>/config.yaml`` when they contain ``word``, else None.
 
-    Read on every command, so the file is parsed only when it mentions ``store`` at all.
-    """
+    Read on every command (``store:``), so the caller parses the file only when the key can
+    be there at all."""
     try:
         data = (root / "config.yaml").read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -31,18 +31,4 @@ def configured_store(root: Path) -> str | None:
         from uwf.util.errors import UwfError
 
         raise UwfError(f"cannot read {root / 'config.yaml'}: {exc.strerror or exc}") from None
-    if b"store" not in data:
-        return None
-    from uwf.util import yamlio
-    from uwf.util.errors import InvalidInput
-
-    try:
-        loaded = yamlio.load(data, source="config.yaml")
-    except InvalidInput as exc:
-        raise InvalidInput(f"invalid config.yaml: {exc.message}") from None
-    value = loaded.get("store") if isinstance(loaded, dict) else None
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("invalid config.yaml: config.store must be a URL or a directory")
-    return value.strip()
+    return data if word in data else None

@@ -27,7 +27,7 @@ class FsBackend(Backend):
     def __init__(self, root: Path) -> None:
         self.root = root
         self.nodes: FsStore = FsStore(root / "cas", root / "locks")
-        self.threads: FsThreads = FsThreads(root)
+        self.threads: FsThreads = FsThreads(root, self.nodes)
         self.registry = FsRegistry(root)
         self.locks = FsLocks(root / "locks")
 

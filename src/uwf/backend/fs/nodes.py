@@ -26,18 +26,19 @@ import heapq
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio
-from uwf.util.base32 import check_hash, is_hash
+from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
 
 if TYPE_CHECKING:
     from uwf.backend.fs.packs import Pack
+    from uwf.util.outputs import PackDamage, Packed
 
 SWEEP_LOCK = "cas-sweep.lock"
 MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this many
@@ -249,12 +250,12 @@ class FsStore(Store):
                 if is_hash(entry.name) and entry.name[:2] == fan.name:
                     yield entry
 
-    def iter_hashes(self) -> Iterator[str]:
+    def iter_hashes(self) -> Iterator[NodeHash]:
         """Loose files first, then the packs listed afresh: a node packed meanwhile is in a
         pack that is listed after its loose file went. Sorted, each hash once."""
-        loose = [entry.name for entry in self._loose()]
+        loose = [NodeHash(entry.name) for entry in self._loose()]
         dropped = self._dropped
-        streams: list[Iterator[str]] = [iter(loose)]
+        streams: list[Iterator[NodeHash]] = [iter(loose)]
         for pack in self._list_packs():
             streams.append(n for n in pack.names() if n not in dropped)
         last = None
@@ -263,11 +264,11 @@ class FsStore(Store):
                 yield h
                 last = h
 
-    def check_storage(self) -> list[dict[str, str]]:
+    def check_storage(self) -> list[PackDamage]:
         """Packs that cannot be opened, or whose checksums or order are wrong."""
         from uwf.backend.fs.packs import Pack
 
-        damaged = []
+        damaged: list[PackDamage] = []
         for name in pack_names(self.pack_dir):
             try:
                 pack = Pack(self.pack_dir, name)
@@ -283,7 +284,7 @@ class FsStore(Store):
         return damaged
 
     # -- writing ------------------------------------------------------------------------
-    def _create(self, h: str, node: Node) -> bool:
+    def _create(self, h: NodeHash, node: Node) -> bool:
         data = dumps(node.as_dict()).encode()
         return fsio.create_once(self.path(h), data, mode=0o444)
 
@@ -337,27 +338,27 @@ class FsStore(Store):
             freed += sum(pack.size_of(i) for pack, i in copies)
         return freed
 
-    def pack(self, *, everything: bool = False) -> dict[str, int]:
+    def pack(self, *, everything: bool = False) -> Packed:
         from uwf.backend.fs.packing import pack_store
 
         return pack_store(self, everything=everything)
 
     # -- the type index -----------------------------------------------------------------
-    def _index_add(self, type_hash: str, h: str) -> None:
+    def _index_add(self, type_hash: str, h: NodeHash) -> None:
         fsio.append_line(self.index_dir / type_hash, h)
 
-    def index(self, type_hash: str) -> list[str]:
+    def index(self, type_hash: str) -> list[NodeHash]:
         data = fsio.read_bytes(self.index_dir / type_hash)
         if data is None:
             return []
-        seen: dict[str, None] = {}
+        seen: dict[NodeHash, None] = {}
         for line in data.decode("ascii", "replace").splitlines():
             line = line.strip()
             if is_hash(line):  # a torn last line from a crash is skipped, never trusted
                 seen[line] = None
         return list(seen)
 
-    def write_index(self, index: dict[str, list[str]]) -> None:
+    def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         if not index and not self.index_dir.is_dir():  # nothing stored: create nothing
             return
         self.index_dir.mkdir(parents=True, exist_ok=True)
@@ -369,7 +370,7 @@ class FsStore(Store):
             if is_hash(entry) and entry not in index:
                 os.unlink(self.index_dir / entry)
 
-    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+    def set_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         path = self.index_dir / type_hash
         if hashes:
             fsio.atomic_write(path, "".join(f"{h}\n" for h in hashes).encode())

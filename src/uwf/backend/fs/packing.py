@@ -29,6 +29,7 @@ from uwf.util.errors import CorruptNode
 
 if TYPE_CHECKING:
     from uwf.backend.fs.nodes import FsStore
+    from uwf.util.outputs import Packed
 
 SAMPLE = 64  # records sampled for a pack's dictionary
 
@@ -118,7 +119,7 @@ def _sample(loose: _Loose, old: list[Pack]) -> bytes:
     return packs.dictionary(records)
 
 
-def pack_store(store: FsStore, *, everything: bool = False) -> dict[str, int]:
+def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
     """Pack the loose nodes (and, with ``everything`` or too many packs, merge every pack):
     ``{"packed", "loose", "packs", "bytes"}`` — nodes moved out of loose files, loose files
     left, packs now, and their bytes."""

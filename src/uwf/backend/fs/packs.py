@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import xxhash
 
 from uwf.util import fsio
-from uwf.util.base32 import ALPHABET, encode64
+from uwf.util.base32 import ALPHABET, NodeHash, encode64
 from uwf.util.errors import CorruptNode, UwfError
 
 if TYPE_CHECKING:
@@ -148,10 +148,10 @@ class Pack:
         at = _NAMES_AT + i * NAME_LEN
         return self.idx[at : at + NAME_LEN].decode("ascii")
 
-    def names(self) -> Iterator[str]:
+    def names(self) -> Iterator[NodeHash]:
         """Every name, ascending."""
         for i in range(self.count):
-            yield self.name_at(i)
+            yield NodeHash(self.name_at(i))
 
     def entry(self, i: int) -> Entry:
         return Entry(*_ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size))

@@ -26,9 +26,10 @@ from uwf.backend.base import (
     HistoryEntry,
     Registry,
     ThreadInfo,
-    ThreadTable,
     Waiting,
 )
+from uwf.backend.records import RecordThreads
+from uwf.cas.store import Store
 from uwf.util import fsio, jsonfmt, yamlio
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Conflict, InvalidInput
@@ -127,7 +128,7 @@ class MappingFile:
 
 
 def _decode_hash(_key: str, raw: Any) -> NodeHash | None:
-    return NodeHash(raw) if is_hash(raw) else None
+    return raw if is_hash(raw) else None
 
 
 def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
@@ -176,22 +177,22 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
     if not isinstance(raw, dict):
-        return ActiveThread(ThreadId(key), NodeHash(raw)) if is_hash(raw) else None
+        return ActiveThread(ThreadId(key), raw) if is_hash(raw) else None
     head: Any = raw.get("head")
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
     task, waiting = raw.get("task"), raw.get("waiting")
     info = ThreadInfo(
-        NodeHash(workflow) if is_hash(workflow) else None,
+        workflow if is_hash(workflow) else None,
         task if isinstance(task, str) else None,
     )
     if waiting is not None:
-        waiting = _decode_waiting(waiting, NodeHash(head))
+        waiting = _decode_waiting(waiting, head)
     failure = raw.get("failure")
     if failure is not None:
-        failure = _decode_failure(failure, NodeHash(head))
-    return ActiveThread(ThreadId(key), NodeHash(head), info, waiting, failure)
+        failure = _decode_failure(failure, head)
+    return ActiveThread(ThreadId(key), head, info, waiting, failure)
 
 
 def encode_thread(record: ActiveThread) -> Any:
@@ -227,7 +228,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
     )
 
 
-class FsThreads(ThreadTable):
+class FsThreads(RecordThreads):
     """``threads.yaml`` (active heads) and ``history.jsonl`` (the archive).
 
     Archiving appends the history line, then rewrites threads.yaml, both under the
@@ -238,7 +239,8 @@ class FsThreads(ThreadTable):
     way: only the tail of history.jsonl is read).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, nodes: Store) -> None:
+        super().__init__(nodes)
         self.file = MappingFile(root / "threads.yaml", THREADS_HEADER, is_thread_id, _decode_thread)
         self.history_path = root / "history.jsonl"
 
@@ -300,7 +302,7 @@ class FsThreads(ThreadTable):
         would make a new line the last one, and the leftover would read as active again.
         """
         with self.file.locked():
-            records = self.file.read()
+            records: dict[str, ActiveThread] = self.file.read()
             leftover = self._last_archived()
             if leftover is not None and leftover in records:
                 del records[leftover]
@@ -321,53 +323,8 @@ class FsThreads(ThreadTable):
                     raise Conflict(f"thread {record.thread} already exists")
                 records[record.thread] = record
 
-    def _require(self, records: dict[str, ActiveThread], thread: ThreadId) -> ActiveThread:
-        record = records.get(thread)
-        if record is None:
-            raise self.not_active(thread)
-        return record
-
-    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
-        with self._edit() as records:
-            record = self._require(records, thread)
-            if record.head != expected:
-                raise self.conflict(thread, record.head, "move", expected)
-            records[thread] = ActiveThread(thread, new, record.info)
-
-    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
-        with self._edit() as records:
-            record = self._require(records, thread)
-            if record.head != waiting.head:
-                raise self.conflict(thread, record.head, "wait", waiting.head)
-            records[thread] = record._replace(waiting=waiting)
-
-    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
-        with self._edit() as records:
-            record = self._require(records, thread)
-            if record.head != failure.head:
-                raise self.conflict(thread, record.head, "fail", failure.head)
-            stored = failure.after(record.failure)
-            records[thread] = record._replace(failure=stored)
-        return stored
-
-    def archive(
-        self,
-        thread: ThreadId,
-        workflow: NodeHash,
-        status: str,
-        at_ms: int,
-        expected: NodeHash | None = None,
-    ) -> NodeHash:
-        self.check_status(status)
-        with self._edit() as records:
-            record = self._require(records, thread)
-            head = record.head
-            if expected is not None and head != expected:
-                raise self.conflict(thread, head, "archive", expected)
-            entry = HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
-            fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
-            del records[thread]
-        return head
+    def _append(self, entry: HistoryEntry) -> None:
+        fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
 
 
 class FsRegistry(Registry):

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import SWEEP_KEY
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
-from uwf.util.base32 import check_hash
+from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import CorruptNode
 from uwf.util.jsonfmt import dumps
 
@@ -47,7 +47,7 @@ class PgStore(Store):
         row = self.db.one("SELECT type, payload, ts FROM uwf_nodes WHERE hash = %s", (h,))
         return None if row is None else self._decode(h, row)
 
-    def _create(self, h: str, node: Node) -> bool:
+    def _create(self, h: NodeHash, node: Node) -> bool:
         row = self.db.one(
             "INSERT INTO uwf_nodes (hash, type, payload, ts, last_put) VALUES (%s, %s, %s, %s, %s)"
             " ON CONFLICT (hash) DO NOTHING RETURNING 1",
@@ -62,21 +62,21 @@ class PgStore(Store):
         )
         return row is not None
 
-    def _index_add(self, type_hash: str, h: str) -> None:
+    def _index_add(self, type_hash: str, h: NodeHash) -> None:
         self.db.execute(
             "INSERT INTO uwf_type_index (type, hash) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (type_hash, h),
         )
 
-    def index(self, type_hash: str) -> list[str]:
+    def index(self, type_hash: str) -> list[NodeHash]:
         rows = self.db.all(
             "SELECT hash FROM uwf_type_index WHERE type = %s ORDER BY seq", (type_hash,)
         )
-        return [r[0] for r in rows]
+        return [NodeHash(r[0]) for r in rows]
 
-    def iter_hashes(self) -> Iterator[str]:
+    def iter_hashes(self) -> Iterator[NodeHash]:
         for (h,) in self.db.all("SELECT hash FROM uwf_nodes ORDER BY hash"):
-            yield h
+            yield NodeHash(h)
 
     def get_many(self, hashes: list[str]) -> dict[str, Node]:
         for h in hashes:
@@ -121,7 +121,7 @@ class PgStore(Store):
                 )
         return len(stored)
 
-    def missing(self, hashes: list[str]) -> set[str]:
+    def missing(self, hashes: Sequence[str]) -> set[str]:
         rows = self.db.all("SELECT hash FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,))
         return set(hashes) - {r[0] for r in rows}
 
@@ -131,13 +131,13 @@ class PgStore(Store):
         )
         return int(row[0]) if row is not None else 0
 
-    def write_index(self, index: dict[str, list[str]]) -> None:
+    def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         with self.db.transaction():
             self.db.execute("DELETE FROM uwf_type_index")
             for type_hash, hashes in index.items():
                 self._insert_index(type_hash, hashes)
 
-    def _insert_index(self, type_hash: str, hashes: list[str]) -> None:
+    def _insert_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         if hashes:
             self.db.execute(
                 "INSERT INTO uwf_type_index (type, hash) SELECT %s, h"
@@ -146,7 +146,7 @@ class PgStore(Store):
                 (type_hash, hashes),
             )
 
-    def set_index(self, type_hash: str, hashes: list[str]) -> None:
+    def set_index(self, type_hash: str, hashes: Sequence[NodeHash]) -> None:
         with self.db.transaction():
             self.db.execute("DELETE FROM uwf_type_index WHERE type = %s", (type_hash,))
             self._insert_index(type_hash, hashes)

@@ -22,7 +22,7 @@ from uwf.backend.base import (
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Conflict, NotFound
+from uwf.util.errors import Conflict
 from uwf.util.ulid import ThreadId, now_ms
 
 # the columns of a thread's last failure (docs/format.md, "The PostgreSQL backend")
@@ -89,14 +89,9 @@ class PgThreads(ThreadTable):
         if row is None:
             raise Conflict(f"thread {thread} already exists")
 
-    def _why(self, thread: ThreadId, expected: NodeHash, what: str) -> Exception:
-        """Why a conditional update of ``thread`` changed no row."""
-        head = self.head(thread)
-        if head is None:
-            return self.not_active(thread)
-        return self.conflict(thread, head, what, expected)
-
-    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+    def _move(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash
+    ) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET head = %s, moved = %s,"
             " wait_role = NULL, wait_since = NULL, wait_head = NULL, wait_reason = NULL,"
@@ -104,22 +99,17 @@ class PgThreads(ThreadTable):
             " AND EXISTS (SELECT 1 FROM uwf_nodes WHERE hash = %s) RETURNING 1",
             (new, now_ms(), thread, expected, new),
         )
-        if row is not None:
-            return
-        if self.head(thread) == expected:
-            raise NotFound(f"CAS node not found: {new}")
-        raise self._why(thread, expected, "move")
+        return (True, expected) if row is not None else (False, self.head(thread))
 
-    def wait(self, thread: ThreadId, waiting: Waiting) -> None:
+    def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
             " wait_reason = %s WHERE thread = %s AND head = %s RETURNING 1",
             (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
         )
-        if row is None:
-            raise self._why(thread, waiting.head, "wait")
+        return (True, waiting.head) if row is not None else (False, self.head(thread))
 
-    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
+    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
         # one statement: SET reads the row as it was, so concurrent attempts all count
         row = self.db.one(
             "UPDATE uwf_threads SET"
@@ -141,18 +131,17 @@ class PgThreads(ThreadTable):
             ),
         )
         if row is None:
-            raise self._why(thread, failure.head, "fail")
-        return failure._replace(attempts=int(row[0]), since=int(row[1]))
+            return None, self.head(thread)
+        return failure._replace(attempts=int(row[0]), since=int(row[1])), failure.head
 
-    def archive(
+    def _archive(
         self,
         thread: ThreadId,
+        expected: NodeHash | None,
         workflow: NodeHash,
         status: str,
         at_ms: int,
-        expected: NodeHash | None = None,
-    ) -> NodeHash:
-        self.check_status(status)
+    ) -> tuple[bool, NodeHash | None]:
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
@@ -160,13 +149,13 @@ class PgThreads(ThreadTable):
                 (thread, expected, expected),
             )
             if row is None:
-                raise self._why(thread, expected or NodeHash(""), "archive")
+                return False, self.head(thread)
             self.db.execute(
                 "INSERT INTO uwf_history (thread, workflow, head, completed_at, status, task)"
                 " VALUES (%s, %s, %s, %s, %s, %s)",
                 (thread, workflow, row[0], at_ms, status, row[1]),
             )
-        return NodeHash(row[0])
+        return True, NodeHash(row[0])
 
     def history(self) -> list[HistoryEntry]:
         rows = self.db.all(

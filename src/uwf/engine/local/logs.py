@@ -15,9 +15,12 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from uwf.util.errors import InvalidInput, UwfError, oneline
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import LogEntry, LogFile, LogsCleaned
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SUFFIX = ".jsonl"
@@ -49,9 +52,9 @@ def _files(root: Path) -> list[Path]:
     return [p for p in entries if p.name.endswith(SUFFIX) and p.is_file()]
 
 
-def list_logs(root: Path) -> list[dict[str, Any]]:
+def list_logs(root: Path) -> list[LogFile]:
     """``[{"name","size","date"}]`` for every log file, newest date first."""
-    out = []
+    out: list[LogFile] = []
     for path in _files(root):
         try:
             size = path.stat().st_size
@@ -79,13 +82,13 @@ class LogReader:
             return [logs_dir(self.root) / f"{self.date}{SUFFIX}"]
         return sorted(_files(self.root))
 
-    def read(self) -> list[dict[str, Any]]:
-        entries: list[dict[str, Any]] = []
+    def read(self) -> list[LogEntry]:
+        entries: list[LogEntry] = []
         for path in self._paths():
             entries += self._read_from(path, self.offsets.get(path, 0))
         return entries
 
-    def _read_from(self, path: Path, offset: int) -> list[dict[str, Any]]:
+    def _read_from(self, path: Path, offset: int) -> list[LogEntry]:
         try:
             with open(path, "rb") as fh:
                 if fh.seek(0, 2) < offset:  # rewritten by hand: read it again
@@ -104,12 +107,12 @@ class LogReader:
                 entry = json.loads(line)
             except ValueError:
                 continue  # blank, or cut short by a crash
-            if isinstance(entry, dict):
-                entries.append(entry)
+            if isinstance(entry, dict):  # a line uwf.util.log wrote: a LogEntry
+                entries.append(cast("LogEntry", entry))
         return entries
 
 
-def _wanted(entry: dict[str, Any], thread: str | None, process: str | None) -> bool:
+def _wanted(entry: LogEntry, thread: str | None, process: str | None) -> bool:
     return (thread is None or entry.get("thread") == thread) and (
         process is None or entry.get("pid") == process
     )
@@ -123,7 +126,7 @@ def show_logs(
     date: str | None = None,
     take: int | None = None,
     reader: LogReader | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LogEntry]:
     """The raw log entries, filtered by exact ``thread`` / ``pid`` / file date, oldest first;
     with ``take``, only the last ``take`` of them."""
     reader = reader or LogReader(root, date)
@@ -140,7 +143,7 @@ def follow_logs(
     date: str | None = None,
     take: int | None = None,
     interval: float = 0.25,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[LogEntry]:
     """``show_logs``, then every new entry as it is written (polled every ``interval``
     seconds, across midnight's new file), without end."""
     reader = LogReader(root, date)
@@ -150,7 +153,7 @@ def follow_logs(
         yield from (e for e in reader.read() if _wanted(e, thread, process))
 
 
-def clean_logs(root: Path, *, before: str) -> dict[str, int]:
+def clean_logs(root: Path, *, before: str) -> LogsCleaned:
     """Delete the log files whose date (file stem) is earlier than ``before``."""
     check_date(before)
     deleted = 0

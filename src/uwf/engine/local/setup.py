@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from uwf.config.config import config_path, env_path, parse_config
@@ -35,13 +35,16 @@ from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import is_utf8
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import DefaultAgentSet, ModelCheck, SetupDone
+
 #: The agents uwf ships that setup can name by a short alias: alias -> command.
 SHIPPED_AGENTS = {"builtin": "uwf-builtin", "hermes": "uwf-hermes"}
 DEFAULT_AGENT = "builtin"
 MODEL_ALIAS = "default"
 
 # A model check: (base_url, api_key, model) -> {"ok": True} or {"ok": False, "error": "..."}.
-Check = Callable[[str, str, str], dict[str, Any]]
+Check = Callable[[str, str, str], "ModelCheck"]
 
 _COMMAND_NAME = re.compile(r"^[A-Za-z0-9._+/~-]+$")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
@@ -146,7 +149,7 @@ def validate_inputs(
 
 def check_model(
     base_url: str, api_key: str, model: str, timeout: float | None = None
-) -> dict[str, Any]:
+) -> ModelCheck:
     """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line."""
     from uwf.adapters import llm
 
@@ -187,7 +190,7 @@ def run_setup(
     model: str,
     agent: str | None = None,
     check: Check | None = None,
-) -> dict[str, Any]:
+) -> SetupDone:
     """Merge the settings into ``config.yaml`` and ``.env``, then check the model.
 
     ``api_key`` may be empty for a provider that needs none (:func:`needs_key`). A failed
@@ -204,7 +207,6 @@ def run_setup(
     cfg_file = config_path(root)
     with fsio.locked(cfg_file):
         doc = _read_config_doc(cfg_file)
-        _check_existing(doc, cfg_file)
         _merge_model(doc, provider, base_url, env_name, model)
         default_agent = choose_agent(doc, agent)
         parse_config(doc, root=root)  # never write what a later command would refuse
@@ -215,7 +217,7 @@ def run_setup(
         with fsio.locked(env_file):
             write_env_var(env_file, env_name, api_key)
 
-    validation = check(base_url, api_key, model) if check is not None else {"ok": True}
+    validation: ModelCheck = check(base_url, api_key, model) if check is not None else {"ok": True}
     return {
         "configPath": str(cfg_file),
         "envPath": str(env_file) if env_name is not None else None,
@@ -226,7 +228,7 @@ def run_setup(
     }
 
 
-def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
+def set_default_agent(root: Path, agent: str) -> DefaultAgentSet:
     """``uwf setup --default-agent NAME``: change ``defaultAgent`` (adding its alias if
     needed) and nothing else."""
     if not agent.strip():
@@ -235,7 +237,6 @@ def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
     cfg_file = config_path(root)
     with fsio.locked(cfg_file):
         doc = _read_config_doc(cfg_file)
-        _check_existing(doc, cfg_file)
         chosen = choose_agent(doc, agent)
         parse_config(doc, root=root)
         fsio.atomic_write(cfg_file, _dump_yaml(doc).encode())
@@ -243,6 +244,7 @@ def set_default_agent(root: Path, agent: str) -> dict[str, Any]:
 
 
 def _read_config_doc(path: Path) -> dict[str, Any]:
+    """The existing ``config.yaml``, checked: setup never replaces a wrong file silently."""
     data = fsio.read_bytes(path)
     if data is None or not data.strip():
         return {}
@@ -250,18 +252,12 @@ def _read_config_doc(path: Path) -> dict[str, Any]:
         doc = yamlio.load(data, source="config.yaml", path=path)
     except InvalidInput as exc:
         raise InvalidInput(f"invalid config.yaml: {exc.message} (fix or remove {path})") from None
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise InvalidInput(f"invalid config.yaml: root must be a mapping (fix or remove {path})")
-    return doc
-
-
-def _check_existing(doc: dict[str, Any], path: Path) -> None:
     try:
         parse_config(doc)
-    except InvalidInput as exc:
-        raise InvalidInput(f"{exc.message} (fix or remove {path})") from None
+    except InvalidInput as exc:  # the path on the first line, before any problem lines
+        first, newline, rest = exc.message.partition("\n")
+        raise InvalidInput(f"{first} (fix or remove {path}){newline}{rest}") from None
+    return doc if isinstance(doc, dict) else {}
 
 
 def _merge_model(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
@@ -43,6 +43,9 @@ from uwf.util.errors import (
 )
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import DryRun
 
 __all__ = [
     "Runner",
@@ -87,7 +90,7 @@ def check_timeout(timeout: float | None) -> None:
 
 def dry_run(
     backend: Backend, thread: str, *, agent: str | None = None, timeout: float | None = None
-) -> dict[str, Any]:
+) -> DryRun:
     """The plan of the next step, as ``thread step --dry-run`` prints it. Runs nothing."""
     check_timeout(timeout)
     tid, head = require_active(backend, thread)

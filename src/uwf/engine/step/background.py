@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.adapters import process
 from uwf.backend.base import Backend, Holder, StepLock
@@ -34,6 +34,9 @@ from uwf.model.threads import not_active, require_active
 from uwf.util.errors import Busy, Deferred, Interrupted, NotActive, UwfError, exit_code
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, check_thread_id
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import BackgroundStarted, BackgroundStopped
 
 RUNS_DIR = "runs"
 STOP_WAIT = 15.0  # seconds ``thread stop`` waits for a run to release the thread
@@ -66,7 +69,7 @@ def launch(
     agent: str | None,
     timeout: float | None,
     worker: Sequence[str],
-) -> dict[str, Any]:
+) -> BackgroundStarted:
     """Start a background run of up to ``count`` steps and return ``{"thread","pid","log"}``
     once it holds the thread's step lock.
 
@@ -188,7 +191,9 @@ def _steps(backend: Backend, lock: StepLock, thread: ThreadId, loop: _Loop) -> E
         return Ended(f"failed: {exc.message}", code, exc.message)
 
 
-def stop(backend: Backend, thread: str, *, wait: float = STOP_WAIT) -> tuple[dict[str, Any], str]:
+def stop(
+    backend: Backend, thread: str, *, wait: float = STOP_WAIT
+) -> tuple[BackgroundStopped, str]:
     """End the background run of ``thread``: ``({"thread","stopped"}, warning)``.
 
     The head stays where it was and the thread active. With no run, ``stopped`` is false and

@@ -10,7 +10,7 @@ archived if the new head routes to ``$END`` or reaches its round limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
@@ -22,6 +22,9 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import AgentFailed, NotActive
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, now_ms
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import StepLine
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class StepResult:
     done: bool
     status: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> StepLine:
         return {
             "workflow": self.workflow,
             "thread": self.thread,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
 from uwf.engine.step import StepResult, step_held
@@ -23,14 +23,26 @@ from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Busy, Interrupted, NotActive, NothingToStep, UwfError, exit_code
 from uwf.util.ulid import ThreadId
 
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    from uwf.util.outputs import WorkerFailure, WorkerStep
+
+    class WorkerSummary(TypedDict):
+        """What a worker did (its last ``worker:`` line on stderr)."""
+
+        steps: int
+        failed: int
+        stopped: NotRequired[str]
+
 
 def workflow_versions(backend: Backend, workflow: str) -> set[NodeHash]:
     """The Workflow hashes ``--workflow`` means: a hash, or every stored version of a name."""
     if is_hash(workflow):
-        return {NodeHash(workflow)}
+        return {workflow}
     from uwf.engine.workflows.stored import history
 
-    return {NodeHash(v["hash"]) for v in history(backend, workflow)}
+    return {v["hash"] for v in history(backend, workflow)}
 
 
 def _runs(backend: Backend, record: ActiveThread, versions: set[NodeHash] | None) -> bool:
@@ -90,7 +102,7 @@ class Worker:
     """
 
     backend: Backend
-    emit: Callable[[dict[str, Any]], None]
+    emit: Callable[[WorkerStep | WorkerFailure], None]
     say: Callable[[str], None]
     max_steps: int | None = None
     idle_exit: float | None = None
@@ -105,7 +117,7 @@ class Worker:
     failed: int = 0
     cooling: dict[ThreadId, tuple[int, float]] = field(default_factory=dict)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> WorkerSummary:
         """Work until ``max_steps``, ``idle_exit`` seconds without work, or a signal."""
         pause, idle_since = self.backoff[0], self.clock()
         stopped = None
@@ -125,7 +137,7 @@ class Worker:
         except Interrupted as exc:
             stopped = exc.message
             self.say(f"{exc.message}: stopped; the step in flight was not recorded")
-        out: dict[str, Any] = {"steps": self.steps, "failed": self.failed}
+        out: WorkerSummary = {"steps": self.steps, "failed": self.failed}
         if stopped is not None:
             out["stopped"] = stopped
         return out

@@ -9,7 +9,7 @@ its head already routes to ``$END``, or it has reached its round limit), or a ro
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from uwf.backend.base import Backend
 from uwf.config.config import Config, agent_command, load_config
@@ -20,6 +20,15 @@ from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.ulid import ThreadId
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import DryRun
+
+    class _Planned(TypedDict, total=False):
+        """What a dry run says of a step that runs (printed before ``dryRun``)."""
+
+        prompt: str
+        agent: list[str]
 
 
 @dataclass(frozen=True)
@@ -39,21 +48,21 @@ class StepPlan:
     argv: tuple[str, ...] = ()
     timeout: float | None = None
 
-    def dry_run(self) -> dict[str, Any]:
+    def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
-        out: dict[str, Any] = {
+        planned: _Planned = {}
+        if self.archive is None:
+            planned = {"prompt": self.prompt, "agent": list(self.argv)}
+        return {
             "workflow": self.workflow,
             "thread": self.thread,
             "head": self.head,
             "role": self.role,
             "done": self.archive is not None,
             "status": self.archive or "active",
+            **planned,
+            "dryRun": True,
         }
-        if self.archive is None:
-            out["prompt"] = self.prompt
-            out["agent"] = list(self.argv)
-        out["dryRun"] = True
-        return out
 
 
 def decide(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> Decision:

@@ -148,7 +148,7 @@ def answered_hash(plan: StepPlan, run: Finished) -> NodeHash:
         )
     lines = run.stdout.strip().splitlines()
     last = lines[-1].strip() if lines else ""
-    if not is_hash(last):
-        shown = last[:80] if last else "(empty)"
-        raise AgentFailed(f"agent stdout is not a valid CAS hash: {shown}")
-    return NodeHash(last)
+    if is_hash(last):
+        return last
+    shown = last[:80] if last else "(empty)"
+    raise AgentFailed(f"agent stdout is not a valid CAS hash: {shown}")

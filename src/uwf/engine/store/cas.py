@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend
 from uwf.cas import ops
@@ -23,11 +23,23 @@ from uwf.protocol import schemas
 from uwf.util.base32 import check_hash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import (
+        Hashed,
+        NodeShown,
+        Packed,
+        Refs,
+        Reindexed,
+        SchemaListed,
+        Verified,
+        Walked,
+    )
+
 META_TITLE = "(meta-schema)"
 UNNAMED = "(unnamed)"
 
 
-def get(backend: Backend, h: str, timestamp: bool = False) -> dict[str, Any]:
+def get(backend: Backend, h: str, timestamp: bool = False) -> NodeShown:
     """The node at ``h`` as ``{"type","payload"}`` (plus ``"timestamp"`` when asked)."""
     check_hash(h)
     node = backend.nodes.get(h)
@@ -69,7 +81,7 @@ def parse_data(data: str) -> Any:
         raise InvalidInput(f"Cannot parse JSON from {shown}: {exc}") from None
 
 
-def put(backend: Backend, type_hash: str, data: str) -> dict[str, str]:
+def put(backend: Backend, type_hash: str, data: str) -> Hashed:
     """Validate ``data`` against the schema at ``type_hash`` and store it; ``{"hash"}``.
 
     Unlike v0.5.0 (which stored anything under any type), the type must be a stored
@@ -86,7 +98,7 @@ def put(backend: Backend, type_hash: str, data: str) -> dict[str, str]:
     return {"hash": store.put(type_hash, payload)}
 
 
-def put_text(backend: Backend, text: str) -> dict[str, str]:
+def put_text(backend: Backend, text: str) -> Hashed:
     """Store a string under the Text schema (registering the uwf schemas first)."""
     store = backend.nodes
     text_type = schemas.ensure(store).text
@@ -100,7 +112,7 @@ def has(backend: Backend, h: str) -> bool:
     return backend.nodes.has(h)
 
 
-def refs(backend: Backend, h: str) -> dict[str, list[str]]:
+def refs(backend: Backend, h: str) -> Refs:
     """The direct refs of the node at ``h``, as its schema marks them (``format: cas_ref``)."""
     check_hash(h)
     store = backend.nodes
@@ -109,19 +121,18 @@ def refs(backend: Backend, h: str) -> dict[str, list[str]]:
     return {"refs": cas_refs.refs(store, h)}
 
 
-def walk(backend: Backend, h: str) -> dict[str, list[str]]:
+def walk(backend: Backend, h: str) -> Walked:
     """Breadth-first traversal from ``h`` over refs, root first; a missing root gives ``[]``."""
-    check_hash(h)
-    return {"hashes": cas_refs.walk(backend.nodes, h)}
+    return {"hashes": cas_refs.walk(backend.nodes, check_hash(h))}
 
 
-def reindex(backend: Backend) -> dict[str, Any]:
+def reindex(backend: Backend) -> Reindexed:
     """Rebuild the type index from the nodes themselves (the only fix for a lost or stale index)."""
     counts = ops.reindex(backend.nodes)
     return {"status": "reindexed", "nodes": counts["nodes"], "types": counts["types"]}
 
 
-def pack(backend: Backend) -> dict[str, int]:
+def pack(backend: Backend) -> Packed:
     """Move loose nodes into a pack (docs/format.md, "Packs"), under the gc lock:
     ``{"packed","loose","packs","bytes"}``. An empty store is left as it is (nothing created)."""
     store = backend.nodes
@@ -131,7 +142,7 @@ def pack(backend: Backend) -> dict[str, int]:
         return store.pack()
 
 
-def verify(backend: Backend) -> dict[str, Any]:
+def verify(backend: Backend) -> Verified:
     """Re-hash every node and check its type and refs: ``{"scanned","ok","damaged"}``."""
     return ops.verify(backend.nodes)
 
@@ -145,14 +156,14 @@ def _title(payload: Any) -> str:
     return UNNAMED
 
 
-def schema_list(backend: Backend) -> list[dict[str, str]]:
+def schema_list(backend: Backend) -> list[SchemaListed]:
     """The meta-schema, then every schema in its type index (oldest first) with a title.
 
     The meta-schema's hash is computed, not read, so listing never writes anything.
     """
     store = backend.nodes
     meta = meta_hash()
-    out = [{"hash": meta, "title": META_TITLE}]
+    out: list[SchemaListed] = [{"hash": meta, "title": META_TITLE}]
     for h in store.index(meta):
         if h == meta:
             continue

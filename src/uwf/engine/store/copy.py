@@ -14,7 +14,7 @@ attempt in TO records its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo
 from uwf.cas.schema import meta_hash
@@ -22,10 +22,13 @@ from uwf.cas.store import Store
 from uwf.util.errors import UwfError
 from uwf.util.ulid import ThreadId
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import CopyCounts, StoreCopied
+
 BATCH = 500
 
 
-def _copy_nodes(src: Store, dst: Store, progress: Callable[[str], None]) -> dict[str, int]:
+def _copy_nodes(src: Store, dst: Store, progress: Callable[[str], None]) -> CopyCounts:
     hashes = list(src.iter_hashes())
     copied = 0
     for start in range(0, len(hashes), BATCH):
@@ -58,7 +61,7 @@ def _latest(entries: list[HistoryEntry]) -> dict[ThreadId, HistoryEntry]:
     return out
 
 
-def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int]:
+def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
     copied = present = 0
     theirs = _latest(dst.threads.history())
     for thread, entry in _latest(src.threads.history()).items():
@@ -80,7 +83,7 @@ def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> dict[str, in
     return {"copied": copied, "present": present}
 
 
-def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int]:
+def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
     copied = present = 0
     for record in src.threads.active():
         theirs = dst.threads.get(record.thread)
@@ -100,9 +103,7 @@ def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> dict[str, int
     return {"copied": copied, "present": present}
 
 
-def _copy_registry(
-    src: Backend, dst: Backend, differ: list[str], overwrite: bool
-) -> dict[str, int]:
+def _copy_registry(src: Backend, dst: Backend, differ: list[str], overwrite: bool) -> CopyCounts:
     """Registry entries TO lacks are copied; one that names another version in TO is a
     conflict, left as it is unless ``overwrite`` (then TO's entry is set to FROM's)."""
     copied = present = 0
@@ -150,18 +151,22 @@ def copy_store(
     progress: Callable[[str], None] = lambda _: None,
     *,
     overwrite: bool = False,
-) -> dict[str, Any]:
+) -> StoreCopied:
     """Copy FROM into TO, then verify; the counts, or UwfError naming what differs (a
     registry entry that differs is set to FROM's with ``overwrite``; a thread never is)."""
     if src.name == dst.name:
         raise UwfError(f"store copy: FROM and TO are the same store: {src.name}")
     dst.init()
     differ: list[str] = []
-    out: dict[str, Any] = {"from": src.name, "to": dst.name}
-    out["nodes"] = _copy_nodes(src.nodes, dst.nodes, progress)
-    out["registry"] = _copy_registry(src, dst, differ, overwrite)
-    out["history"] = _copy_history(src, dst, differ)
-    out["threads"] = _copy_active(src, dst, differ)
+    out: StoreCopied = {
+        "from": src.name,
+        "to": dst.name,
+        "nodes": _copy_nodes(src.nodes, dst.nodes, progress),
+        "registry": _copy_registry(src, dst, differ, overwrite),
+        "history": _copy_history(src, dst, differ),
+        "threads": _copy_active(src, dst, differ),
+        "verified": False,
+    }
     if differ:
         shown = "; ".join(differ[:5]) + (
             f" (and {len(differ) - 5} more)" if len(differ) > 5 else ""

@@ -52,7 +52,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.backend.base import Backend, HistoryEntry
 from uwf.cas.refs import collect
@@ -62,6 +62,9 @@ from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import CorruptNode, InvalidInput, UwfError
 from uwf.util.ulid import ThreadId, now_ms
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import Collected
 
 DEFAULT_GRACE = "1h"
 BATCH = 256  # nodes deleted per hold of the sweep lock, so writers are never held up long
@@ -78,7 +81,17 @@ def parse_grace(text: str) -> int:
     return int(m.group(1)) * _UNIT_MS[m.group(2)]
 
 
-def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> dict[str, Any]:
+class _Swept(NamedTuple):
+    """What the node sweep found and did."""
+
+    scanned: int = 0
+    reachable: int = 0
+    collected: int = 0
+    freed: int = 0  # bytes
+    packed: int = 0
+
+
+def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -> Collected:
     """Collect unreachable nodes, pack what survives, then sweep the step locks of archived
     threads and old temp files; ``{"scanned","reachable","collected","bytes","locks",
     "tempFiles","packed"}`` (``packed``: nodes moved from loose files into the pack).
@@ -87,26 +100,29 @@ def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -
     (and ``"dryRun"`` replaces ``"packed"``).
     """
     grace_ms = parse_grace(grace)
-    result: dict[str, Any] = {
-        "scanned": 0,
-        "reachable": 0,
-        "collected": 0,
-        "bytes": 0,
-        "locks": 0,
-        "tempFiles": 0,
+    swept, locks, temp_files = _Swept(), 0, 0
+    if next(iter(backend.nodes.iter_hashes()), None) is not None:  # else: create nothing
+        with backend.locks.gc():
+            cutoff = now_ms() - grace_ms
+            in_flight = backend.locks.running()  # before the heads: see the module doc
+            active = {record.thread: record.head for record in backend.threads.active()}
+            history = backend.threads.history()
+            swept = _gc(backend, cutoff, in_flight, active, history, dry_run)
+            locks = backend.locks.sweep(_archived_only(active, history), dry_run=dry_run)
+            temp_files = backend.sweep_temp_files(cutoff, dry_run=dry_run)
+    out: Collected = {
+        "scanned": swept.scanned,
+        "reachable": swept.reachable,
+        "collected": swept.collected,
+        "bytes": swept.freed,
+        "locks": locks,
+        "tempFiles": temp_files,
     }
-    result.update({"dryRun": True} if dry_run else {"packed": 0})
-    if next(iter(backend.nodes.iter_hashes()), None) is None:  # nothing stored: create nothing
-        return result
-    with backend.locks.gc():
-        cutoff = now_ms() - grace_ms
-        in_flight = backend.locks.running()  # before the heads: see the module doc
-        active = {record.thread: record.head for record in backend.threads.active()}
-        history = backend.threads.history()
-        result.update(_gc(backend, cutoff, in_flight, active, history, dry_run))
-        result["locks"] = backend.locks.sweep(_archived_only(active, history), dry_run=dry_run)
-        result["tempFiles"] = backend.sweep_temp_files(cutoff, dry_run=dry_run)
-    return result
+    if dry_run:
+        out["dryRun"] = True
+    else:
+        out["packed"] = swept.packed
+    return out
 
 
 def _archived_only(active: dict[ThreadId, NodeHash], history: list[HistoryEntry]) -> set[ThreadId]:
@@ -123,7 +139,7 @@ def _gc(
     active: dict[ThreadId, NodeHash],
     history: list[HistoryEntry],
     dry_run: bool,
-) -> dict[str, int]:
+) -> _Swept:
     """Mark from the roots, then collect (or count, ``dry_run``) what is older than
     ``cutoff``, moved back to the first put of any head a step is running on."""
     store = backend.nodes
@@ -172,8 +188,7 @@ def _gc(
         collected, freed = len(old), sum(sizes[node] for node in old)
     else:
         collected, freed, packed = _sweep(store, old, cutoff)
-    out = {"scanned": len(scanned), "reachable": reachable, "collected": collected, "bytes": freed}
-    return out if dry_run else {**out, "packed": packed}
+    return _Swept(len(scanned), reachable, collected, freed, packed)
 
 
 def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int, int]:

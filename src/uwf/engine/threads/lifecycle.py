@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from uwf.backend.base import HISTORY_STATUSES, Backend, ThreadInfo
+from uwf.backend.base import HISTORY_STATUSES, Backend, Holder, ThreadInfo
 from uwf.model import chain, cost
 from uwf.model.threads import (
     ThreadRef,
@@ -26,7 +26,33 @@ from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, UsageError, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
-from uwf.util.ulid import new_thread_id, now_ms, timestamp_ms
+from uwf.util.ulid import ThreadId, new_thread_id, now_ms, timestamp_ms
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import (
+        BackgroundShown,
+        FailureShown,
+        Forked,
+        Killed,
+        StartEntry,
+        StepEntry,
+        ThreadCost,
+        ThreadListed,
+        ThreadShown,
+        ThreadStarted,
+        ThreadSteps,
+        WaitingShown,
+    )
+
+    class _Now(TypedDict, total=False):
+        """The keys ``thread show`` prints only sometimes (``chain`` is set last, after
+        ``cost``: keys print in the order they are set)."""
+
+        waiting: WaitingShown
+        failure: FailureShown
+        background: BackgroundShown
+        chain: list[StartEntry | StepEntry]
+
 
 MAX_PROMPT_BYTES = 1 << 20
 LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
@@ -46,7 +72,7 @@ def start(
     prompt: str,
     max_rounds: int | None = None,
     cwd: Path | None = None,
-) -> dict[str, Any]:
+) -> ThreadStarted:
     """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing."""
     from uwf.engine.workflows import stored as workflows
 
@@ -75,7 +101,7 @@ def start(
     return {"workflow": wf_hash, "thread": thread}
 
 
-def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]:
+def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
     """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, ``failure``
     and ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
     node reads, whatever the length: the cost is the total the head's detail records
@@ -89,29 +115,41 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> dict[str, Any]
     holder = backend.locks.holder(ref.thread) if ref.active else None
     if ref.active:
         status = active_status(ref.waiting, holder is not None, ref.failure)
-    out: dict[str, Any] = {
+    now: _Now = {}
+    if ref.waiting is not None and ref.active:
+        now["waiting"] = waiting_json(ref.waiting)
+    if ref.failure is not None and ref.active:
+        now["failure"] = failure_json(ref.failure)
+    if holder is not None and holder.background:
+        now["background"] = _background(holder)
+    out: ThreadShown = {
         "workflow": ref.workflow or start.workflow,
         "thread": ref.thread,
         "head": ref.head,
         "done": not ref.active,
         "status": status,
         "steps": chain.depth_of(store, head),
-    }
-    if ref.waiting is not None and ref.active:
-        out["waiting"] = waiting_json(ref.waiting)
-    if ref.failure is not None and ref.active:
-        out["failure"] = failure_json(ref.failure)
-    if holder is not None and holder.background:
-        out["background"] = {
-            k: v for k, v in holder.as_json().items() if k in ("pid", "host", "since", "log")
-        }
-    out["cost"] = {
-        **cost.total(store, head).total_json(),
-        "elapsedMs": max(0, head.timestamp - start.timestamp),
+        **now,
+        "cost": _cost(cost.total(store, head), head.timestamp - start.timestamp),
     }
     if full:
-        out["chain"] = _chain_entries(store, head)[0]
+        first, entries, _ = _chain_entries(store, head)
+        out["chain"] = [first, *entries]
     return out
+
+
+def _background(holder: Holder) -> BackgroundShown:
+    """The background run holding a thread: ``{pid, host, since, log}`` as it recorded them."""
+    shown: BackgroundShown = {}
+    if holder.pid is not None:
+        shown["pid"] = holder.pid
+    if holder.host is not None:
+        shown["host"] = holder.host
+    if holder.since is not None:
+        shown["since"] = holder.since
+    if holder.log is not None:
+        shown["log"] = holder.log
+    return shown
 
 
 def _parse_statuses(value: str | None) -> set[str] | None:
@@ -144,10 +182,15 @@ class _Starts:
         return self.read[start_hash]
 
 
-def _active_items(backend: Backend, starts: _Starts) -> list[dict[str, Any]]:
+def _cost(total: cost.Cost, elapsed_ms: int) -> ThreadCost:
+    """A chain's cost as ``thread show`` and ``thread steps`` print it."""
+    return {**total.total_json(), "elapsedMs": max(0, elapsed_ms)}
+
+
+def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
     """The active threads as listed; the workflow is read from nodes only when not recorded."""
     running = backend.locks.running()
-    items: list[dict[str, Any]] = []
+    items: list[ThreadListed] = []
     for record in backend.threads.active():
         workflow: str | None = record.info.workflow
         task = record.info.task
@@ -167,7 +210,9 @@ def _active_items(backend: Backend, starts: _Starts) -> list[dict[str, Any]]:
     return items
 
 
-def _item(thread: str, workflow: str, head: str, status: str, task: str | None) -> dict[str, Any]:
+def _item(
+    thread: ThreadId, workflow: str, head: NodeHash, status: str, task: str | None
+) -> ThreadListed:
     """One listed thread; ``createdAt`` (unix ms) comes from the ULID, ``task`` may be None
     until ``_fill_tasks``."""
     return {
@@ -180,7 +225,7 @@ def _item(thread: str, workflow: str, head: str, status: str, task: str | None) 
     }
 
 
-def _fill_tasks(starts: _Starts, items: list[dict[str, Any]]) -> None:
+def _fill_tasks(starts: _Starts, items: list[ThreadListed]) -> None:
     """The task line of listed threads that recorded none (archived by older versions), from
     their StartNode: only for the items shown, after filters and pagination."""
     for item in items:
@@ -191,7 +236,7 @@ def _fill_tasks(starts: _Starts, items: list[dict[str, Any]]) -> None:
                 continue  # an unreadable chain: the task stays unknown
 
 
-def _archived_items(backend: Backend, seen: set[str]) -> list[dict[str, Any]]:
+def _archived_items(backend: Backend, seen: set[str]) -> list[ThreadListed]:
     items = []
     for entry in reversed(backend.threads.history()):  # the LAST entry of a thread decides
         if entry.thread in seen:
@@ -217,7 +262,7 @@ def list_threads(
     before: str | None = None,
     skip: int = 0,
     take: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ThreadListed]:
     """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter.
 
     Each ``{"thread","workflow","head","status","task","createdAt"}``: ``task`` is the first
@@ -248,7 +293,7 @@ def list_threads(
     return page
 
 
-def steps(backend: Backend, thread: str) -> dict[str, Any]:
+def steps(backend: Backend, thread: str) -> ThreadSteps:
     """Every node of the chain, oldest first, outputs expanded, each step's cost.
 
     Two reads per step (the StepNode, its detail for the cost), plus one per distinct
@@ -258,32 +303,28 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
-    entries, total = _chain_entries(store, head)
+    start, entries, total = _chain_entries(store, head)
     return {
         "thread": ref.thread,
-        "workflow": entries[0]["workflow"],
-        "steps": entries,
-        "cost": {
-            **total.total_json(),
-            "elapsedMs": max(0, head.timestamp - entries[0]["timestamp"]),
-        },
+        "workflow": start["workflow"],
+        "steps": [start, *entries],
+        "cost": _cost(total, head.timestamp - start["timestamp"]),
     }
 
 
 def _chain_entries(
     store: Any, head: chain.Start | chain.Step
-) -> tuple[list[dict[str, Any]], cost.Cost]:
+) -> tuple[StartEntry, list[StepEntry], cost.Cost]:
     """The StartNode, then every step oldest first, each with its output expanded and what
     it cost; and the chain's total cost."""
     start_node = chain.start_of(store, head)
-    out: list[dict[str, Any]] = [
-        {
-            "hash": start_node.hash,
-            "workflow": start_node.workflow,
-            "prompt": start_node.prompt,
-            "timestamp": start_node.timestamp,
-        }
-    ]
+    start: StartEntry = {
+        "hash": start_node.hash,
+        "workflow": start_node.workflow,
+        "prompt": start_node.prompt,
+        "timestamp": start_node.timestamp,
+    }
+    out: list[StepEntry] = []
     total = cost.Cost()
     outputs: dict[Any, Any] = {}
     for step in chain.steps_oldest_first(store, head):
@@ -291,8 +332,8 @@ def _chain_entries(
         key = payload.get("output")
         if key not in outputs:
             outputs[key] = chain.output_of(store, step)
-        spent = cost.step_cost(store, step)
-        total = total + spent.pop("cost")
+        spent, own = cost.step_cost(store, step)
+        total = total + own
         out.append(
             {
                 "hash": step.hash,
@@ -304,10 +345,10 @@ def _chain_entries(
                 **spent,
             }
         )
-    return out, total
+    return start, out, total
 
 
-def fork(backend: Backend, node_hash: str) -> dict[str, Any]:
+def fork(backend: Backend, node_hash: str) -> Forked:
     """A new active thread whose head is an existing StartNode or StepNode. Copies nothing."""
     h = check_hash(node_hash)
     store = backend.nodes
@@ -319,7 +360,7 @@ def fork(backend: Backend, node_hash: str) -> dict[str, Any]:
     return {"thread": thread, "forkedFrom": {"step": h}}
 
 
-def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> dict[str, Any]:
+def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> Killed:
     """Archive an active thread with history status ``killed``.
 
     A step running on it notices within half a second (``engine.step``), stops its agent's

@@ -6,7 +6,7 @@ and ``step artifacts`` (the files a step produced). docs/format.md, "Compaction"
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.model import artifacts, chain, compact, window
@@ -14,6 +14,9 @@ from uwf.model.threads import require_active
 from uwf.util import fsio
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput, NotFound, UwfError
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import ArtifactExtracted, ArtifactListed, Compacted
 
 
 def _summary_by_model(backend: Backend, head: chain.Step, budget: int) -> str:
@@ -33,7 +36,7 @@ def _summary_by_model(backend: Backend, head: chain.Step, budget: int) -> str:
         client.close()
 
 
-def compact_thread(backend: Backend, thread: str, text: str | None = None) -> dict[str, Any]:
+def compact_thread(backend: Backend, thread: str, text: str | None = None) -> Compacted:
     """Record a summary of everything up to the thread's head, for its next step to carry as
     ``compact``: ``text`` as given, else one written now by the configured model.
 
@@ -62,13 +65,13 @@ def compact_thread(backend: Backend, thread: str, text: str | None = None) -> di
     return {"thread": tid, "head": head_hash, "summary": summary, "characters": len(text)}
 
 
-def step_artifacts(backend: Backend, step_hash: str) -> list[dict[str, Any]]:
+def step_artifacts(backend: Backend, step_hash: str) -> list[ArtifactListed]:
     """The artifacts a step recorded: ``[{path, hash, size}]``, sorted by path."""
     step = chain.require_step(backend.nodes, step_hash)
     return [a.as_json() for a in artifacts.of_detail(backend.nodes, step.payload.get("detail"))]
 
 
-def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list[dict[str, Any]]:
+def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list[ArtifactExtracted]:
     """Write a step's artifacts under ``directory`` (created if missing) byte for byte.
 
     Every artifact is read and checked, and every target checked, before the first file is
@@ -78,7 +81,7 @@ def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list
     step = chain.require_step(store, step_hash)
     found = artifacts.of_detail(store, step.payload.get("detail"))
     base = directory.resolve()
-    planned: list[tuple[Path, bytes, dict[str, Any]]] = []
+    planned: list[tuple[Path, bytes, ArtifactExtracted]] = []
     for artifact in found:
         target = base / artifacts.check_path(artifact.path)
         if target.exists() or target.is_symlink():

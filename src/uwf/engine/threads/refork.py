@@ -13,7 +13,7 @@ the chain has been found in the new version.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend, ThreadInfo
 from uwf.model import chain
@@ -23,10 +23,13 @@ from uwf.util.errors import InvalidInput
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import new_thread_id
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import ForkedOnto
+
 
 def fork_onto(
     backend: Backend, node_hash: str, workflow_ident: str, cwd: Path | None = None
-) -> dict[str, Any]:
+) -> ForkedOnto:
     """A new active thread that continues the chain ending at ``node_hash`` under the
     workflow ``workflow_ident`` (a hash, a file or a name, resolved as ``thread start`` does).
 
@@ -53,13 +56,13 @@ def fork_onto(
     payload: dict[str, Any] = {"workflow": target, "prompt": start.prompt}
     if start.max_rounds is not None:
         payload["maxRounds"] = start.max_rounds
-    new_start = NodeHash(store.put(types.start, payload))
+    new_start = store.put(types.start, payload)
     new_head = new_start
     for step in steps:
         copy = dict(step.payload, start=new_start, prev=None if new_head == new_start else new_head)
         if step.hash in retyped:
             copy["output"] = store.put(roles[step.role]["meta"], retyped[step.hash])
-        new_head = NodeHash(store.put(types.step, copy))
+        new_head = store.put(types.step, copy)
     thread = new_thread_id()
     backend.threads.create(thread, new_head, ThreadInfo(target, task_line(start.prompt)))
     ProcessLog(backend.root, thread=thread, workflow=target).write(
@@ -97,7 +100,9 @@ def _retyped_outputs(
         if node is None or node.type == meta:
             continue  # the same schema (or a missing node, which `cas verify` reports)
         schema_node = store.get(meta)
-        problems = schema.validate(schema_node.payload, node.payload, meta) if schema_node else []
+        problems = (
+            schema.field_problems(schema_node.payload, node.payload, meta) if schema_node else []
+        )
         if problems:
             raise InvalidInput(
                 f"cannot fork onto workflow {_name(workflow)} ({target}): the output of step "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend
 from uwf.engine.step import StepResult, step
@@ -25,6 +25,9 @@ from uwf.util.base32 import check_hash
 from uwf.util.errors import Deferred, InvalidInput, UwfError, oneline
 from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import ForkedEdited, RerunLine
 
 
 def _step_node(backend: Backend, node_hash: str, what: str) -> chain.Step:
@@ -64,7 +67,7 @@ def edit_template(backend: Backend, node_hash: str) -> str:
 
 def fork_edited(
     backend: Backend, node_hash: str, text: str, *, via: str, duration_ms: int | None = None
-) -> dict[str, Any]:
+) -> ForkedEdited:
     """A new thread whose head is a copy of a step with the output ``text`` gives (a
     frontmatter document, or YAML/JSON), checked against the role's schema and the graph."""
     original = _step_node(backend, node_hash, via)
@@ -95,7 +98,7 @@ def rerun(
     timeout: float | None = None,
     edge_prompt: str | None = None,
     runner: Runner = process_runner,
-) -> dict[str, Any]:
+) -> RerunLine:
     """Fork at a step's parent and run its role once more; the original is untouched.
 
     A re-run whose step fails leaves no thread behind: its fork is archived as ``killed`` (the

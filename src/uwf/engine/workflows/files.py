@@ -17,6 +17,7 @@ from uwf.cas.store import Store
 from uwf.moderator.validate import validate
 from uwf.protocol import schemas
 from uwf.util import yamlio
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound, oneline
 
 NOT_A_MAPPING = "expected a mapping with name, description, roles and graph"
@@ -116,7 +117,7 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def store_definition(store: Store, definition: dict[str, Any]) -> str:
+def store_definition(store: Store, definition: dict[str, Any]) -> NodeHash:
     """Materialise a validated definition and store it as a Workflow node; return its hash.
 
     A workflow with ``compactAfter`` is a Workflow (compactAfter) node (docs/format.md,

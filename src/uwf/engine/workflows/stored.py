@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
@@ -28,16 +28,26 @@ from uwf.util.base32 import NodeHash, check_hash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError, oneline
 from uwf.util.log import ProcessLog
 
+if TYPE_CHECKING:
+    from uwf.util.outputs import (
+        WorkflowChecked,
+        WorkflowListed,
+        WorkflowRef,
+        WorkflowRolledBack,
+        WorkflowShown,
+        WorkflowVersion,
+    )
+
 
 @dataclass(frozen=True)
 class PutResult:
     """What ``workflow put`` prints (``output()``) and what it reports on stderr."""
 
     name: str
-    hash: str
+    hash: NodeHash
     warnings: list[str]
 
-    def output(self) -> dict[str, str]:
+    def output(self) -> WorkflowRef:
         return {"name": self.name, "hash": self.hash}
 
 
@@ -48,7 +58,7 @@ def put_workflow(backend: Backend, path: Path) -> PutResult:
     same hash and leaves the registry file untouched.
     """
     definition = load_file(path)
-    h = check_hash(store_definition(backend.nodes, definition))
+    h = store_definition(backend.nodes, definition)
     name = definition["name"]
     previous = backend.registry.set(name, h)
     if previous != h:
@@ -64,9 +74,12 @@ class CheckResult:
 
     file: str
     name: str | None
-    hash: str | None
+    hash: NodeHash | None
     problems: list[str]
     warnings: list[str]
+
+    def output(self) -> WorkflowChecked:
+        return {"file": self.file, "name": self.name, "hash": self.hash, "problems": self.problems}
 
 
 def check_workflow(path: Path) -> CheckResult:
@@ -89,7 +102,7 @@ def _shown(ident: str) -> str:
     return ident if ident.isprintable() and len(ident) <= 100 else describe(ident, 100)
 
 
-def show_workflow(backend: Backend, ident: str) -> dict[str, Any]:
+def show_workflow(backend: Backend, ident: str) -> WorkflowShown:
     """``{hash, name, type, payload, timestamp}`` of a registered name or a Workflow hash.
 
     ``name`` is the registry name pointing at that hash (null when no entry does, e.g. an
@@ -103,7 +116,7 @@ def show_workflow(backend: Backend, ident: str) -> dict[str, Any]:
     if ident in registry:
         h, name = registry[ident], ident
     elif is_hash(ident):
-        h = NodeHash(ident)
+        h = ident
         name = next((k for k, v in registry.items() if v == h), None)
     else:
         raise NotFound(f"workflow not found: {_shown(ident)}")
@@ -117,29 +130,29 @@ def show_workflow(backend: Backend, ident: str) -> dict[str, Any]:
     }
 
 
-def list_workflows(backend: Backend, cwd: Path) -> list[dict[str, str]]:
+def list_workflows(backend: Backend, cwd: Path) -> list[WorkflowListed]:
     """Project workflows first (``uwf.engine.workflows.discovery``), then the registry entries
     they do not shadow. Project files are listed by name, not read."""
     local = discovery.project_workflows(cwd)
-    out = [{"name": n, "hash": "(local)", "origin": "local"} for n in local]
+    out: list[WorkflowListed] = [{"name": n, "hash": "(local)", "origin": "local"} for n in local]
     for name, h in backend.registry.read().items():
         if name not in local:
             out.append({"name": name, "hash": h, "origin": "global"})
     return out
 
 
-def workflow_versions(store: Store) -> list[str]:
+def workflow_versions(store: Store) -> list[NodeHash]:
     """Every stored Workflow node, from the type index of both Workflow types."""
     return [h for t in schemas.hashes().workflows for h in store.index(t)]
 
 
-def history(backend: Backend, name: str) -> list[dict[str, Any]]:
+def history(backend: Backend, name: str) -> list[WorkflowVersion]:
     """Every stored version of a workflow, oldest first, marking the registry's current one."""
     if not name.strip():
         raise InvalidInput("workflow ID cannot be empty")
     store = backend.nodes
     current = backend.registry.get(name)
-    out: list[dict[str, Any]] = []
+    out: list[WorkflowVersion] = []
     for h in workflow_versions(store):
         node = store.get(h)
         if node is None or not isinstance(node.payload, dict) or node.payload.get("name") != name:
@@ -155,7 +168,7 @@ def history(backend: Backend, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def rollback(backend: Backend, name: str, h: str) -> dict[str, Any]:
+def rollback(backend: Backend, name: str, h: str) -> WorkflowRolledBack:
     """Point the registry entry of ``name`` at an earlier (or any) stored version ``h``."""
     problem = workflow_name_problem(name)
     if problem is not None:
@@ -172,11 +185,11 @@ def rollback(backend: Backend, name: str, h: str) -> dict[str, Any]:
         ProcessLog(backend.root, workflow=h).write(
             "T3G8B5N2", f"workflow rolled back name={name} hash={h} previous={previous}"
         )
-    return {"name": name, "hash": h, "previous": previous}
+    return {"name": name, "hash": version, "previous": previous}
 
 
 def _store_file(backend: Backend, path: Path) -> NodeHash:
-    return check_hash(store_definition(backend.nodes, load_file(path)))
+    return store_definition(backend.nodes, load_file(path))
 
 
 def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
@@ -193,7 +206,7 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     store = backend.nodes
     if is_hash(ident):
         workflow_node(store, ident)
-        return NodeHash(ident)
+        return ident
     if discovery.looks_like_path(ident):
         path = Path(ident)
         if not path.is_absolute():

@@ -1,0 +1,78 @@
+"""The thread-table primitives of a backend whose active threads are one mapping of records
+that it reads and writes whole under a lock (the filesystem's ``threads.yaml``, the memory
+backend's dict).
+
+``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``
+and ``archive``; this class answers its four primitives from two of the backend's own:
+``_edit`` (the records under the lock, written back when changed) and ``_append`` (one
+history entry, durable before the record goes).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+
+from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
+from uwf.cas.store import Store
+from uwf.util.base32 import NodeHash
+from uwf.util.ulid import ThreadId
+
+
+class RecordThreads(ThreadTable):
+    """A thread table kept as ``{thread: ActiveThread}`` plus an append-only history."""
+
+    def __init__(self, nodes: Store) -> None:
+        self.nodes = nodes  # ``move`` never names a node the store does not hold
+
+    @abc.abstractmethod
+    def _edit(self) -> contextlib.AbstractContextManager[dict[str, ActiveThread]]:
+        """The active records under an exclusive lock, written back if changed."""
+
+    @abc.abstractmethod
+    def _append(self, entry: HistoryEntry) -> None:
+        """Add ``entry`` to the history (the caller holds the ``_edit`` lock)."""
+
+    def _move(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash
+    ) -> tuple[bool, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or record.head != expected or not self.nodes.has(new):
+                return False, record.head if record is not None else None
+            records[thread] = ActiveThread(thread, new, record.info)
+            return True, expected
+
+    def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or record.head != waiting.head:
+                return False, record.head if record is not None else None
+            records[thread] = record._replace(waiting=waiting)  # a failure stays
+            return True, record.head
+
+    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or record.head != failure.head:
+                return None, record.head if record is not None else None
+            stored = failure.after(record.failure)
+            records[thread] = record._replace(failure=stored)
+            return stored, record.head
+
+    def _archive(
+        self,
+        thread: ThreadId,
+        expected: NodeHash | None,
+        workflow: NodeHash,
+        status: str,
+        at_ms: int,
+    ) -> tuple[bool, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or (expected is not None and record.head != expected):
+                return False, record.head if record is not None else None
+            task = record.info.task
+            self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task))
+            del records[thread]
+            return True, record.head

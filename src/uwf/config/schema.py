@@ -1,0 +1,120 @@
+"""The JSON Schema of ``<root>/config.yaml`` (docs/format.md, "config.yaml and .env"): the one
+source of what a configuration may hold. ``uwf.config.config`` checks a document against it
+(the fast validator on the way every command and agent takes; the problems, when there are
+some, worded as every schema problem is: ``uwf.cas.wording``) and builds its ``Config`` from
+what it accepts. ``tests/test_config.py`` checks that docs/format.md lists every key.
+
+Every key is optional and ``null`` means unset. Unknown keys are left alone (a newer uwf's
+setting must not break an older one). ``x-expected`` names what a key takes in the words of
+the messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uwf.cas.fastschema import EXPECTED
+
+
+def _text(what: str) -> dict[str, Any]:
+    """A string with something in it besides white space."""
+    return {"type": "string", "pattern": r"\S", EXPECTED: what}
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``, or ``null`` (unset)."""
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _entries(entry: dict[str, Any], what: str) -> dict[str, Any]:
+    """A section of named entries (``providers``, ``models``, ``agents``); null is empty."""
+    return {"type": ["object", "null"], EXPECTED: what, "additionalProperties": entry}
+
+
+ALIAS = _text("an alias (a non-empty string)")
+POSITIVE = {"type": ["integer", "null"], "minimum": 1, EXPECTED: "a positive integer"}
+
+CONFIG: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "config.yaml",
+    "type": ["object", "null"],
+    EXPECTED: "a mapping of settings",
+    "properties": {
+        "providers": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping {baseUrl, apiKeyEnv}",
+                "required": ["baseUrl"],
+                "properties": {
+                    "baseUrl": _text("a URL"),
+                    "apiKeyEnv": _optional(_text("the name of an environment variable")),
+                },
+            },
+            "a mapping of provider name -> {baseUrl, apiKeyEnv}",
+        ),
+        "models": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping {provider, name}",
+                "required": ["provider", "name"],
+                "properties": {
+                    "provider": _text("a provider name"),
+                    "name": _text("the provider's model id"),
+                },
+            },
+            "a mapping of model alias -> {provider, name}",
+        ),
+        "agents": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping {command, args}",
+                "required": ["command"],
+                "properties": {
+                    "command": _text("a command"),
+                    "args": {
+                        "type": ["array", "null"],
+                        "items": {"type": "string"},
+                        EXPECTED: "a list of strings",
+                    },
+                },
+            },
+            "a mapping of agent alias -> {command, args}",
+        ),
+        "defaultAgent": _optional(ALIAS),
+        "agentOverrides": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping of role -> agent alias",
+                "additionalProperties": ALIAS,
+            },
+            "a mapping of workflow name -> role -> agent alias",
+        ),
+        "defaultModel": _optional(ALIAS),
+        "modelOverrides": _entries(ALIAS, "a mapping of purpose -> model alias"),
+        "agentTimeout": {
+            "type": ["number", "null"],
+            "exclusiveMinimum": 0,
+            EXPECTED: "a positive number of seconds",
+        },
+        "maxRounds": POSITIVE,
+        "compactAfter": POSITIVE,
+        "contextBudget": POSITIVE,
+        "artifactMaxBytes": POSITIVE,
+        "store": _optional(_text("a URL or a directory")),
+        "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
+        "cliReferenceOverrides": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping of role -> true or false",
+                "additionalProperties": {"type": "boolean", EXPECTED: "true or false"},
+            },
+            "a mapping of workflow name -> role -> true or false",
+        ),
+    },
+}
+
+#: What every command checks of config.yaml: the store it opens (``configured_store``).
+STORE_ONLY: dict[str, Any] = {
+    "type": "object",
+    "properties": {"store": CONFIG["properties"]["store"]},
+}

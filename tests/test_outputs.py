@@ -1,0 +1,270 @@
+"""What every command prints has the keys of its type (uwf.util.outputs, docs/format.md,
+"Command output"): each command runs through the real CLI, and every JSON object it prints —
+nested ones too — is compared with its TypedDict: the required keys are there, and no key is
+printed that the type does not name. Every type is met at least once, and docs/format.md
+names every one."""
+
+from __future__ import annotations
+
+import re
+import time
+import types
+import typing
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
+
+import pytest
+
+from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
+from uwf.protocol import schemas
+from uwf.util import outputs
+
+# Types whose objects may carry more keys than the type names (a log line's extra fields).
+OPEN = {outputs.LogEntry}
+TYPES = {
+    obj
+    for obj in vars(outputs).values()
+    if is_typeddict(obj) and obj.__module__ == outputs.__name__
+}
+
+
+class Checker:
+    """Compares printed JSON with TypedDicts, noting each type it met."""
+
+    def __init__(self) -> None:
+        self.met: set[Any] = set()
+        self.problems: list[str] = []
+
+    def check(self, what: str, value: Any, expected: Any) -> None:
+        """``value`` (parsed JSON) against ``expected``: a TypedDict, ``list[…]``, a union."""
+        if is_typeddict(expected):
+            self._object(what, value, expected)
+            return
+        origin = get_origin(expected)
+        if origin is list:
+            if not isinstance(value, list):
+                self.problems.append(f"{what}: expected a list, got {value!r:.80}")
+                return
+            for i, item in enumerate(value):
+                self.check(f"{what}[{i}]", item, get_args(expected)[0])
+        elif origin in (typing.Union, types.UnionType):
+            self._union(what, value, get_args(expected))
+        elif origin is typing.NotRequired:
+            self.check(what, value, get_args(expected)[0])
+
+    def _object(self, what: str, value: Any, td: Any) -> None:
+        self.met.add(td)
+        if not isinstance(value, dict):
+            self.problems.append(f"{what}: expected a {td.__name__} object, got {value!r:.80}")
+            return
+        keys = set(value)
+        missing = td.__required_keys__ - keys
+        extra = set() if td in OPEN else keys - td.__required_keys__ - td.__optional_keys__
+        if missing or extra:
+            self.problems.append(
+                f"{what} ({td.__name__}): missing {sorted(missing)}, unknown {sorted(extra)}"
+            )
+        hints = get_type_hints(td)
+        for key in keys & set(hints):
+            self.check(f"{what}.{key}", value[key], hints[key])
+
+    def _union(self, what: str, value: Any, options: tuple[Any, ...]) -> None:
+        if value is None and type(None) in options:
+            return
+        shapes = [o for o in options if is_typeddict(o)]
+        if not shapes:
+            return
+        fitting = [
+            td
+            for td in shapes
+            if isinstance(value, dict)
+            and td.__required_keys__ <= set(value) <= td.__required_keys__ | td.__optional_keys__
+        ]
+        self.check(what, value, fitting[0] if fitting else shapes[0])
+
+
+@pytest.fixture
+def checker() -> Checker:
+    return Checker()
+
+
+def printed(result: Any) -> Any:
+    assert result.code == 0, result.err
+    return result.json()
+
+
+def lines(result: Any) -> list[Any]:
+    assert result.code == 0, result.err
+    return list(result.jsonl())
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+WRITER = """\
+import os, sys
+sys.stdin.read()
+with open(os.path.join(os.environ["UWF_ARTIFACTS_DIR"], "notes.txt"), "w") as f:
+    f.write("made by the step")
+print({output!r})
+"""
+
+
+def test_every_command_prints_the_keys_of_its_type(
+    cli: Any, root: Path, tmp_path: Path, scenario: Any, agent_script: Any, checker: Checker
+) -> None:
+    c, o = checker.check, outputs
+    wf = EXAMPLES / "solve-issue.yaml"
+    put = printed(cli("workflow", "put", wf))
+    c("workflow put", put, o.WorkflowRef)
+    c("workflow check", printed(cli("workflow", "check", wf)), list[o.WorkflowChecked])
+    c("workflow show", printed(cli("workflow", "show", "solve-issue")), o.WorkflowShown)
+    project = tmp_path / "cwd" / ".workflows"
+    project.mkdir()
+    write(project / "local-one.yaml", "name: local-one\n")
+    c("workflow list", printed(cli("workflow", "list")), list[o.WorkflowListed])
+    c(
+        "workflow history",
+        printed(cli("workflow", "history", "solve-issue")),
+        list[o.WorkflowVersion],
+    )
+    rolled = cli("workflow", "rollback", "solve-issue", put["hash"])
+    c("workflow rollback", printed(rolled), o.WorkflowRolledBack)
+
+    mock = scenario({"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
+    started = printed(cli("thread", "start", "solve-issue", "-p", "Fix the bug"))
+    c("thread start", started, o.ThreadStarted)
+    thread = started["thread"]
+    dry = cli("thread", "step", thread, "--dry-run", "--agent", mock)
+    c("thread step --dry-run", printed(dry), o.DryRun)
+    c("thread step", lines(cli("thread", "step", thread, "--agent", mock)), list[o.StepLine])
+    writer = "uwf-cmd -- " + agent_script(WRITER.format(output=DEV))
+    stepped = cli("thread", "step", thread, "--agent", writer)
+    c("thread step (artifacts)", lines(stepped), list[o.StepLine])
+    stepped = cli("thread", "step", thread, "--agent", mock, "-c", "3")  # reject, dev, approve
+    c("thread step -c", lines(stepped), list[o.StepLine])
+    approved = printed(cli("thread", "show", thread))["head"]
+    at_the_end = printed(cli("thread", "fork", approved))["thread"]  # its next move is $END
+    ending = cli("thread", "step", at_the_end, "--dry-run", "--agent", mock)
+    c("thread step --dry-run (the thread ends)", printed(ending), o.DryRun)
+    c("thread kill", printed(cli("thread", "kill", at_the_end)), o.Killed)
+    c("thread show", printed(cli("thread", "show", thread)), o.ThreadShown)
+    c("thread show --full", printed(cli("thread", "show", thread, "--full")), o.ThreadShown)
+    chain = printed(cli("thread", "steps", thread))
+    c("thread steps", chain, o.ThreadSteps)
+    developer = chain["steps"][2]["hash"]
+    c("step artifacts", printed(cli("step", "artifacts", developer)), list[o.ArtifactListed])
+    extracted = cli("step", "artifacts", developer, "--extract", tmp_path / "out")
+    c("step artifacts --extract", printed(extracted), list[o.ArtifactExtracted])
+
+    planner = chain["steps"][1]["hash"]
+    c("thread fork", printed(cli("thread", "fork", planner)), o.Forked)
+    c(
+        "thread fork --workflow",
+        printed(cli("thread", "fork", planner, "--workflow", "solve-issue")),
+        o.ForkedOnto,
+    )
+    edited = cli("thread", "fork", planner, "--output", write(tmp_path / "plan.md", PLAN))
+    c("thread fork --output", printed(edited), o.ForkedEdited)
+    rerun = cli("thread", "rerun", developer, "--agent", mock)
+    c("thread rerun", lines(rerun), list[o.RerunLine])
+
+    waits = printed(cli("thread", "start", "solve-issue", "-p", "Wait for me"))["thread"]
+    deferring = agent_script("print('a person answers', file=sys.stderr)\nsys.exit(75)")
+    assert cli("thread", "step", waits, "--agent", deferring).code == 6
+    c("thread show (waiting)", printed(cli("thread", "show", waits)), o.ThreadShown)
+    fails = printed(cli("thread", "start", "solve-issue", "-p", "Fail for me"))["thread"]
+    failing = agent_script("print('error: out of tokens', file=sys.stderr)\nsys.exit(1)")
+    assert cli("thread", "step", fails, "--agent", failing).code == 5
+    c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
+    c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
+    summary = write(tmp_path / "summary.txt", "Planned, built, reviewed.")
+    answered = cli("thread", "answer", waits, "--file", write(tmp_path / "answer.md", PLAN))
+    c("thread answer", lines(answered), list[o.StepLine])
+    c("thread compact", printed(cli("thread", "compact", waits, "--text", summary)), o.Compacted)
+    html = tmp_path / "thread.html"
+    c("thread export", printed(cli("thread", "export", waits, "--html", html)), o.Exported)
+
+    slow = agent_script("time.sleep(30)")
+    running = printed(cli("thread", "start", "solve-issue", "-p", "Run in the background"))
+    launched = cli("thread", "step", running["thread"], "--background", "--agent", slow)
+    c("thread step --background", printed(launched), o.BackgroundStarted)
+    c("thread show (background)", printed(cli("thread", "show", running["thread"])), o.ThreadShown)
+    c("thread stop", printed(cli("thread", "stop", running["thread"])), o.BackgroundStopped)
+    printed(cli("thread", "kill", running["thread"]))
+
+    failing = agent_script("sys.exit(1)")
+    worked = cli("worker", "--max-steps", "1", "--idle-exit", "1", "--agent", failing)
+    c("worker (failure)", lines(worked), list[o.WorkerFailure])
+    time.sleep(1.1)  # the failed thread cools down before it is picked again
+    worked = cli("worker", "--max-steps", "1", "--idle-exit", "5", "--agent", mock)
+    c("worker", lines(worked), list[o.WorkerStep])
+
+    text = printed(cli("cas", "put-text", "hello"))
+    c("cas put-text", text, o.Hashed)
+    c("cas put", printed(cli("cas", "put", schemas.HASHES.text, '"x"')), o.Hashed)
+    c("cas get", printed(cli("cas", "get", developer)), o.NodeShown)
+    c("cas get --timestamp", printed(cli("cas", "get", developer, "--timestamp")), o.NodeShown)
+    c("cas has", printed(cli("cas", "has", developer)), o.Exists)
+    c("cas refs", printed(cli("cas", "refs", developer)), o.Refs)
+    c("cas walk", printed(cli("cas", "walk", developer)), o.Walked)
+    c("cas reindex", printed(cli("cas", "reindex")), o.Reindexed)
+    c("cas verify", printed(cli("cas", "verify")), o.Verified)
+    c("cas schema list", printed(cli("cas", "schema", "list")), list[o.SchemaListed])
+    c("cas gc --dry-run", printed(cli("cas", "gc", "--dry-run")), o.Collected)
+    c("cas gc", printed(cli("cas", "gc")), o.Collected)
+    c("cas pack", printed(cli("cas", "pack")), o.Packed)
+
+    c("log list", printed(cli("log", "list")), list[o.LogFile])
+    c("log show", printed(cli("log", "show")), list[o.LogEntry])
+    c("log clean", printed(cli("log", "clean", "--before", "2000-01-01")), o.LogsCleaned)
+
+    c("store init", printed(cli("store", "init")), o.StoreInitialised)
+    c("store copy", printed(cli("store", "copy", root, tmp_path / "copy")), o.StoreCopied)
+
+    closed = "http://127.0.0.1:9/v1"  # nothing listens: the check fails at once, with an error
+    setup = cli("setup", "--provider", "p", "--base-url", closed, "--api-key", "k", "--model", "m")
+    assert setup.code == 1  # the model check failed: printed first, then the error (exit 1)
+    c("setup", setup.json(), o.SetupDone)
+    default = cli("setup", "--default-agent", "uwf-mock")  # a command on PATH
+    c("setup --default-agent", printed(default), o.DefaultAgentSet)
+
+    damaged = tmp_path / "damaged"
+    node = printed(cli("--store", damaged, "cas", "put-text", "to be damaged"))["hash"]
+    loose = damaged / "cas" / "objects" / node[:2] / node
+    loose.chmod(0o644)
+    loose.write_text(loose.read_text().replace("damaged", "repaired"))
+    verified = cli("--store", damaged, "cas", "verify")
+    assert verified.code == 1
+    c("cas verify (a damaged node)", verified.json(), o.Verified)
+    packed = tmp_path / "packed"
+    printed(cli("--store", packed, "cas", "put-text", "to be packed"))
+    printed(cli("--store", packed, "cas", "pack"))
+    (pack,) = (packed / "cas" / "packs").glob("*.pack")
+    data = bytearray(pack.read_bytes())
+    data[-1] ^= 0xFF
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    verified = cli("--store", packed, "cas", "verify")
+    assert verified.code == 1
+    c("cas verify (a damaged pack)", verified.json(), o.Verified)
+
+    assert checker.problems == []
+    unmet = {t.__name__ for t in TYPES if not any(_within(t, m) for m in checker.met)}
+    assert unmet == set()  # a type no command printed: test the command that prints it
+
+
+def _within(small: Any, big: Any) -> bool:
+    """Whether every field of ``small`` is a field of ``big``, of the same type (``big``
+    extends it: checking ``big`` checked it)."""
+    return get_type_hints(small).items() <= get_type_hints(big).items()
+
+
+def test_docs_name_every_output_type() -> None:
+    """docs/format.md, "Command output", names every type of uwf.util.outputs."""
+    text = (Path(__file__).parent.parent / "docs" / "format.md").read_text()
+    section = text.split("## Command output", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Za-z]+)`", section))
+    assert {t.__name__ for t in TYPES} - named == set()
