@@ -24,7 +24,14 @@ import xxhash
 
 from conftest import reap
 from rootfiles import put_unchecked
-from uwf.backend.base import ActiveThread, Backend, HistoryEntry, ThreadInfo, Waiting
+from uwf.backend.base import (
+    ActiveThread,
+    Backend,
+    Failure,
+    HistoryEntry,
+    ThreadInfo,
+    Waiting,
+)
 from uwf.cas import codec, ops
 from uwf.cas.schema import META_SCHEMA, meta_hash
 from uwf.cas.store import Node, Store
@@ -544,6 +551,39 @@ class BackendContract:
         with pytest.raises(NotActive):
             backend.threads.wait(_thread(7), Waiting("reviewer", 1, a))
 
+    def test_a_failure_counts_attempts_until_a_step_lands(self, backend: Backend) -> None:
+        """docs/format.md, "Thread state": the last failure, its attempts at this head."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="x"))
+        first = Failure(a, "error: agent failed", 5, 1000, role="dev", agent="uwf-cmd", host="h1")
+        stored = backend.threads.fail(t, first)
+        assert stored == first._replace(attempts=1, since=1000)
+        record = backend.threads.get(t)
+        assert record is not None and record.failure == stored and record.info.task == "x"
+        again = backend.threads.fail(t, Failure(a, "error: again", 1, 2000, host="h2"))
+        assert again == Failure(a, "error: again", 1, 2000, 2, 1000, None, None, "h2")
+        assert [r.failure for r in backend.threads.active()] == [again]
+        waiting = Waiting("dev", 3000, a)
+        backend.threads.wait(t, waiting)  # a deferral keeps the count
+        record = backend.threads.get(t)
+        assert record is not None and (record.waiting, record.failure) == (waiting, again)
+        assert again.as_json() == {
+            "head": a, "error": "error: again", "code": 1, "at": 2000, "attempts": 2,
+            "since": 1000, "host": "h2",
+        }  # fmt: skip
+        with pytest.raises(Conflict):
+            backend.threads.fail(t, Failure(b, "error: elsewhere", 1, 1))  # not at its head
+        backend.threads.move(t, a, b)  # a step landed
+        record = backend.threads.get(t)
+        assert record is not None and record.failure is None and record.waiting is None
+        assert backend.threads.fail(t, Failure(b, "e", 5, 4000)).attempts == 1
+        with pytest.raises(NotActive):
+            backend.threads.fail(_thread(7), Failure(a, "e", 5, 1))
+        backend.threads.archive(t, a, "killed", 5000)
+        with pytest.raises(NotActive):
+            backend.threads.fail(t, Failure(b, "e", 5, 6000))
+
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
@@ -697,6 +737,10 @@ try:
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
     elif op == "register":
         backend.registry.set(thread, NodeHash(a))
+    elif op == "fail":  # b failed attempts at head a
+        from uwf.backend.base import Failure
+        for n in range(int(b)):
+            backend.threads.fail(ThreadId(thread), Failure(NodeHash(a), f"{os.getpid()}", 5, n))
     elif op == "attempt":  # non-waiting step-lock attempts for b seconds; how many refused
         end, tries, busy = time.monotonic() + float(b), 0, 0
         while time.monotonic() < end:
@@ -779,6 +823,17 @@ class SharedBackendContract(BackendContract):
         assert self._race(tmp_path, spec, jobs) == ["ok"] * 12
         assert {r.thread for r in backend.threads.active()} == {_thread(n) for n in range(8)}
         assert set(backend.registry.read()) == {f"wf{n}" for n in range(4)}
+
+    def test_failed_attempts_of_many_processes_are_all_counted(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        a = _chain_node(backend, "a")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo())
+        assert self._race(tmp_path, spec, [("fail", t, a, "25")] * 4) == ["ok"] * 4
+        record = backend.threads.get(t)
+        assert record is not None and record.failure is not None
+        assert record.failure.attempts == 100
 
     def test_two_processes_race_for_a_step_lock(
         self, backend: Backend, spec: str, tmp_path: Path

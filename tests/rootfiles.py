@@ -127,3 +127,31 @@ def damage_packed_record(cas: Path, h: str) -> str:
         path.write_bytes(bytes(data))
         return name
     raise AssertionError(f"{h} is in no pack")
+
+
+def without_failures(data: bytes | None) -> dict[str, Any] | None:
+    """threads.yaml as thread -> head or record, without the threads' last failures: a failed
+    step records one (docs/format.md, "Thread state"), and that is the only change it may
+    make. None for a missing file."""
+    if data is None:
+        return None
+    records: dict[str, Any] = {}
+    for line in data.decode("utf-8").splitlines():
+        if not line.startswith('"'):
+            continue
+        ((thread, value),) = json.loads("{" + line + "}").items()
+        if isinstance(value, dict):
+            value.pop("failure", None)
+            value = value["head"] if list(value) == ["head"] else value
+        records[thread] = value
+    return records
+
+
+def step_state(root: Path) -> tuple[dict[str, Any] | None, bytes]:
+    """What a failed step must leave as it was: the heads and waits of threads.yaml (its
+    failures aside, ``without_failures``) and history.jsonl."""
+    threads, history = root / "threads.yaml", root / "history.jsonl"
+    return (
+        without_failures(threads.read_bytes() if threads.exists() else None),
+        history.read_bytes() if history.exists() else b"",
+    )

@@ -50,8 +50,12 @@ def test_tail_prompt_equals_full_prompt(root: Path, looping: Any, role: str) -> 
     ctx = build_context(FsBackend(root), thread, role, "EDGE")
     since, offset = ctx.since_last_visit()
     assert offset + len(since) == ctx.depth == 8
-    for first_visit in (True, False):
-        assert prompt(ctx, since, offset, first_visit) == prompt(ctx, ctx.steps, 0, first_visit)
+    # a session's continuation needs only the steps since the role's last visit…
+    assert prompt(ctx, since, offset, False) == prompt(ctx, ctx.steps, 0, False)
+    # …while the full prompt shows the thread, the plan of step 1 included, on every visit
+    full = prompt(ctx, ctx.history.steps, ctx.history.offset, True)
+    assert "### Step 1: planner" in full and "### Step 8:" in full
+    assert "### Step 1: planner" not in prompt(ctx, since, offset, False)
     assert ctx.is_first_visit is False  # every role of the loop has spoken before
     last = ctx.last_visit
     assert last is not None and last["role"] == role

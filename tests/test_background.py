@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -187,11 +188,14 @@ def test_stop_ends_the_run_and_its_agents_group_and_keeps_the_thread(
         json.dumps({"thread": thread, "stopped": True}, separators=(",", ":")) + "\n",
         "",
     )
-    for pid in (run_pid, agent_pid, child_pid):  # no orphan: the run, its agent, the agent's child
+    # stopped means stopped: the run's process is gone and its log ends, at once
+    assert not alive(run_pid)
+    last = (root / "runs" / f"{thread}.log").read_text().splitlines()[-1]
+    assert last.endswith("ended: stopped by `uwf thread stop`")
+    for pid in (agent_pid, child_pid):  # no orphan: its agent, the agent's child
         wait_for(lambda pid=pid: not alive(pid), f"pid {pid} to be gone", timeout=10)
     shown = show(cli, thread)
     assert (shown["status"], shown["head"], shown["done"]) == ("idle", head, False)
-    assert ended(root, thread).endswith("ended: stopped by `uwf thread stop`")
 
     again = cli_proc("thread", "stop", thread)
     assert (again.code, again.json()) == (0, {"thread": thread, "stopped": False})
@@ -207,6 +211,17 @@ def test_a_run_killed_with_sigkill_is_stale_and_stop_cleans_up_after_it(
     os.kill(run_pid, signal.SIGKILL)
     wait_for(lambda: show(cli, thread)["status"] == "idle", "the dead run to be seen as stale")
     assert "background" not in show(cli, thread)
+    # its log still ends with why, written by its epitaph
+    epitaph = (
+        f"ended: its process (pid {run_pid}) died before it could end the run (SIGKILL, the "
+        "OOM killer or a crash)"
+    )
+    wait_for(lambda: ended(root, thread).endswith(epitaph), "the run's last line", timeout=10)
+    assert re.fullmatch(
+        rf"uwf: \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z background run of thread {thread} "
+        + re.escape(epitaph),
+        ended(root, thread),
+    )
 
     stopped = cli_proc("thread", "stop", thread)
     assert (stopped.code, stopped.json()) == (0, {"thread": thread, "stopped": False})
@@ -260,8 +275,8 @@ def test_kill_during_a_run_ends_it(
     [
         (["--dry-run"], 2, "--background cannot be combined with --dry-run or --wait"),
         (["--wait"], 2, "--background cannot be combined with --dry-run or --wait"),
-        (["-c", "0"], 1, "--count must be a positive integer, got: 0"),
-        (["--timeout", "0"], 1, "--timeout must be a positive number of seconds, got: 0.0"),
+        (["-c", "0"], 2, "--count must be a positive integer, got: 0"),
+        (["--timeout", "0"], 2, "--timeout must be a positive number of seconds, got: 0.0"),
     ],
 )
 def test_background_refusals(

@@ -247,3 +247,60 @@ def test_mermaid_text_renders_in_mermaid(
             assert current.strip() == "developer"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "thread-graph-mermaid.png"))
+
+
+def body_font(page: Any) -> str:
+    return str(page.evaluate("getComputedStyle(document.body).fontFamily"))
+
+
+def test_the_export_looks_like_the_live_page(
+    page: Any, server: str, new_thread: Any, scenario: Any, cli: Any, tmp_path: Path
+) -> None:
+    """The inlined CSS is applied: the body's computed font is the stylesheet's in both, not
+    the browser's default serif (the CSS used to be HTML-escaped inside <style>)."""
+    thread = new_thread()
+    step(thread, scenario(), 2)
+    page.goto(f"{server}thread/{thread}")
+    live = body_font(page)
+    assert "Segoe UI" in live and "system-ui" in live
+    target = tmp_path / "thread.html"
+    assert cli("thread", "export", thread, "--html", str(target)).code == 0
+    page.goto(target.as_uri())
+    assert body_font(page) == live
+    border = "getComputedStyle(document.querySelector('section.step')).borderTopStyle"
+    assert page.evaluate(border) == "solid"
+
+
+def test_failing_and_waiting_threads_say_why(
+    page: Any, server: str, new_thread: Any, scenario: Any
+) -> None:
+    failing, waiting = new_thread("Fails at once"), new_thread("Waits for a person")
+    with pytest.raises(subprocess.CalledProcessError):
+        step(failing, scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]}))
+    step(waiting, scenario({"planner": [PLAN], "developer": [DEV]}), 2)
+    deferring = scenario({"reviewer": [{"exit": 75, "stderr": "error: no terminal"}]})
+    proc = subprocess.run(
+        [str(BIN / "uwf"), "thread", "step", waiting, "--agent", deferring],
+        capture_output=True,
+        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
+    )
+    assert proc.returncode == 6, proc.stderr
+    page.goto(server)
+    rows = {
+        row["thread"]: row
+        for row in page.locator("tr.thread").evaluate_all(
+            "rs => rs.map(r => ({thread: r.dataset.thread, text: r.innerText}))"
+        )
+    }
+    assert "Fails at once" in rows[failing]["text"] and "failing" in rows[failing]["text"]
+    assert "Waits for a person" in rows[waiting]["text"] and "for reviewer" in rows[waiting]["text"]
+    page.goto(f"{server}thread/{failing}")
+    assert page.locator("#status").inner_text() == "failing"
+    said = page.locator("#failure").inner_text()
+    assert "The last attempt to step it failed (planner, agent uwf-mock)" in said
+    assert "exit 5" in said and "error: rate limited" in said
+    page.goto(f"{server}thread/{waiting}")
+    said = page.locator("#waiting").inner_text()
+    assert "Waits for reviewer since " in said and ": no terminal." in said
+    assert f'uwf thread answer {waiting} --status approved|rejected --set comments=… -m "…"' in said
+    only_local(page.requests, server)

@@ -30,11 +30,11 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from rootfiles import step_state
 from uwf.adapters import llm as llm_adapter
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE, build_output_format_instruction
 from uwf.agents import builtin
 from uwf.agents.builtin import (
-    FREE_NUDGES,
     NUDGE,
     LoopResult,
     Tools,
@@ -51,6 +51,7 @@ from uwf.agents.builtin import (
 TASK = "Add a greeting module that says hello"
 AGENT_FAILED = "error: agent command failed (uwf-builtin) with exit code 1: error: "
 PLAN_FM = "---\nstatus: _\nplan: write hello.py\nsteps:\n  - write it\n---\nThe plan."
+PLAN_OUTPUT = {"status": "_", "plan": "write hello.py", "steps": ["write it"]}
 DEV_FM = "---\nstatus: _\nfilesChanged: [hello.py]\nsummary: wrote hello.py\n---\nDone."
 REJECT_FM = "---\nstatus: rejected\ncomments: add a test\n---\nNeeds a test."
 APPROVE_FM = "---\nstatus: approved\ncomments: fine\n---\nLGTM."
@@ -210,11 +211,14 @@ def test_non_frontmatter_text_gets_a_nudge() -> None:
     assert [t["role"] for t in result.turns] == ["assistant", "user", "assistant"]
 
 
-def test_free_nudges_do_not_use_the_budget() -> None:
+@pytest.mark.parametrize("max_turns", [1, 2, 5, 30])
+def test_max_turns_is_a_cap_nudges_included(max_turns: int) -> None:
+    """A model that keeps answering in prose: exactly max_turns calls (36 at 30 used to be
+    possible: 3 nudges were free, then corrections and the extract came on top)."""
     chat = ScriptedChat(text("still thinking"))
-    result = loop(chat, max_turns=2)
-    assert len(chat.sent) == 2 + FREE_NUDGES
-    assert user_texts(result.messages).count(NUDGE) == FREE_NUDGES + 1
+    result = loop(chat, max_turns=max_turns)
+    assert len(chat.sent) == max_turns
+    assert user_texts(result.messages).count(NUDGE) == max_turns - 1  # not after the last
     assert result.text == "still thinking"
 
 
@@ -325,7 +329,7 @@ def test_first_visit_with_history_has_a_summary_with_content() -> None:
     user = messages[1]["content"]
     assert user.startswith(f"## Task\n{TASK}\n\n## What Happened Since Your Last Turn\n\n")
     assert '### Step 1: planner\nOutput: {"status":"_","plan":"p"}\nAgent: uwf-builtin' in user
-    assert "#### Step Content\n\nThe plan body." in user
+    assert "#### Step Content\n\n```markdown\nThe plan body.\n```" in user
     assert user.endswith("## Moderator Instruction\n\nImplement it.")
 
 
@@ -534,12 +538,9 @@ def test_help(cli_proc: Any) -> None:
 # -- end to end through `uwf thread step` ----------------------------------------------------------
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 @pytest.fixture
@@ -647,7 +648,7 @@ def test_tool_call_writes_a_file_then_answers(
     assert read.code == 0 and "**Agent:** uwf-builtin" in read.out and "The plan." in read.out
     step_read = cli_proc("step", "read", steps[1]["hash"])
     assert '\n\n**Tool call:** `write_file`\n\n```\n{"path": "notes/plan.md"' in step_read.out
-    assert "## Turn 2: tool\n\nWrote 4 bytes to notes/plan.md" in step_read.out
+    assert "## Turn 2: tool\n\n```markdown\nWrote 4 bytes to notes/plan.md" in step_read.out
     assert not (root / "sessions").exists()
     assert cli("cas", "verify").code == 0
 
@@ -705,6 +706,25 @@ def test_model_option(cli: Any, thread: str, served: LLMServer) -> None:
     served.reply(PLAN_FM)
     step_ok(cli, thread, "uwf-builtin --model extract")
     assert served.chat_requests()[0].body["model"] == EXTRACT_MODEL
+
+
+@pytest.mark.parametrize(("max_turns", "calls"), [(5, 8), (None, 33)])
+def test_the_most_model_calls_of_a_step(
+    cli_proc: Any, thread: str, served: LLMServer, max_turns: int | None, calls: int
+) -> None:
+    """A model that keeps answering in prose: --max-turns N calls of the tool loop, then the
+    2 corrections and the LLM extract, one call each (docs/agents.md states N + 3; 11 at 5
+    and 36 at the default 30 before)."""
+    served.reply(*["Still thinking about it."] * (calls - 1), json.dumps(PLAN_OUTPUT))
+    agent = "uwf-builtin" + (f" --max-turns {max_turns}" if max_turns else "")
+    r = cli_proc("thread", "step", thread, "--agent", agent)
+    assert r.code == 0, r.err
+    requests = served.chat_requests()
+    assert len(requests) == calls
+    assert [r.body.get("tool_choice") for r in requests[-3:]] == ["none", "none", None]
+    assert requests[-1].body["model"] == EXTRACT_MODEL  # the extract
+    usage = cli_proc("thread", "steps", thread).json()["steps"][1]["usage"]
+    assert usage["calls"] == calls
 
 
 def test_correction_runs_without_tools(cli: Any, thread: str, served: LLMServer) -> None:

@@ -23,6 +23,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from rootfiles import step_state
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE
 
 TASK = "Fix the login bug"
@@ -53,12 +54,9 @@ def workflow_file() -> Any:
     return yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text())
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 class Recorder:
@@ -455,6 +453,20 @@ def test_every_agent_has_help(cli_proc: Any, prog: str) -> None:
         assert (r.code, r.err) == (0, ""), r.err
         assert r.out.startswith(f"usage: {prog} ") and "<thread-id> <role>" in r.out
         assert "--help" in r.out
+
+
+@pytest.mark.parametrize("prog", ["uwf-builtin", "uwf-human"])
+def test_missing_arguments_are_a_usage_error_naming_the_agent(cli_proc: Any, prog: str) -> None:
+    head = " [options]" if prog == "uwf-builtin" else ""  # uwf-human has no options
+    usage = f"usage: {prog}{head} <thread-id> <role>\n"
+    for args in ([], ["01ARZ3NDEKTSV4RRFFQ69G5FAV"]):
+        r = cli_proc(*args, prog=prog)
+        assert (r.code, r.out, r.err) == (2, "", f"error: expected <thread-id> <role>; {usage}")
+    named = cli_proc("--thread", "01ARZ3NDEKTSV4RRFFQ69G5FAV", prog=prog)
+    assert (named.code, named.err) == (
+        2,
+        f"error: v0.5.0's form is --thread <id> --role <role> [--prompt <text>]; {usage}",
+    )
 
 
 def test_help_describes_the_command(cli_proc: Any) -> None:

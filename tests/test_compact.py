@@ -152,7 +152,7 @@ def test_a_300_step_thread_stays_within_the_budget(
     for n, (request, summary) in enumerate(requests, start=1):
         text = non_system(request)
         if summary is not None:  # the summary in force is in the request, in its section
-            assert f"{SUMMARY_HEADING}\n\n{summary}" in text, n
+            assert f"{SUMMARY_HEADING}\n\n```markdown\n{summary}\n```" in text, n
         if n > 1:  # and the step just before, as the last thing that happened
             before = "writer" if n % 2 == 0 else "reviewer"
             assert f"### Step {n - 1}: {before}" in request.body["messages"][-1]["content"], n
@@ -229,7 +229,8 @@ def test_compact_after_in_the_workflow(
 
     read = cli("thread", "read", thread)
     assert read.code == 0, read.err
-    assert f"## Summary of steps 1–6 `{steps[6].compact}`\n\n{model.summaries[1]}" in read.out
+    summary = f"```markdown\n{model.summaries[1]}\n```"  # fenced: a model wrote it
+    assert f"## Summary of steps 1–6 `{steps[6].compact}`\n\n{summary}" in read.out
     assert "## Step 7: writer" in read.out and "## Step 6:" not in read.out
     assert f"--full --before {steps[6].hash}" in read.out
     full = cli("thread", "read", thread, "--full", "--quota", "100000")

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import BIN
 
+# Typer's own switch for its tests: --install-completion then takes the shell as a value
 SHELL_DETECTION_OFF = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
 
 
@@ -147,6 +148,20 @@ def test_install_completion_for_each_shell(
     assert result.out.splitlines()[0].endswith(f"completion installed in {home / files[-1]}")
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()) == sorted(files)
     assert f"_UWF_COMPLETE=complete_{shell}" in (home / files[-1]).read_text()
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish", "bash"])
+def test_show_completion_prints_the_script_of_the_shell_named(shell: str) -> None:
+    """In bash, `--show-completion zsh` is zsh's script (the argument used to be ignored)."""
+    script = in_bash(f"uwf --show-completion {shell}")
+    assert f"_UWF_COMPLETE=complete_{shell}" in script
+    assert script.startswith("#compdef uwf") is (shell == "zsh")
+
+
+def test_show_completion_of_an_unknown_shell(cli_proc: Any) -> None:
+    result = cli_proc("--show-completion", "tcsh")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == "error: unknown shell: tcsh (one of: bash, zsh, fish, powershell, pwsh)\n"
 
 
 def test_install_completion_detects_bash(tmp_path: Path) -> None:

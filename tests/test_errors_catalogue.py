@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from conftest import BIN, EXAMPLES, REPO, Result, take_snapshot
-from rootfiles import RootFiles, open_store
+from rootfiles import RootFiles, open_store, without_failures
 from uwf.cas import codec
 from uwf.protocol import schemas
 from uwf.util.yamlio import MAX_BYTES
@@ -420,6 +420,16 @@ CASES: list[Case] = [
     case(
         "start-unknown", "workflow", "thread start nope -p x", 1, "error: workflow not found: nope"
     ),
+    *[
+        case(
+            f"start-empty-task-{n}",
+            "workflow",
+            ["thread", "start", "solve-issue", "-p", task],
+            1,
+            "error: the task is empty: give it with -p TEXT, or -p - to read it from stdin",
+        )
+        for n, task in enumerate(["", "  \n\t "])
+    ],
     case(
         "start-empty-id",
         "workflow",
@@ -491,21 +501,21 @@ CASES: list[Case] = [
         "step-count-zero",
         "thread",
         "thread step {thread} -c 0",
-        1,
+        2,
         "error: --count must be a positive integer, got: 0",
     ),
     case(
         "step-timeout-zero",
         "thread",
         "thread step {thread} --timeout 0",
-        1,
+        2,
         "error: --timeout must be a positive number of seconds, got: 0.0",
     ),
     case(
         "step-timeout-nan",
         "thread",
         "thread step {thread} --timeout nan --agent {agents}/silent.py",
-        1,
+        2,
         "error: --timeout must be a positive number of seconds, got: nan",
     ),
     case(
@@ -649,9 +659,9 @@ CASES: list[Case] = [
         "list-bad-status",
         "thread",
         "thread list --status bogus",
-        1,
-        "error: Invalid status: bogus. Must be one of: idle, running, waiting, completed, killed, "
-        "max_rounds, active",
+        2,
+        "error: Invalid status: bogus. Must be one of: idle, running, waiting, failing, "
+        "completed, killed, max_rounds, active",
     ),
     case(
         "list-bad-after",
@@ -664,14 +674,14 @@ CASES: list[Case] = [
         "list-negative-skip",
         "thread",
         "thread list --skip -1",
-        1,
+        2,
         "error: --skip must be a non-negative integer",
     ),
     case(
         "list-zero-take",
         "thread",
         "thread list --take 0",
-        1,
+        2,
         "error: --take must be a positive integer",
     ),
     case(
@@ -1065,8 +1075,17 @@ def _state(root: Path) -> dict[str, bytes]:
 
 
 def _same_state(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
-    """What changed, ignoring new empty lock files (coordination, not state)."""
-    changed = [k for k in before if after.get(k) != before[k]]
+    """What changed, ignoring new empty lock files (coordination, not state) and the last
+    failure a failed step records in threads.yaml."""
+    changed = [
+        k
+        for k in before
+        if after.get(k) != before[k]
+        and not (
+            k.endswith("threads.yaml")
+            and without_failures(after.get(k)) == without_failures(before[k])
+        )
+    ]
     added = [k for k in after if k not in before and not (k.endswith(".lock") and after[k] == b"")]
     return changed + added
 

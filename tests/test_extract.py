@@ -28,6 +28,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from rootfiles import step_state
 
 RAW = "Here is my plan: refactor the login module, then add a regression test."
 PLANNED = {"status": "_", "plan": "refactor login", "steps": ["refactor", "add a test"]}
@@ -48,12 +49,9 @@ def stored_schema(cli: Any, role: str) -> Any:
     return node.json()["payload"]
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 def no_key_in(*results: Result) -> None:

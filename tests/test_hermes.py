@@ -32,6 +32,7 @@ import yaml
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, Result
 from hermes_home import MODEL, hermes_missing_reason, use_home, write_hermes_config
 from llm_server import LLMServer, RecordedRequest
+from rootfiles import step_state
 
 _MISSING = hermes_missing_reason()
 if _MISSING is not None:  # CI installs hermes-agent (the `hermes` extra): these tests run there
@@ -106,12 +107,9 @@ def thread(new_thread: Any) -> str:
     return str(new_thread(TASK))
 
 
-def state_bytes(root: Path) -> tuple[bytes, bytes]:
-    def read(name: str) -> bytes:
-        p = root / name
-        return p.read_bytes() if p.exists() else b""
-
-    return read("threads.yaml"), read("history.jsonl")
+def state_bytes(root: Path) -> Any:
+    """Heads, waits and history: what a failed step leaves as it was (``step_state``)."""
+    return step_state(root)
 
 
 def session_cache(root: Path) -> dict[str, str]:
@@ -251,12 +249,15 @@ def test_solve_issue_end_to_end(
     read = cli_proc("thread", "read", thread, "--quota", "100000")
     assert read.code == 0, read.err
     for text in texts:
-        assert f"<output>\n{text}\n</output>" in read.out
+        # the output as frontmatter (its fields in YAML), then the content after it
+        frontmatter, content = text.split("\n---\n", 1)
+        status = frontmatter.splitlines()[1]
+        assert f"```markdown\n---\n{status}\n" in read.out and f"---\n{content}\n```" in read.out
     details_yaml = cli_proc("thread", "step-details", steps[3]["hash"])
     assert details_yaml.code == 0, details_yaml.err
     assert yaml.safe_load(details_yaml.out) == found[3]
     step_md = cli_proc("step", "read", steps[0]["hash"])
-    assert step_md.code == 0 and f"## Turn 1: assistant\n\n{PLAN}" in step_md.out
+    assert step_md.code == 0 and f"## Turn 1: assistant\n\n```markdown\n{PLAN}\n```" in step_md.out
     assert cli("thread", "show", thread).json()["status"] == "completed"
 
 
@@ -340,10 +341,11 @@ def test_reentry_with_a_lost_session_starts_over_with_the_full_prompt(
     [chat] = hermes.chats()
     assert len(chat.body["messages"]) == 2
     prompt = user_prompt(chat)
-    assert f"## Task\n{TASK}" in prompt  # the first-visit prompt, with the history's content
-    # …which, as in the reference, shows what happened since the role's last visit
-    assert "### Step 3: reviewer" in prompt and f"#### Step Content\n\n{REJECT}" in prompt
-    assert "### Step 1: planner" not in prompt
+    assert f"## Task\n{TASK}" in prompt  # the full prompt, with the history's content
+    # …which shows the whole thread: a new session remembers nothing, not even the plan
+    assert "### Step 3: reviewer" in prompt
+    assert "#### Step Content\n\n```markdown\nNeeds tests.\n```" in prompt
+    assert "### Step 1: planner" in prompt and "### Step 2: developer" in prompt
     steps = cli("thread", "steps", thread).json()["steps"]
     detail = details(cli, steps[-1]["hash"])
     assert detail["sessionId"] != lost

@@ -191,12 +191,13 @@ def test_a_failed_step_is_logged_with_its_reason(cli: Any, new_thread: Any, scen
     thread = new_thread()
     agent = scenario({"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]})
     assert cli("thread", "step", thread, "--agent", agent).code == 5
-    failed = cli("log", "show", "--thread", thread, "--take", "1").json()
+    failed = cli("log", "show", "--thread", thread, "--take", "2").json()
     assert [(e["tag"], e["msg"]) for e in failed] == [
         (
             "B8T5N1V6",
             "step failed: agent command failed (uwf-mock) with exit code 4: simulated crash",
-        )
+        ),
+        ("F8K3M6T2", "failure recorded attempts=1 code=5"),  # in the thread state too
     ]
 
 

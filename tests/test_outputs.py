@@ -175,6 +175,10 @@ def test_every_command_prints_the_keys_of_its_type(
     deferring = agent_script("print('a person answers', file=sys.stderr)\nsys.exit(75)")
     assert cli("thread", "step", waits, "--agent", deferring).code == 6
     c("thread show (waiting)", printed(cli("thread", "show", waits)), o.ThreadShown)
+    fails = printed(cli("thread", "start", "solve-issue", "-p", "Fail for me"))["thread"]
+    failing = agent_script("print('error: out of tokens', file=sys.stderr)\nsys.exit(1)")
+    assert cli("thread", "step", fails, "--agent", failing).code == 5
+    c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
     summary = write(tmp_path / "summary.txt", "Planned, built, reviewed.")
     answered = cli("thread", "answer", waits, "--file", write(tmp_path / "answer.md", PLAN))
@@ -222,8 +226,10 @@ def test_every_command_prints_the_keys_of_its_type(
 
     closed = "http://127.0.0.1:9/v1"  # nothing listens: the check fails at once, with an error
     setup = cli("setup", "--provider", "p", "--base-url", closed, "--api-key", "k", "--model", "m")
-    c("setup", printed(setup), o.SetupDone)
-    c("setup --default-agent", printed(cli("setup", "--default-agent", "mock")), o.DefaultAgentSet)
+    assert setup.code == 1  # the model check failed: printed first, then the error (exit 1)
+    c("setup", setup.json(), o.SetupDone)
+    default = cli("setup", "--default-agent", "uwf-mock")  # a command on PATH
+    c("setup --default-agent", printed(default), o.DefaultAgentSet)
 
     damaged = tmp_path / "damaged"
     node = printed(cli("--store", damaged, "cas", "put-text", "to be damaged"))["hash"]

@@ -263,3 +263,60 @@ def test_cas_verify_reindex_and_gc_on_postgres(cli: Any, pg_url: str, scenario: 
     assert gc["collected"] == dry["collected"]
     assert cli(*store, "cas", "has", orphan).json() == {"exists": False}
     assert cli(*store, "cas", "verify").json()["ok"] is True
+
+
+def test_store_copy_leaves_a_registry_entry_that_differs_unless_asked(
+    cli: Any, root: Path, pg_url: str, tmp_path: Path
+) -> None:
+    """A registry entry naming another version in TO is a conflict, like a thread that
+    differs: reported and left as it is, unless --overwrite."""
+    assert cli("workflow", "put", EXAMPLES / "solve-issue.yaml").code == 0
+    ours = cli("workflow", "show", "solve-issue").json()["hash"]
+    other = tmp_path / "solve-issue.yaml"
+    text = (EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8")
+    other.write_text(text.replace("Plan the work", "Plan the change"), encoding="utf-8")
+    theirs = cli("--store", pg_url, "workflow", "put", other).json()["hash"]
+    assert theirs != ours
+    refused = cli("store", "copy", str(root), pg_url)
+    assert (refused.code, refused.out) == (1, "")
+    assert refused.err.splitlines()[-1] == (
+        "error: store copy: TO differs from FROM, left as it is: registry entry solve-issue "
+        f"is {theirs} in TO, {ours} in FROM"
+    )
+    assert cli("--store", pg_url, "workflow", "show", "solve-issue").json()["hash"] == theirs
+    forced = cli("store", "copy", str(root), pg_url, "--overwrite")
+    assert forced.code == 0, forced.err
+    assert forced.json()["registry"] == {"copied": 1, "present": 0}
+    assert forced.json()["verified"] is True
+    assert cli("--store", pg_url, "workflow", "show", "solve-issue").json()["hash"] == ours
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgressql://uwf:secret@db/uwf",  # a typo
+        "mysql://uwf@db/uwf",
+        "postgresql+asyncpg://uwf@db/uwf",  # another driver's spelling
+        "file:///tmp/store",
+    ],
+)
+def test_a_store_url_uwf_cannot_open_is_an_error(cli_proc: Any, tmp_path: Path, url: str) -> None:
+    """Not a directory named after the URL (a fleet with a typo used to idle forever)."""
+    scheme = url.split("://")[0]
+    for args, env in ((["--store", url], {}), ([], {"UWF_STORE": url})):
+        r = cli_proc(*args, "workflow", "put", EXAMPLES / "solve-issue.yaml", env=env)
+        assert (r.code, r.out) == (1, "")
+        assert r.err == (
+            f"error: cannot open the store {url.replace(':secret@', ':***@')}: unknown URL "
+            f"scheme {scheme}:// (a store is a directory path, or a PostgreSQL URL: "
+            "postgresql://, postgres://, postgresql+psycopg://)\n"
+        )
+    assert list(Path.cwd().iterdir()) == []  # nothing created where uwf runs
+
+
+def test_sqlalchemy_spelling_of_the_url_is_accepted(cli: Any, pg_url: str) -> None:
+    alias = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    put = cli("--store", alias, "workflow", "put", EXAMPLES / "solve-issue.yaml")
+    assert put.code == 0, put.err
+    assert cli("--store", pg_url, "workflow", "list").json()[0]["name"] == "solve-issue"
+    assert cli("--store", alias, "store", "init").json()["store"] == shown(pg_url)

@@ -81,15 +81,26 @@ def test_a_python_tag_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists()
 
 
+SUBPROCESS_CALLS = {"Popen", "run", "call", "check_call", "check_output", "getoutput"}
+
+
 def test_no_shell() -> None:
-    """No ``shell=True``, ``os.system`` or ``os.popen``. The one ``/bin/sh -c`` is the
-    builtin agent's run_command tool, whose purpose is the model's shell commands."""
+    """No ``shell=`` for a subprocess (nor ``shell=True`` anywhere), ``os.system`` or
+    ``os.popen``. The one ``/bin/sh -c`` is the builtin agent's run_command tool, whose purpose
+    is the model's shell commands. (``shell=`` naming the shell a completion script is for, in
+    ``typer.completion``'s calls, runs nothing.)"""
     sh: list[str] = []
     for path, text, tree in sources():
         assert "os.system(" not in text and "os.popen(" not in text, path
         for node in ast.walk(tree):
-            if isinstance(node, ast.keyword) and node.arg == "shell":
-                pytest.fail(f"{path}: shell= keyword")
+            shell_true = isinstance(node, ast.keyword) and node.arg == "shell"
+            if shell_true and isinstance(node.value, ast.Constant) and node.value.value is True:
+                pytest.fail(f"{path}: shell=True")
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in SUBPROCESS_CALLS and any(k.arg == "shell" for k in node.keywords):
+                    pytest.fail(f"{path}: shell= keyword of {name}")
             if isinstance(node, ast.Constant) and node.value in ("/bin/sh", "sh", "bash"):
                 sh.append(f"{path.relative_to(SRC)}")
     assert sh == ["agents/builtin/tools.py"]

@@ -41,7 +41,7 @@ from uwf.engine.local.setup import (
     run_setup,
     write_env_var,
 )
-from uwf.util.errors import InvalidInput
+from uwf.util.errors import InvalidInput, UwfError
 
 KEY = "sk-test-SECRET-4f9a"
 
@@ -173,7 +173,7 @@ def test_key_is_never_printed(cli: Any, provider: FakeProvider) -> None:
     provider.status = 401
     for fmt in ("json", "yaml"):
         result = cli("--format", fmt, *setup_args(provider.url))
-        assert result.code == 0
+        assert result.code == 1  # the failed check
         assert KEY not in result.out and KEY not in result.err
 
 
@@ -195,17 +195,19 @@ def test_model_check_request(cli: Any, provider: FakeProvider) -> None:
 def test_model_check_http_error(root: Path, cli: Any, provider: FakeProvider, status: int) -> None:
     provider.status = status
     result = cli(*setup_args(provider.url))
-    assert result.code == 0
+    assert result.code == 1  # the check failed: a script must not go on as if it worked
     validation = result.json()["validation"]
     assert validation["ok"] is False
     assert validation["error"].startswith(f"LLM HTTP {status}: ")
+    assert result.err.startswith(f"error: the model check failed: LLM HTTP {status}: ")
+    assert result.err.endswith(" (the configuration was saved; run uwf setup again to change it)\n")
     # files are written even when the check fails
     assert (root / "config.yaml").is_file() and (root / ".env").is_file()
 
 
 def test_model_check_unreachable(root: Path, cli: Any) -> None:
     result = cli(*setup_args(closed_port_url()))
-    assert result.code == 0
+    assert result.code == 1
     validation = result.json()["validation"]
     assert validation["ok"] is False
     assert validation["error"].startswith("LLM network error: ConnectError: ")
@@ -414,7 +416,8 @@ def test_interactive_warns_when_model_check_fails(root: Path, provider: FakeProv
     provider.models = []
     answers = iter(["14", "local", provider.url, "my-model"])
     said: list[str] = []
-    interactive(None, ask=lambda t: next(answers), ask_secret=lambda t: KEY, say=said.append)
+    with pytest.raises(UwfError, match=r"^the model check failed: LLM HTTP 401: "):
+        interactive(None, ask=lambda t: next(answers), ask_secret=lambda t: KEY, say=said.append)
     text = "\n".join(said)
     assert "Could not fetch models. Enter model name manually." in text
     assert "⚠ Warning: Could not reach model — LLM HTTP 401: " in text
@@ -424,7 +427,6 @@ def test_interactive_warns_when_model_check_fails(root: Path, provider: FakeProv
 @pytest.mark.parametrize(
     ("answers", "secret", "message"),
     [
-        (["x"], KEY, "Invalid choice: x"),
         (["14", ""], KEY, "Provider name required"),
         (["14", "p", ""], KEY, "Base URL required"),
         (["1"], "", "API key required"),
@@ -516,6 +518,22 @@ def test_interactive_empty_model_in_a_real_process(root: Path, provider: FakePro
     assert not (root / "config.yaml").exists()
 
 
+def test_an_invalid_menu_choice_asks_again(root: Path, provider: FakeProvider) -> None:
+    """A typo at the provider menu used to end setup; it asks again, in a real terminal."""
+    term = in_terminal(
+        ["setup"],
+        [
+            ("Choose [1-14]: ", "x"),
+            ("Invalid choice: x: type a number from 1 to 14", "99"),
+            ("Invalid choice: 99: type a number from 1 to 14", "14"),
+            *custom_provider(provider.url)[1:],
+            ("Default model [1-2]: ", "1"),
+        ],
+    )
+    assert term.code == 0, term.screen
+    assert load_config(root).models["default"].name == "gpt-a"
+
+
 def test_no_terminal_never_prompts(root: Path, cli_proc: Any) -> None:
     """Without a terminal (cron, CI, a pipe) missing answers are an error, not a prompt that
     would read the pipe as answers."""
@@ -548,6 +566,18 @@ def test_default_agent_alone_changes_only_the_default_agent(
     # back to the shipped builtin agent, whose alias is already there
     assert cli_proc("setup", "--default-agent", "builtin").json()["defaultAgent"] == "builtin"
     assert yaml.safe_load((root / "config.yaml").read_text())["agents"] == after["agents"]
+
+
+def test_a_default_agent_that_is_not_a_command_is_refused(root: Path, cli_proc: Any) -> None:
+    """`--default-agent nosuch` used to be accepted: every step then failed to start it."""
+    result = cli_proc("setup", "--default-agent", "nosuch-agent-xyz")
+    assert (result.code, result.out) == (1, "")
+    assert result.err == (
+        "error: cannot use nosuch-agent-xyz as the default agent: no command nosuch-agent-xyz "
+        "on PATH (name an alias of agents in config.yaml, builtin, hermes, or an installed "
+        "command)\n"
+    )
+    assert not (root / "config.yaml").exists()
 
 
 @pytest.fixture
@@ -624,7 +654,7 @@ def test_key_is_optional_only_for_a_local_server(root: Path, cli_proc: Any) -> N
     assert (remote.code, remote.err) == (1, f"error: {PARTIAL}\n")
     assert not root.exists()
     local = cli_proc("setup", "--provider", "p", "--base-url", closed_port_url(), "--model", "m")
-    assert local.code == 0, local.err
+    assert local.code == 1 and "error: the model check failed: " in local.err
     assert local.json()["validation"]["error"].startswith("LLM network error: ConnectError: ")
     assert "apiKeyEnv" not in yaml.safe_load((root / "config.yaml").read_text())["providers"]["p"]
 

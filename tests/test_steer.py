@@ -159,7 +159,9 @@ def test_rerun_runs_the_role_again_in_a_new_thread(
     failing = scenario({"developer": [{"exit": 1, "stderr": "error: no"}]})
     bad = cli_proc("thread", "rerun", dev_step, "--agent", failing)
     assert bad.code == 5
-    assert "(re-run thread " in bad.err and f"forked at {plan_step})" in bad.err
+    assert "(the re-run's thread " in bad.err
+    assert f"forked at {plan_step}, was archived as killed)" in bad.err
+    assert [t["thread"] for t in cli("thread", "list").json()] == [line["thread"], thread]
     assert json.loads(out.out)["head"] == line["head"]
 
 

@@ -174,11 +174,14 @@ def test_a_rerun_that_fails_names_its_thread(backend: MemoryBackend, thread: Thr
     def failing(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
         return Finished(1, "", "error: no\n")
 
-    with pytest.raises(AgentFailed) as err:
-        steer.rerun(backend, dev_step, agent="z", runner=failing)
-    forked = [t["thread"] for t in threads.list_threads(backend) if t["thread"] != thread]
-    parent = backend.threads.head(ThreadId(forked[0]))
+    for _ in range(3):  # retried: no idle thread piles up
+        with pytest.raises(AgentFailed) as err:
+            steer.rerun(backend, dev_step, agent="z", runner=failing)
+    assert [t["thread"] for t in threads.list_threads(backend)] == [thread]
+    killed = threads.list_threads(backend, status="killed")
+    assert len(killed) == 3
+    forked, parent = killed[0]["thread"], killed[0]["head"]
     assert err.value.message == (
         f"agent command failed (z) with exit code 1: error: no "
-        f"(re-run thread {forked[0]}, forked at {parent})"
+        f"(the re-run's thread {forked}, forked at {parent}, was archived as killed)"
     )

@@ -1,4 +1,5 @@
-"""Every way a step can fail: one clear line, non-zero exit, head and history untouched."""
+"""Every way a step can fail: one clear line, non-zero exit, head and history untouched; the
+thread records the failure (docs/format.md, "Thread state")."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ GHOST = "01ARZ3NDEKTSV4RRFFQ69G5FAV"  # a well-formed ULID that names no thread
 
 
 def state_bytes(root: Path) -> Any:
-    """The thread table and history, through the backend (the files, or PostgreSQL)."""
-    return store_state()
+    """The thread table and history, through the backend (the files, or PostgreSQL), without
+    the threads' last failures (``fails`` checks those)."""
+    active, history = store_state()
+    return [r._replace(failure=None) for r in active], history
+
+
+def failures() -> dict[str, Any]:
+    """Thread -> its last failure as stored (None: none)."""
+    return {r.thread: r.failure for r in store_state()[0]}
 
 
 @pytest.fixture
@@ -28,13 +36,19 @@ def thread(new_thread: Any) -> str:
 def fails(cli: Any, root: Path, args: list[str], message: str, code: int = 1) -> None:
     """Run ``uwf <args>``; expect exit ``code``, exactly ``error: <message>`` and no state
     change. ``thread step`` has codes of its own: 3 not active, 4 busy, 5 agent failed."""
-    before = state_bytes(root)
+    before, failed = state_bytes(root), failures()
     r = cli(*args)
     assert r.code == code, (r.out, r.err)
     lines = [x for x in r.err.splitlines() if x.startswith("error: ")]
     assert lines == [f"error: {message}"], r.err
     assert "Traceback" not in r.err
     assert state_bytes(root) == before
+    now = failures()
+    recorded = {t: f for t, f in now.items() if f != failed.get(t)}
+    if args[:2] == ["thread", "step"] and code in (1, 5) and args[2] in now:
+        assert [(f.error, f.code) for f in recorded.values()] == [(message, code)]
+    else:
+        assert recorded == {}  # not a failure of a thread: none recorded
 
 
 @pytest.mark.parametrize(
@@ -106,6 +120,7 @@ def test_bad_count(cli: Any, root: Path, thread: str, value: str) -> None:
         root,
         ["thread", "step", thread, "-c", value],
         f"--count must be a positive integer, got: {value}",
+        code=2,  # a usage error
     )
 
 

@@ -10,6 +10,7 @@ are written with the store API.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -327,8 +328,21 @@ def test_thread_show_full_lists_the_chain(
 # -- step read -------------------------------------------------------------------------------
 
 
-def header(step: str, role: str = "worker", agent: str = "hand-written") -> str:
-    return f"# Step {step}\n\n**Role:** {role}\n**Agent:** {agent}"
+def header(
+    step: str, role: str = "worker", agent: str = "hand-written", output: str = '"out"'
+) -> str:
+    """What `step read` starts with: the step, its role and agent, its output in YAML."""
+    return (
+        f"# Step {step}\n\n**Role:** {role}\n**Agent:** {agent}"
+        f"\n\n**Output:**\n\n```yaml\n{output}\n```"
+    )
+
+
+def turn_part(n: int, who: str, text: str) -> str:
+    """A turn as `step read` shows it: its text fenced (agent text cannot forge a turn)."""
+    longest = max((len(r) for r in re.findall("`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"\n\n## Turn {n}: {who}\n\n{ticks}markdown\n{text}{chr(10) if text else ''}{ticks}"
 
 
 def step_read(cli: Any, step: str, *args: str) -> str:
@@ -336,8 +350,11 @@ def step_read(cli: Any, step: str, *args: str) -> str:
 
 
 def test_step_read_of_a_mock_step(cli: Any, active: Ran) -> None:
+    output = "status: rejected\ncomments: add tests"
     assert step_read(cli, active.heads[2]) == (
-        header(active.heads[2], "reviewer", "uwf-mock") + f"\n\n## Turn 1: assistant\n\n{REJECT}\n"
+        header(active.heads[2], "reviewer", "uwf-mock", output)
+        + turn_part(1, "assistant", REJECT)
+        + "\n"
     )
 
 
@@ -353,7 +370,7 @@ def test_step_read_shows_every_turn_verbatim(cli: Any, store: Store) -> None:
     _, step = put_step(store, put_detail(store, turns))
     expected = header(step)
     for i, (r, c) in enumerate(zip(roles, contents, strict=True)):
-        expected += f"\n\n## Turn {i + 1}: {r}\n\n{c}"  # labelled with who spoke
+        expected += turn_part(i + 1, r, c)  # labelled with who spoke
     assert step_read(cli, step) == expected + "\n"
 
 
@@ -378,8 +395,9 @@ def test_step_read_shows_tool_calls(cli: Any, store: Store) -> None:
         "\n\n## Turn 1: assistant"
         '\n\n**Tool call:** `read_file`\n\n```\n{"path": "notes/plan.md"}\n```'
         '\n\n**Tool call:** `run_command`\n\n```\n{"command": "pytest -q"}\n```'
-        "\n\n## Turn 2: tool\n\nthe plan"
-        "\n\n## Turn 3: assistant\n\nDone.\n"
+        + turn_part(2, "tool", "the plan")
+        + turn_part(3, "assistant", "Done.")
+        + "\n"
     )
 
 
@@ -391,7 +409,7 @@ def test_step_read_numbers_turns_by_index_or_position(cli: Any, store: Store) ->
     _, step = put_step(store, put_detail(store, [*by_index, MISSING]))
     assert (
         step_read(cli, step)
-        == header(step) + "\n\n## Turn 6: assistant\n\nfive\n\n## Turn 8: tool\n\nseven\n"
+        == header(step) + turn_part(6, "assistant", "five") + turn_part(8, "tool", "seven") + "\n"
     )
 
     no_index = [
@@ -403,7 +421,7 @@ def test_step_read_numbers_turns_by_index_or_position(cli: Any, store: Store) ->
     _, step = put_step(store, put_detail(store, no_index))
     assert (
         step_read(cli, step)
-        == header(step) + "\n\n## Turn 1: assistant\n\nfirst\n\n## Turn 2: tool\n\nsecond\n"
+        == header(step) + turn_part(1, "assistant", "first") + turn_part(2, "tool", "second") + "\n"
     )
 
 
@@ -448,14 +466,14 @@ def test_step_read_small_quota_keeps_the_newest_turns(
     text = step_read(cli, step, "--quota", "700")
     assert len(text) <= 700 + 200
     assert text.startswith(header(step) + "\n\n" + OMITTED + "\n\n## Turn ")
-    assert text.endswith(f"## Turn 6: assistant\n\n{contents[5]}\n")
+    assert text.endswith(turn_part(6, "assistant", contents[5]) + "\n")
     assert "## Turn 1:" not in text
 
 
 def test_step_read_quota_1_still_shows_one_turn(cli: Any, long_step: tuple[str, list[str]]) -> None:
     step, contents = long_step
     assert step_read(cli, step, "--quota", "1") == (
-        header(step) + f"\n\n{OMITTED}\n\n## Turn 6: assistant\n\n{contents[5]}\n"
+        header(step) + f"\n\n{OMITTED}" + turn_part(6, "assistant", contents[5]) + "\n"
     )
 
 
@@ -464,7 +482,7 @@ def test_step_read_quota_boundary(cli: Any, long_step: tuple[str, list[str]]) ->
     step, contents = long_step
 
     def cost(n: int) -> int:
-        return len(f"## Turn {n}: assistant\n\n{contents[n - 1]}")
+        return len(turn_part(n, "assistant", contents[n - 1])) - 2
 
     two = len(header(step)) + 200 + cost(6) + cost(5) + 2
     assert "## Turn 5:" in step_read(cli, step, "--quota", str(two))

@@ -73,7 +73,8 @@ def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenar
     assert read.code == 0
     assert read.out.startswith(f"# Thread `{thread}`\n\n**Workflow:** solve-issue (`{wf_hash}`)")
     assert "## Step 3: reviewer" in read.out and "## Step 5: reviewer" in read.out
-    assert f"<output>\n{REJECT}\n</output>" in read.out  # the raw assistant turn, verbatim
+    # the output as frontmatter, then the content: here the raw assistant turn, verbatim
+    assert f"**Output:**\n\n```markdown\n{REJECT}\n```" in read.out
     assert read.out.count("<prompt>") == 3  # one per role, deduplicated
 
     # fork at the rejecting review: the fork routes back to the developer and runs on

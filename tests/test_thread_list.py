@@ -29,7 +29,7 @@ from rootfiles import RootFiles, open_store
 from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 
-STATUSES = "idle, running, waiting, completed, killed, max_rounds, active"
+STATUSES = "idle, running, waiting, failing, completed, killed, max_rounds, active"
 
 
 def jan(day: int) -> int:
@@ -379,7 +379,7 @@ def test_task_and_creation_time(cli: Any, cli_proc: Any, root: Path, solve_issue
     assert listed[forked["thread"]] == "second"  # a fork records its task too
 
 
-# -- bad options: one exact line, exit 1 -----------------------------------------------------
+# -- bad options: one exact line, exit 2 (a time that does not parse: 1) ----------------
 
 
 @pytest.mark.parametrize(
@@ -409,7 +409,8 @@ def test_bad_options(
 ) -> None:
     before = snapshot(root)
     r = cli("thread", "list", *args)
-    assert (r.code, r.out, r.err) == (1, "", f"error: {message}\n")
+    usage = args[0] != "--after" and args[0] != "--before"  # a bad option value: exit 2
+    assert (r.code, r.out, r.err) == (2 if usage else 1, "", f"error: {message}\n")
     assert snapshot(root) == before
 
 
@@ -419,3 +420,72 @@ def test_first_invalid_status_is_reported_whatever_the_hash_seed(cli_proc: Any) 
         for s in range(8)
     }
     assert errors == {f"error: Invalid status: foo. Must be one of: {STATUSES}\n"}
+
+
+# -- --format table: for a person at a terminal ------------------------------------------------
+
+
+def columns(line: str, starts: list[int]) -> list[str]:
+    """The cells of a table line, cut where the header's columns start."""
+    ends = [*starts[1:], None]
+    return [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+
+
+def test_table_format_of_list_show_steps_and_workflow_list(
+    cli_proc: Any, new_thread: Any, scenario: Any
+) -> None:
+    """`--format table`: aligned columns, chosen explicitly; JSON stays the default."""
+    done = new_thread("Ship the\nnew signup form")  # only the first line is listed
+    assert cli_proc("thread", "step", done, "-c", "5", "--agent", scenario()).code == 0
+    failing = new_thread("Fix the login bug")
+    bad = scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]})
+    assert cli_proc("thread", "step", failing, "--agent", bad).code == 5
+    assert cli_proc("thread", "step", failing, "--agent", bad).code == 5
+
+    listed = cli_proc("thread", "list", "--all", "--format", "table")
+    assert listed.code == 0, listed.err
+    header, *lines = listed.out.splitlines()
+    names = ["THREAD", "AGE", "STATUS", "WORKFLOW", "TASK", "LAST FAILURE"]
+    starts = [header.index(name) for name in names]
+    assert starts == sorted(starts) and columns(header, starts) == names
+    rows = [columns(line, starts) for line in lines]
+    assert [r[0] for r in rows] == [failing, done]  # newest first, like the JSON
+    assert rows[0][2:] == [
+        "failing",
+        "solve-issue",
+        "Fix the login bug",
+        "×2 exit 5: agent command failed (uwf-mock) with exit code 1: error: rate limited",
+    ]
+    assert rows[1][2:5] == ["completed", "solve-issue", "Ship the"]
+    assert all(r[1].endswith(("s", "m")) for r in rows)  # an age: "3s", "1m"
+    assert cli_proc("thread", "list", "--all").json()[0]["thread"] == failing  # JSON by default
+
+    shown = cli_proc("thread", "show", failing, "--format", "table").out.splitlines()
+    fields = {
+        line.split()[0] if not line.startswith("last") else "last failure": line for line in shown
+    }
+    assert fields["status"].split() == ["status", "failing"]
+    assert "×2 exit 5: agent command failed" in fields["last failure"]
+
+    steps = cli_proc("thread", "steps", done, "--format", "table").out.splitlines()
+    assert steps[0].split() == ["#", "HASH", "ROLE", "STATUS", "AGENT", "TOOK", "TOKENS", "AGE"]
+    assert [line.split()[2:4] for line in steps[2:]] == [
+        ["planner", "_"],
+        ["developer", "_"],
+        ["reviewer", "rejected"],
+        ["developer", "_"],
+        ["reviewer", "approved"],
+    ]
+    assert steps[1].split()[:3] == [
+        "0",
+        cli_proc("thread", "steps", done).json()["steps"][0]["hash"],
+        "(task)",
+    ]
+
+    workflows = cli_proc("workflow", "list", "--format", "table").out.splitlines()
+    assert workflows[0].split() == ["NAME", "ORIGIN", "HASH"]
+    assert workflows[1].split()[:2] == ["solve-issue", "global"]
+    bad_format = cli_proc("thread", "list", "--format", "tabel")
+    assert (
+        bad_format.code == 2 and "'tabel' is not one of 'json', 'yaml', 'table'" in bad_format.err
+    )

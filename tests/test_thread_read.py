@@ -2,9 +2,10 @@
 last-assistant-content helper.
 
 Threads are run for real with ``uwf-mock``: the mock stores one assistant turn holding the raw
-output, so ``<output>`` shows the raw output verbatim and its length is set by padding the
-body. Chains the mock cannot produce (details without turns, tool turns, missing nodes) are
-written with the store API.
+output, and its frontmatter holds only ``status``, so the fenced **Output:** block (the
+structured output as frontmatter, then the content) is the raw output verbatim and its length
+is set by padding the body. Chains the mock cannot produce (details without turns, tool turns,
+missing nodes) are written with the store API.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ def goal(role: str) -> str:
 
 def prompt_part(role: str) -> str:
     return f"\n\n<prompt>\n{goal(role)}\n</prompt>"
+
+
+def edge_part(edge: str) -> str:
+    return f"\n\n**Edge prompt:**\n\n```text\n{edge}\n```"
+
+
+def output_part(answer: str) -> str:
+    """The fenced answer of a step (its output as frontmatter, then its content)."""
+    return f"\n\n**Output:**\n\n```markdown\n{answer.strip(chr(10))}\n```"
 
 
 def put_workflow(cli: Any, tmp_path: Path, name: str, roles: list[str]) -> str:
@@ -166,8 +176,8 @@ def test_full_rendering_of_one_step(cli: Any, root: Path, tmp_path: Path, scenar
         + SEPARATOR
         + f"## Step 1: worker `{step}`\n**Agent:** uwf-mock | **Time:** {utc(node.timestamp)}"
         + prompt_part("worker")
-        + "\n\n<edge-prompt>\nBegin.\n</edge-prompt>"  # the prompt of the edge it took
-        + f"\n\n<output>\n{run.outputs[0]}\n</output>"
+        + edge_part("Begin.")  # the prompt of the edge it took
+        + output_part(run.outputs[0])
         + "\n"  # one final newline is added to the markdown
     )
     assert read(cli, run.thread) == expected
@@ -183,7 +193,9 @@ def test_each_step_shows_the_edge_prompt_it_was_given(
     put_workflow(cli, tmp_path, "trio", ["planner", "coder", "tester"])
     run = run_thread(cli, scenario, "trio", ["planner", "coder", "tester", "coder"])
     blocks = read(cli, run.thread, "--quota", HUGE).rstrip("\n").split(SEPARATOR)[1:]
-    given = [re.findall(r"<edge-prompt>\n(.*?)\n</edge-prompt>\n\n<output>", b) for b in blocks]
+    given = [
+        re.findall(r"Edge prompt:\*\*\n\n```text\n(.*?)\n```\n\n\*\*Output", b) for b in blocks
+    ]
     assert given == [["Begin."], ["Over to coder."], ["Over to tester."], ["Over to coder."]]
 
 
@@ -191,7 +203,7 @@ def test_no_heading_style_sections(cli: Any, tmp_path: Path, scenario: Any) -> N
     put_workflow(cli, tmp_path, "report", ["worker"])
     text = read(cli, run_thread(cli, scenario, "report", ["worker", "worker"]).thread)
     assert "### Content" not in text and "### Prompt" not in text
-    assert text.count("<output>\n") == text.count("\n</output>") == 2
+    assert text.count("**Output:**\n\n```markdown\n") == 2
     assert text.count("<prompt>\n") == text.count("\n</prompt>") == 1
 
 
@@ -362,7 +374,7 @@ def test_huge_quota_shows_everything(cli: Any, three: tuple[str, Run]) -> None:
     assert step_numbers(text) == [1, 2, 3]
     assert "earlier step" not in text
     for out in run.outputs:
-        assert f"<output>\n{out}\n</output>" in text
+        assert output_part(out) in text
     assert read(cli, run.thread) == text  # the default quota (4000) is enough here
 
 
@@ -475,7 +487,7 @@ def manual_thread(root: Path, wf: str, steps: list[tuple[str, Any]]) -> tuple[st
     return thread, hashes
 
 
-def test_steps_without_assistant_content_have_no_output(
+def test_steps_without_assistant_content_show_only_their_output(
     cli: Any, root: Path, tmp_path: Path
 ) -> None:
     wf = put_workflow(cli, tmp_path, "manual", ["worker"])
@@ -512,10 +524,11 @@ def test_steps_without_assistant_content_have_no_output(
     assert len(blocks) == len(cases)
     for i, ((role, _, content), block, step) in enumerate(zip(cases, blocks, hashes, strict=True)):
         assert block.startswith(f"## Step {i + 1}: {role} `{step}`\n**Agent:** hand-written | ")
+        answer = '---\n"structured output"\n---'  # a Text output: its JSON in the block
         if content is None:
-            assert "<output>" not in block, i
+            assert block.endswith(output_part(answer)), i
         else:
-            assert block.endswith(f"\n\n<output>\n{content}\n</output>"), i
+            assert block.endswith(output_part(f"{answer}\n{content}")), i
     # the role's prompt is shown once (first block); a role the workflow lacks has none
     assert prompt_part("worker") in blocks[0]
     assert "<prompt>" not in "".join(blocks[1:])
@@ -628,3 +641,41 @@ def test_last_assistant_content_is_none_without_content(store: Store) -> None:
 def test_last_assistant_content_skips_missing_turn_nodes(store: Store) -> None:
     turns = [turn(store, 0, "assistant", "survivor"), "0000000000000"]
     assert last_assistant_content(store, detail(store, turns)) == "survivor"
+
+
+# -- structured outputs: steps without an agent's text -----------------------------------------
+
+
+def test_steps_written_by_hand_show_their_fields(
+    cli: Any, tmp_path: Path, new_thread: Any, scenario: Any
+) -> None:
+    """`thread answer` with no text, and `fork --output` of a JSON-only answer: `thread read`
+    and `step read` show the fields, which used to be invisible."""
+    thread = new_thread()
+    plan = "---\nstatus: _\nplan: Do it.\nsteps: [one]\n---\nThe plan."
+    assert cli("thread", "step", thread, "--agent", scenario({"planner": [plan]})).code == 0
+    answered = cli(
+        "thread", "answer", thread, "--status", "_", "--set", "summary=Done by hand.",
+        "--set", 'filesChanged=["a.py"]',
+    )  # fmt: skip
+    assert answered.code == 0, answered.err
+    text = read(cli, thread, "--quota", HUGE)
+    fields = "---\nsummary: Done by hand.\nfilesChanged:\n- a.py\nstatus: _\n---"  # as stored
+    assert output_part(fields) in text
+    assert step_read_out(cli, answered.json()["head"]).startswith(
+        f"# Step {answered.json()['head']}\n\n**Role:** developer\n**Agent:** uwf-human\n\n"
+        "**Output:**\n\n```yaml\nsummary: Done by hand.\nfilesChanged:\n- a.py\nstatus: _\n```"
+    )
+    first = cli("thread", "steps", thread).json()["steps"][1]["hash"]
+    answer = tmp_path / "answer.json"
+    answer.write_text('{"status": "_", "plan": "Another plan.", "steps": ["a", "b"]}')
+    forked = cli("thread", "fork", first, "--output", str(answer))
+    assert forked.code == 0, forked.err
+    text = read(cli, forked.json()["thread"])
+    assert output_part("---\nstatus: _\nplan: Another plan.\nsteps:\n- a\n- b\n---") in text
+
+
+def step_read_out(cli: Any, step: str) -> str:
+    r = cli("step", "read", step)
+    assert r.code == 0, r.err
+    return str(r.out)

@@ -66,6 +66,27 @@ except OSError:
 """
 
 
+# The epitaph of a detached process: waits for the end of its stdin, a pipe whose write end
+# only that process holds. A process that ends as it should writes to it first; one that dies
+# (SIGKILL, the OOM killer) says nothing, and the epitaph appends its last line to the log
+# (argv[2], "{now}" replaced by the UTC time).
+EPITAPH = """
+import datetime, os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+said = b""
+while True:
+    chunk = os.read(0, 512)
+    if not chunk:
+        break
+    said += chunk
+if not said:
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    with open(sys.argv[1], "a", encoding="utf-8") as log:
+        log.write(sys.argv[2].replace("{now}", now.replace("+00:00", "Z")) + "\\n")
+"""
+
+
 class CannotStart(UwfError):
     """The command could not be started; ``cause`` is the operating system's error, for a
     caller that words it its own way (``hermes not found on PATH: …``)."""
@@ -389,6 +410,60 @@ def _read_all(fd: int, timeout: float) -> bytes | None:
         if not chunk:
             return bytes(data)
         data.extend(chunk)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    state = stat.rsplit(")", 1)[-1].split()
+    return bool(state) and state[0] != "Z"
+
+
+class Epitaph:
+    """The last line of a detached process's log, written for it should it die without
+    ending as it should (``EPITAPH``, a process of its own session); ``said`` tells it that
+    it did end as it should."""
+
+    def __init__(self, log: Path, line: str) -> None:
+        self.write_end: int | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        if not sys.executable:
+            return
+        read_end, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", EPITAPH, str(log), line],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        os.set_inheritable(write_end, False)  # never held by an agent: its death says nothing
+        self.write_end = write_end
+
+    def said(self) -> None:
+        """The process ended its log itself: the epitaph writes nothing."""
+        if self.write_end is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.write_end, b"ended")
+                os.close(self.write_end)
+            self.write_end = None
 
 
 def spawn_detached(

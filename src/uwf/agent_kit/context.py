@@ -129,6 +129,15 @@ class AgentContext:
         return build_history(self)
 
     @functools.cached_property
+    def cli_reference(self) -> bool:
+        """Whether this role's prompt embeds the uwf CLI reference (``cliReference`` and
+        ``cliReferenceOverrides`` in config.yaml; on by default)."""
+        from uwf.config.config import load_config
+
+        name = self.workflow.get("name")
+        return load_config(self.root).wants_cli_reference(str(name), self.role)
+
+    @functools.cached_property
     def steps(self) -> list[StepView]:
         """The whole chain, oldest first (reads every StepNode: O(thread length))."""
         return [

@@ -25,15 +25,18 @@ from uwf.model.window import StepView, Window, read_window, text_of, within_budg
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import UwfError
+from uwf.util.fences import cut
 
 
 class History(NamedTuple):
     """The summary of steps 1..offset (None: no summary shown) and the steps after it shown,
-    oldest first; ``offset`` is the number of steps before ``steps``."""
+    oldest first; ``offset`` is the number of steps before ``steps``; ``budget`` the context
+    budget they were chosen for (the prompts cut a newest step that alone exceeds it)."""
 
     summary: str | None
     steps: list[StepView]
     offset: int
+    budget: int
 
 
 def _warn(text: str) -> None:
@@ -42,11 +45,14 @@ def _warn(text: str) -> None:
 
 
 def _recent(summary: str | None, window: Window, budget: int) -> History:
-    """``summary`` and the newest steps of ``window`` that fit beside it."""
+    """``summary`` and the newest steps of ``window`` that fit beside it. A summary longer
+    than half the budget (one written by hand) is cut to it, with a marker."""
+    if summary is not None:
+        summary = cut(summary, budget // 2, "`uwf thread read`")
     room = budget - len(summary or "")
     shown = within_budget(window.steps, room) if window.steps else []
     steps = [s for s in shown if isinstance(s, StepView)]
-    return History(summary, steps, window.depth - len(steps))
+    return History(summary, steps, window.depth - len(steps), budget)
 
 
 def build_history(ctx: AgentContext) -> History:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from uwf.model.window import within_budget
+from uwf.model.window import step_cost, within_budget
 from uwf.moderator import emits
 from uwf.util.errors import UwfError
+from uwf.util.fences import cut, fence, one_line
+from uwf.util.frontmatter import body
 from uwf.util.jsonfmt import canonical, dumps
 
 if TYPE_CHECKING:
@@ -44,6 +46,9 @@ def correction_message(problems: Sequence[str] = ()) -> str:
 #: The section that carries a compaction summary (docs/format.md, "Compaction").
 SUMMARY_HEADING = "## Summary of Earlier Steps"
 
+#: The section of a full prompt that shows the thread's newest steps (docs/agents.md).
+THREAD_HEADING = "## The Thread So Far"
+
 _EXAMPLE_BODY = "... your markdown work here ..."
 _NO_FIELDS = "  (schema fields will be extracted automatically)"
 
@@ -71,10 +76,12 @@ def _text(value: Any) -> str:
 
 
 def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) -> str:
-    """The role's system prompt: Goal, Capabilities, Prepare (always), Procedure, Output.
+    """The role's system prompt: Goal, Capabilities, Prepare, Procedure, Output.
 
-    Empty parts are left out; ``## Prepare`` is always present because it carries the CLI
-    reference the agent needs to read its thread. The role ``description`` is for humans only.
+    Empty parts are left out. ``## Prepare`` carries the CLI reference the agent needs to
+    read its thread (``cli_reference``: the packaged one when None; ``""`` leaves it out, for
+    roles that never run uwf: ``cliReference`` in config.yaml) and the capabilities to load.
+    The role ``description`` is for humans only.
     """
     reference = _packaged_reference() if cli_reference is None else cli_reference
     listed = role.get("capabilities")
@@ -84,13 +91,14 @@ def build_role_prompt(role: dict[str, Any], cli_reference: str | None = None) ->
         sections.append(("Goal", goal))
     if caps:
         sections.append(("Capabilities", "\n".join(f"- {c}" for c in caps)))
-    prepare = reference
+    prepare = [reference] if reference else []
     if caps:
-        prepare += (
-            "\n\nBefore starting work, load the skills matching these capability keywords: "
+        prepare.append(
+            "Before starting work, load the skills matching these capability keywords: "
             f"{', '.join(caps)}."
         )
-    sections.append(("Prepare", prepare))
+    if prepare:
+        sections.append(("Prepare", "\n\n".join(prepare)))
     if procedure := _text(role.get("procedure")):
         sections.append(("Procedure", procedure))
     if output := _text(role.get("output")):
@@ -176,23 +184,44 @@ def build_output_format_instruction(schema: Any) -> str:
     )
 
 
-# -- continuation -------------------------------------------------------------------------------
+# -- history: the steps a prompt shows ---------------------------------------------------------
 
 
 def _json(value: Any) -> str:
     return dumps(canonical(value))
 
 
-def _step_block(step: Mapping[str, Any], number: int, include_content: bool) -> str:
-    lines = [
-        f"### Step {number}: {step.get('role')}",
-        f"Output: {_json(step.get('output', {}))}",
-        f"Agent: {step.get('agent')}",
-    ]
+def _whole(step: Mapping[str, Any]) -> str:
+    """The command that shows a step whole (where a cut marker points)."""
+    h = step.get("hash")
+    return f"`uwf step read {h}`" if isinstance(h, str) and h else "`uwf thread read`"
+
+
+def _step_block(
+    step: Mapping[str, Any], number: int, include_content: bool, limit: float | None = None
+) -> str:
+    """One step: its number and role, its output as JSON, its agent, and (``include_content``)
+    its content in a fence the content cannot close. A step that costs more than ``limit``
+    characters (``step_cost``) has its output and then its content cut with a marker
+    (docs/agents.md, "uwf-cmd")."""
+    title = f"### Step {number}: {step.get('role')}"
+    agent = f"Agent: {one_line(str(step.get('agent')))}"
+    output = _json(step.get("output", {}))
     content = step.get("content") if include_content else None  # no detail read otherwise
+    if isinstance(content, str):
+        content = body(content).rstrip()
+    if limit is not None and limit != float("inf") and step_cost(step) > limit:
+        room = int(limit) - len(title) - len(agent) - len(_CONTENT_HEADING) - 16
+        output = cut(output, room, _whole(step))
+        if isinstance(content, str):
+            content = cut(content, room - len(output), _whole(step))
+    lines = [title, f"Output: {output}", agent]
     if content is not None:
-        lines += ["", "#### Step Content", "", str(content)]
+        lines += ["", _CONTENT_HEADING, "", fence(str(content), "markdown")]
     return "\n".join(lines)
+
+
+_CONTENT_HEADING = "#### Step Content"
 
 
 def build_continuation_prompt(
@@ -203,8 +232,11 @@ def build_continuation_prompt(
     quota: float | None = None,
     offset: int = 0,
     summary: str | None = None,
+    budget: float | None = None,
 ) -> str:
-    """What happened since ``role`` last spoke, then the moderator's instruction.
+    """What happened since ``role`` last spoke, then the moderator's instruction: the prompt
+    of an agent that continues a session of its own (``uwf-hermes``'s re-entry,
+    ``uwf-builtin``'s replayed visits), and what ``uwf-human`` shows a person.
 
     ``steps`` are the chain's steps, oldest first, as dicts ``{role, output, agent,
     edgePrompt, content}``. Steps are numbered absolutely (step 1 = first of the chain), except
@@ -212,13 +244,13 @@ def build_continuation_prompt(
     ones are numbered from the first "since" number on — a quirk of the original, kept.
     ``steps`` may be a tail of the chain: ``offset`` is the number of steps before it, and
     ``summary`` (a compaction summary of those steps) is shown first unless the role's last
-    visit is among ``steps``.
+    visit is among ``steps``. A step over ``budget`` characters is cut with a marker.
     """
     last = max((i for i, s in enumerate(steps) if s.get("role") == role), default=-1)
     since = list(steps[last + 1 :])
     parts: list[str] = []
     if summary and last < 0:
-        parts += [SUMMARY_HEADING, "", summary, ""]
+        parts += [SUMMARY_HEADING, "", _summary_text(summary, budget), ""]
     if since:
         parts.append("## What Happened Since Your Last Turn")
         base = offset + last + 2
@@ -231,10 +263,18 @@ def build_continuation_prompt(
                 f"_Showing {len(shown)} of {len(since)} steps ({dropped} omitted due to quota)_",
             ]
         for i, step in enumerate(shown):
-            parts += ["", _step_block(step, base + i, include_content)]
+            parts += ["", _step_block(step, base + i, include_content, budget)]
         parts.append("")
     parts += ["## Moderator Instruction", "", edge_prompt]
     return "\n".join(parts)
+
+
+def _summary_text(summary: str, budget: float | None) -> str:
+    """A compaction summary as a prompt shows it: fenced (a model wrote it from agents'
+    text), cut to the budget."""
+    if budget is not None and budget != float("inf"):
+        summary = cut(summary, int(budget), "`uwf thread read --full`")
+    return fence(summary, "markdown")
 
 
 def first_visit_history(
@@ -243,18 +283,72 @@ def first_visit_history(
     edge_prompt: str,
     offset: int = 0,
     summary: str | None = None,
+    budget: int = FIRST_VISIT_QUOTA,
 ) -> str:
-    """What a role is told of the thread on its first visit: the summary, the steps with their
-    content (the newest within ``FIRST_VISIT_QUOTA``), the moderator's instruction."""
+    """What ``uwf-builtin`` tells a role on its first visit of a session: the summary, the
+    steps with their content (the newest within ``budget``), the moderator's instruction."""
     return build_continuation_prompt(
         steps,
         role,
         edge_prompt,
         include_content=True,
-        quota=FIRST_VISIT_QUOTA,
+        quota=budget,
         offset=offset,
         summary=summary,
+        budget=budget,
     )
+
+
+def build_thread_history(
+    steps: Sequence[Mapping[str, Any]],
+    role: str,
+    *,
+    budget: int = FIRST_VISIT_QUOTA,
+    offset: int = 0,
+    summary: str | None = None,
+) -> str:
+    """What a stateless agent is shown of its thread on every visit, whatever role it plays
+    and however often it came before: the newest compaction summary, then the newest
+    ``steps`` (the steps after the summary, oldest first; ``offset`` steps come before
+    them) that fit ``budget`` characters beside it, each with its output and content,
+    numbered from the start of the thread. The newest step is always shown; when it alone
+    exceeds the budget it is cut, with a marker naming the command that shows it whole.
+    Agent text (contents, the summary) is fenced so that it cannot forge a step.
+    """
+    parts: list[str] = []
+    room = budget
+    if summary:
+        text = _summary_text(summary, budget // 2)
+        parts += [SUMMARY_HEADING, "", text, ""]
+        room = max(0, budget - len(text))
+    if not steps:
+        return "\n".join(parts).rstrip("\n")
+    shown = within_budget(steps, room)
+    first = offset + len(steps) - len(shown) + 1
+    parts.append(THREAD_HEADING)
+    if first > 1:
+        parts += ["", _earlier(first, offset if summary else 0)]
+    if any(step.get("role") == role for step in shown):
+        parts += ["", f"_Steps of the role {role} are your own earlier work._"]
+    for i, step in enumerate(shown):
+        parts += ["", _step_block(step, first + i, True, room)]
+    return "\n".join(parts)
+
+
+def _span(low: int, high: int) -> str:
+    return f"step {low}" if low == high else f"steps {low}–{high}"
+
+
+def _earlier(first: int, summarised: int) -> str:
+    """The line that says where the steps before ``first`` are: steps 1..``summarised`` in
+    the summary above, the others left out for the budget."""
+    said = [f"{_span(1, summarised)} in the summary above"] if summarised else []
+    if first - 1 > summarised:
+        said.append(
+            f"{_span(summarised + 1, first - 1)} left out (over the context budget; "
+            "`uwf thread read` shows them)"
+        )
+    return f"_Earlier: {'; '.join(said)}._"
 
 
 # -- the generic agent prompt -------------------------------------------------------------------
@@ -272,31 +366,34 @@ def build_agent_prompt(
     cli_reference: str | None = None,
     offset: int = 0,
     summary: str | None = None,
+    budget: int = FIRST_VISIT_QUOTA,
 ) -> str:
     """The whole prompt for one agent turn.
 
-    A first visit gets everything: role prompt, the thread's task and either the history (with
-    each step's content, within ``FIRST_VISIT_QUOTA``) or the moderator instruction. A re-entry
-    into a live session only needs what happened since, because the session remembers the rest.
-    The deliverable format always comes first so it is the first thing the agent reads.
-    ``steps`` may be only the steps since the role's last visit, with ``offset`` the number of
-    steps before them (``AgentContext.since_last_visit``): the prompt is the same. With
-    ``summary`` (``AgentContext.history``: a summary of steps 1..offset) ``steps`` are the
-    steps after it.
+    ``first_visit`` (a stateless agent, or a new session) gets everything, every time: role
+    prompt, the thread's task, the newest summary and the newest steps that fit ``budget``
+    (``build_thread_history``: whatever role visits, however often it came before), the
+    moderator's instruction. Otherwise (a re-entry into a live session, which remembers the
+    rest) only what happened since the role's last turn. The deliverable format always
+    comes first so it is the first thing the agent reads. ``steps`` are the steps after the
+    summary (``AgentContext.history``), ``offset`` the number of steps before them.
+    ``cli_reference`` ``""`` leaves the uwf CLI reference out of the role prompt.
     """
     lines: list[str] = []
     if format_instruction:
         lines += [format_instruction, ""]
     if not first_visit:
         lines.append(
-            build_continuation_prompt(steps, role, edge_prompt, offset=offset, summary=summary)
+            build_continuation_prompt(
+                steps, role, edge_prompt, offset=offset, summary=summary, budget=budget
+            )
         )
         return "\n".join(lines)
     lines += [build_role_prompt(role_def, cli_reference), "", "## Task", task]
-    if steps or summary:
-        lines += ["", first_visit_history(steps, role, edge_prompt, offset, summary)]
-    else:
-        lines += ["", "## Moderator Instruction", "", edge_prompt]
+    history = build_thread_history(steps, role, budget=budget, offset=offset, summary=summary)
+    if history:
+        lines += ["", history]
+    lines += ["", "## Moderator Instruction", "", edge_prompt]
     return "\n".join(lines)
 
 
@@ -312,6 +409,8 @@ class PromptInputs(TypedDict):
     summary: str | None
     role: str
     edge_prompt: str
+    budget: int
+    cli_reference: str | None
 
 
 def prompt_inputs(ctx: AgentContext) -> PromptInputs:
@@ -327,6 +426,8 @@ def prompt_inputs(ctx: AgentContext) -> PromptInputs:
         summary=history.summary,
         role=ctx.role,
         edge_prompt=ctx.edge_prompt,
+        budget=history.budget,
+        cli_reference=None if ctx.cli_reference else "",
     )
 
 

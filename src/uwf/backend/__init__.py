@@ -13,6 +13,35 @@ from uwf.backend.base import Backend
 
 STORE_ENV = "UWF_STORE"
 
+# The URL schemes of a PostgreSQL store; SQLAlchemy's spelling of the driver uwf uses
+# (``postgresql+psycopg://``) is taken too, as the same URL.
+PG_SCHEMES = ("postgresql://", "postgres://")
+PG_ALIASES = ("postgresql+psycopg://",)
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"  # compiled on first use, not at import
+
+
+def postgres_url(spec: str) -> str | None:
+    """The libpq URL of a PostgreSQL store spec, None for a directory path; ``InvalidInput``
+    for any other ``scheme://…``: a mistyped URL never becomes a directory of that name."""
+    if spec.startswith(PG_SCHEMES):
+        return spec
+    for alias in PG_ALIASES:
+        if spec.startswith(alias):
+            return "postgresql://" + spec[len(alias) :]
+    import re
+
+    found = re.match(_SCHEME, spec)
+    if found is None:
+        return None
+    from uwf.util.errors import InvalidInput, oneline
+    from uwf.util.log import redact
+
+    accepted = ", ".join((*PG_SCHEMES, *PG_ALIASES))
+    raise InvalidInput(
+        f"cannot open the store {oneline(redact(spec))}: unknown URL scheme {found.group(0)} "
+        f"(a store is a directory path, or a PostgreSQL URL: {accepted})"
+    )
+
 
 def store_spec(spec: str | Path | None = None) -> str | None:
     """Which store to open: ``spec`` (``--store``), else ``$UWF_STORE``, else ``store:`` in
@@ -37,17 +66,19 @@ def open_backend(spec: str | Path | None = None) -> Backend:
 
     ``spec`` (else ``$UWF_STORE``, else ``store:`` in config.yaml) is a ``postgresql://`` URL
     (the PostgreSQL backend; this machine's files stay at the storage root) or a directory
-    (the filesystem backend there). Unset, it is the filesystem backend at the storage root
+    path (the filesystem backend there); any other ``scheme://`` is an error
+    (``postgres_url``). Unset, it is the filesystem backend at the storage root
     (docs/format.md, "Storage root"). Opening reads nothing but config.yaml and connects
     nothing: the first statement does.
     """
     from uwf.util.root import storage_root
 
     chosen = store_spec(spec)
-    if chosen is not None and chosen.startswith(("postgresql://", "postgres://")):
+    url = postgres_url(chosen) if chosen is not None else None
+    if url is not None:
         from uwf.backend.postgres import PgBackend
 
-        return PgBackend(chosen, storage_root())
+        return PgBackend(url, storage_root())
     from uwf.backend.fs import FsBackend
 
     return FsBackend(Path(chosen).expanduser() if chosen is not None else storage_root())

@@ -74,14 +74,60 @@ class Waiting(NamedTuple):
         return out
 
 
+class Failure(NamedTuple):
+    """The last failure of a thread (docs/format.md, "Thread state"): attempts to step it at
+    ``head`` that failed since its last step landed. A landed step (any head move) ends it,
+    so a mark for another head than the thread's is stale and never shown.
+
+    ``attempts`` counts the failed attempts at this head, by any process on any machine
+    sharing the backend; ``since`` is the first of them and ``at`` the last, whose error
+    line, exit code (the loop contract's: 1, 5), role, agent and host the record keeps.
+    Later fields (a next allowed attempt, a dead-letter mark) are added beside these.
+    """
+
+    head: NodeHash
+    error: str
+    code: int
+    at: int  # unix ms of the last failed attempt
+    attempts: int = 1
+    since: int | None = None  # unix ms of the first failed attempt at this head (None: ``at``)
+    role: str | None = None
+    agent: str | None = None
+    host: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "head": self.head,
+            "error": self.error,
+            "code": self.code,
+            "at": self.at,
+            "attempts": self.attempts,
+            "since": self.at if self.since is None else self.since,
+        }
+        for key in ("role", "agent", "host"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def after(self, previous: Failure | None) -> Failure:
+        """This attempt's record, following ``previous`` (the one stored): its attempts plus
+        one and its first time when it was at the same head, else a first attempt."""
+        if previous is None or previous.head != self.head:
+            return self._replace(attempts=1, since=self.at)
+        return self._replace(attempts=previous.attempts + 1, since=previous.since)
+
+
 class ActiveThread(NamedTuple):
-    """An active thread: its head, what was recorded when it was created, and whether it
-    waits (``waiting`` is None unless it waits at this very head)."""
+    """An active thread: its head, what was recorded when it was created, whether it waits
+    and its last failure (``waiting`` and ``failure`` are None unless they are at this very
+    head)."""
 
     thread: ThreadId
     head: NodeHash
     info: ThreadInfo = ThreadInfo()
     waiting: Waiting | None = None
+    failure: Failure | None = None
 
 
 class HistoryEntry(NamedTuple):
@@ -161,7 +207,7 @@ class ThreadTable(abc.ABC):
     # head other than the expected one, then (``move``) a new head that is not stored.
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
-        """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait.
+        """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait and failure.
 
         Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active,
         :class:`~uwf.util.errors.Conflict` when its head is not ``expected`` and
@@ -182,6 +228,20 @@ class ThreadTable(abc.ABC):
         done, head = self._wait(thread, waiting)
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
+
+    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
+        """Record a failed attempt to step ``thread`` at ``failure.head`` and return the record
+        as stored (``Failure.after`` the one before it, in one atomic change: attempts from
+        many processes are all counted).
+
+        NotActive when the thread is not active; Conflict when its head is no longer
+        ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` ends it,
+        ``wait`` keeps it.
+        """
+        stored, head = self._fail(thread, failure)
+        if stored is None:
+            raise self._refusal(thread, head, failure.head, "fail")
+        return stored
 
     def archive(
         self,
@@ -216,6 +276,12 @@ class ThreadTable(abc.ABC):
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         """Atomically: when ``thread`` is active at ``waiting.head``, record ``waiting``.
         Returns (done, the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+        """Atomically: when ``thread`` is active at ``failure.head``, record
+        ``failure.after(<the record stored>)``. Returns (the record stored, None when nothing
+        was; the head found: None when not active)."""
 
     @abc.abstractmethod
     def _archive(
@@ -262,7 +328,7 @@ class ThreadTable(abc.ABC):
     @staticmethod
     def conflict(thread: ThreadId, head: NodeHash, what: str, expected: NodeHash) -> Conflict:
         """``thread``'s head is ``head``, not the ``expected`` one that ``what`` (``move``,
-        ``wait`` or ``archive``) was conditional on."""
+        ``wait``, ``fail`` or ``archive``) was conditional on."""
         if what == "move":
             return Conflict(
                 f"thread {thread} changed while the step ran (head is {head}, "
@@ -270,6 +336,8 @@ class ThreadTable(abc.ABC):
             )
         if what == "wait":
             return Conflict(f"thread {thread} moved to {head} before it could wait")
+        if what == "fail":
+            return Conflict(f"thread {thread} moved to {head} before its failure was recorded")
         return Conflict(f"thread {thread} moved to {head} while archiving")
 
     def runnable(self) -> list[ActiveThread]:

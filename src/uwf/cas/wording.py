@@ -19,7 +19,7 @@ from typing import Any
 
 from uwf.cas.fastschema import EXPECTED
 
-_SEG_RE = re.compile(r"^[A-Za-z0-9_$-]+$")
+_SEGMENT = r"[A-Za-z0-9_$-]+"  # a key shown as .key (re caches it once compiled on use)
 
 # bool before int: True is an int to Python, a boolean to a YAML author
 _KINDS: tuple[tuple[type, str], ...] = (
@@ -77,7 +77,7 @@ def shown(value: Any, limit: int = 60) -> str:
 
 def seg(key: Any) -> str:
     """One path segment of a problem location: ``.key`` or ``["odd key"]``."""
-    if isinstance(key, str) and _SEG_RE.fullmatch(key):  # fullmatch: no "\n" before $
+    if isinstance(key, str) and re.fullmatch(_SEGMENT, key):
         return f".{key}"
     return f"[{json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)}]"
 

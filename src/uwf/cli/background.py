@@ -5,7 +5,8 @@ runs"): ``python -P -m uwf.cli.background <thread> <count> [--agent A] [--timeou
 log file, and waits on the pipe named by ``$UWF_READY_FD`` for its first answer. The log then
 holds what a foreground ``thread step -c N`` would print: one JSON line per step, the agents'
 stderr (prefixed with their names), an ``error:`` line for a failure; framed by a ``uwf:``
-line when the run starts and one saying why it ended.
+line when the run starts and one saying why it ended. A run killed before it could say why
+(SIGKILL, the OOM killer) gets that last line from its epitaph (``adapters.process.Epitaph``).
 """
 
 import contextlib
@@ -13,7 +14,14 @@ import datetime as dt
 import json
 import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from uwf.util.ulid import ThreadId
+
+if TYPE_CHECKING:
+    from uwf.adapters.process import Epitaph
+    from uwf.backend.base import Backend
 
 # ``-P``: the working directory (where agents run) is not put on ``sys.path``, so nothing in
 # it can stand in for uwf's own modules.
@@ -30,12 +38,13 @@ class _Ready:
     A refused run writes nothing to the log (the launcher reports the refusal): the log may
     be that of the run that holds the thread."""
 
-    def __init__(self, thread: str, count: int) -> None:
+    def __init__(self, thread: str, count: int, log: Path | None) -> None:
         from uwf.adapters.process import READY_FD
 
         self.fd = int(os.environ.pop(READY_FD, "-1"))  # not passed on to agents
-        self.thread, self.count = thread, count
+        self.thread, self.count, self.log = thread, count, log
         self.started = False
+        self.epitaph: Epitaph | None = None
 
     def __call__(self, answer: dict[str, Any]) -> None:
         if answer.get("ok") is True:
@@ -46,6 +55,15 @@ class _Ready:
                 f"background run of thread {self.thread} started: pid {os.getpid()}, "
                 f"up to {steps(self.count)}"
             )
+            if self.log is not None:  # a run killed (SIGKILL) still gets its last line
+                from uwf.adapters.process import Epitaph
+
+                self.epitaph = Epitaph(
+                    self.log,
+                    f"uwf: {{now}} background run of thread {self.thread} ended: its process "
+                    f"(pid {os.getpid()}) died before it could end the run (SIGKILL, the OOM "
+                    "killer or a crash)",
+                )
         if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.write(self.fd, json.dumps(answer).encode())
@@ -62,10 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     thread, count = args[0], int(args[1])
     options = dict(zip(args[2::2], args[3::2], strict=True))
     timeout = options.get("--timeout")
-    ready = _Ready(thread, count)
+    backend = open_backend()
+    ready = _Ready(thread, count, _log_of(backend, thread))
     with interrupt_on_signals():
         ended = background.run(
-            open_backend(),
+            backend,
             thread,
             count=count,
             agent=options.get("--agent"),
@@ -77,7 +96,17 @@ def main(argv: list[str] | None = None) -> int:
         if ended.error is not None:
             print(f"error: {ended.error}", flush=True)
         _say(f"background run of thread {thread} ended: {ended.reason}")
+        if ready.epitaph is not None:
+            ready.epitaph.said()
     return ended.code
+
+
+def _log_of(backend: "Backend", thread: str) -> Path | None:
+    """The run's log (where its stdout goes), None for a malformed thread id (refused)."""
+    from uwf.engine.step.background import log_path
+    from uwf.util.ulid import is_thread_id
+
+    return log_path(backend, ThreadId(thread)) if is_thread_id(thread) else None
 
 
 if __name__ == "__main__":

@@ -153,8 +153,36 @@ def root_command(argv: list[str]) -> Any:
     return typer.main.get_command(make_app(completion) if completion else app)
 
 
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")  # the shells Typer has scripts for
+
+
+def show_completion(shell: str) -> int:
+    """``uwf --show-completion SHELL``: the completion script of the shell named, whatever
+    shell runs uwf (where Typer detects the shell its option takes no value, and the
+    argument was ignored). The script comes from the shell-completion protocol itself:
+    ``$_UWF_COMPLETE=source_<shell>`` asks the command for it."""
+    if shell not in SHELLS:
+        return _fail(f"unknown shell: {shell} (one of: {', '.join(SHELLS)})", 2)
+    import contextlib
+    import io
+
+    os.environ["_UWF_COMPLETE"] = f"source_{shell}"
+    out = io.StringIO()
+    code: object = 0
+    with contextlib.redirect_stdout(out):
+        try:
+            root_command([]).main(args=[], prog_name="uwf")
+        except SystemExit as exc:  # the protocol's answer ends with sys.exit
+            code = exc.code
+    typer.echo(out.getvalue().strip())  # zsh's "#compdef" must be the first line
+    return code if isinstance(code, int) else 0
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (no sys.exit, for tests and embedding)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--show-completion" and not args[1].startswith("-"):
+        return show_completion(args[1])
     command = root_command(sys.argv[1:] if argv is None else argv)
     try:
         result = command.main(args=argv, prog_name="uwf", standalone_mode=False)

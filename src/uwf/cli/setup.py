@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from uwf.util.outputs import SetupDone
 
 from uwf.cli.options import FormatOpt, emit, root
-from uwf.util.errors import InvalidInput
+from uwf.util.errors import InvalidInput, UwfError
 
 PARTIAL = "Non-interactive setup requires all of: --provider, --base-url, --api-key, --model"
 NO_TERMINAL = (
@@ -85,7 +85,7 @@ def setup(
     --default-agent alone to change only the default agent; pass nothing to be asked on the
     terminal. Settings are merged into <root>/config.yaml, the key goes to <root>/.env, and
     the model is checked with a one-token request (a failed check does not undo the written
-    files). Nothing is written outside the storage root.
+    files, and exits 1). Nothing is written outside the storage root.
     """
     from uwf.engine.local import setup as engine
 
@@ -116,6 +116,17 @@ def setup(
         check=engine.check_model,
     )
     emit(result, fmt)
+    _fail_on_check(result)
+
+
+def _fail_on_check(result: "SetupDone") -> None:
+    """Exit 1 when the model did not answer the check (the files stay written)."""
+    validation = result["validation"]
+    if not validation.get("ok"):
+        raise UwfError(
+            f"the model check failed: {validation.get('error')} (the configuration was saved; "
+            "run uwf setup again to change it)"
+        )
 
 
 # ----------------------------------------------------------------------------- interactive
@@ -189,7 +200,14 @@ def _ask_provider(ask: Ask, say: Say) -> tuple[str, str]:
     for line in provider_menu():
         say(line)
     say("")
-    preset = choose_provider(ask(f"Choose [1-{len(PRESETS) + 1}]"))
+    while True:  # a typo asks again
+        answer = ask(f"Choose [1-{len(PRESETS) + 1}]")
+        try:
+            preset = choose_provider(answer)
+        except InvalidInput as exc:
+            say(f"{exc.message}: type a number from 1 to {len(PRESETS) + 1}")
+            continue
+        break
     if preset is not None:
         say(f"  → {preset.label} ({preset.base_url})")
         return preset.name, preset.base_url
@@ -263,6 +281,7 @@ def interactive(
         check=check_model,
     )
     _summary(result, say)
+    _fail_on_check(result)
 
 
 def _summary(result: "SetupDone", say: Say) -> None:

@@ -125,7 +125,7 @@ def _checked_count(
     """``--count`` as a number, once the arguments of ``thread step`` go together."""
     from uwf.util.numbers import positive_int
 
-    n = positive_int(count, "--count")
+    n = positive_int(count, "--count", UsageError)
     if (thread is None) == (not next_):
         raise UsageError("give a thread id or --next (not both)")
     if workflow is not None and not next_:

@@ -40,12 +40,25 @@ def init(fmt: FormatOpt = None) -> None:
 
 
 @app.command()
-def copy(source: StoreArg, target: StoreArg, fmt: FormatOpt = None) -> None:
+def copy(
+    source: StoreArg,
+    target: StoreArg,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Set registry entries that name another version in TO to FROM's (threads "
+            "that differ are still reported and left as they are).",
+        ),
+    ] = False,
+    fmt: FormatOpt = None,
+) -> None:
     """Copy every node, active thread, archived thread and registry entry of FROM into TO.
 
     Idempotent: a second run copies nothing, and a run cut short (a crash, Ctrl-C) is finished
     by running it again. Nodes keep their timestamps. TO is checked against FROM afterwards.
-    A thread that differs in TO (another head) is reported and left as it is. Prints
+    A thread that differs in TO (another head), and a registry entry that names another
+    workflow version in TO (unless --overwrite), is reported and left as it is. Prints
     {"from","to","nodes","registry","history","threads","verified"} with
     {"copied","present"} counts; progress goes to stderr.
     """
@@ -53,5 +66,10 @@ def copy(source: StoreArg, target: StoreArg, fmt: FormatOpt = None) -> None:
     from uwf.engine.store.copy import copy_store
 
     with open_backend(source) as src, open_backend(target) as dst:
-        result = copy_store(src, dst, lambda line: typer.echo(f"store copy: {line}", err=True))
+        result = copy_store(
+            src,
+            dst,
+            lambda line: typer.echo(f"store copy: {line}", err=True),
+            overwrite=overwrite,
+        )
     emit(result, fmt)

@@ -16,6 +16,7 @@ from uwf.cli.options import (
     GraphFormatOpt,
     QuotaOpt,
     StepHashArg,
+    TableFormatOpt,
     ThreadArg,
     add_alias,
     backend,
@@ -23,6 +24,7 @@ from uwf.cli.options import (
     complete_workflows,
     emit,
     emit_graph,
+    emit_listing,
     emit_markdown,
     read_input,
 )
@@ -87,17 +89,24 @@ def show(
         bool,
         typer.Option("--full", help='Also list the whole chain ("chain"), as `thread steps` does.'),
     ] = False,
-    fmt: FormatOpt = None,
+    fmt: TableFormatOpt = None,
 ) -> None:
     """Show a thread's head, status and number of steps.
 
-    Prints {"workflow","thread","head","done","status","steps"}; with --full also "chain": the
-    StartNode ({"hash","workflow","prompt","timestamp"}) and every step, oldest first
-    ({"hash","role","output","detail","agent","timestamp"}, the output expanded).
+    Prints {"workflow","thread","head","done","status","steps","cost"}, plus "waiting"
+    ({"role","since","reason"}) when its agent deferred, "failure" ({"error","code","at",
+    "attempts","since","role","agent","host"}: the attempts that failed since its last step;
+    status failing) and "background" ({"pid","host","since","log"}) while a background run
+    holds it. With --full also "chain": the StartNode ({"hash","workflow","prompt",
+    "timestamp"}) and every step, oldest first ({"hash","role","output","detail","agent",
+    "timestamp"}, the output expanded). --format table prints one field per line.
     """
+    from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
 
-    emit(threads.show(backend(), thread, full=full), fmt)
+    storage = backend()
+    shown = threads.show(storage, thread, full=full)
+    emit_listing(shown, fmt, lambda: tables.show_rows(storage, shown))
 
 
 @app.command("list")
@@ -107,8 +116,8 @@ def list_(
         str | None,
         typer.Option(
             "--status",
-            help="idle, running, waiting, completed, killed, max_rounds (comma-separated), "
-            "or active.",
+            help="idle, running, waiting, failing, completed, killed, max_rounds "
+            "(comma-separated), or active (the first four).",
             show_default=False,
         ),
     ] = None,
@@ -130,41 +139,45 @@ def list_(
     take: Annotated[
         str | None, typer.Option("--take", help="Return at most N.", show_default=False)
     ] = None,
-    fmt: FormatOpt = None,
+    fmt: TableFormatOpt = None,
 ) -> None:
     """List threads, newest first (active only unless --all or --status).
 
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
-    line of the thread's task (up to 100 characters) and createdAt its creation time (unix ms).
+    line of the thread's task (up to 100 characters) and createdAt its creation time (unix
+    ms); plus "waiting" and "failure" as `thread show` prints them. --format table prints
+    aligned columns: thread, age, status, workflow, task, last failure.
     """
     from uwf.engine.threads import lifecycle as threads
     from uwf.util.numbers import as_count, as_positive_int
 
     skip_n = as_count(skip)
     if skip_n is None:
-        raise InvalidInput("--skip must be a non-negative integer")
+        raise UsageError("--skip must be a non-negative integer")
     take_n = None
     if take is not None:
         take_n = as_positive_int(take) or 0  # 0: refused by list_threads
-    emit(
-        threads.list_threads(
-            backend(),
-            all_=all_,
-            status=status,
-            after=after,
-            before=before,
-            skip=skip_n,
-            take=take_n,
-        ),
-        fmt,
+    from uwf.cli import tables
+
+    storage = backend()
+    items = threads.list_threads(
+        storage, all_=all_, status=status, after=after, before=before, skip=skip_n, take=take_n
     )
+    emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
 
 
-def _steps(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """List the start node and every step of a thread, oldest first."""
+def _steps(thread: ThreadArg, fmt: TableFormatOpt = None) -> None:
+    """List the start node and every step of a thread, oldest first.
+
+    Prints {"thread","workflow","steps","cost"}: the StartNode, then each step with its
+    output expanded, durationMs and usage. --format table prints aligned columns: number,
+    hash, role, status, agent, time taken, tokens, age.
+    """
+    from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
 
-    emit(threads.steps(backend(), thread), fmt)
+    listed = threads.steps(backend(), thread)
+    emit_listing(listed, fmt, lambda: tables.steps_rows(listed))
 
 
 app.command("steps")(_steps)

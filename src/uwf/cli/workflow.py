@@ -14,11 +14,13 @@ from uwf.cli.options import (
     FormatOpt,
     GraphFormat,
     GraphFormatOpt,
+    TableFormatOpt,
     add_alias,
     backend,
     complete_workflows,
     emit,
     emit_graph,
+    emit_listing,
 )
 
 app = App(
@@ -124,10 +126,10 @@ def show(
 
 
 @app.command("list")
-def list_(fmt: FormatOpt = None) -> None:
+def list_(fmt: TableFormatOpt = None) -> None:
     """List project and registered workflows.
 
-    Prints [{"name","hash","origin"}].
+    Prints [{"name","hash","origin"}] (--format table: aligned columns).
     Project workflows come first (hash "(local)", origin "local", files not read): the
     .workflow/ and .workflows/ *.yaml|yml files of the current directory and every directory
     above it, the closest winning, as `thread start NAME` finds them. Then the registry
@@ -135,7 +137,12 @@ def list_(fmt: FormatOpt = None) -> None:
     """
     from uwf.engine.workflows import stored as workflows
 
-    emit(workflows.list_workflows(backend(), Path.cwd()), fmt)
+    listed = workflows.list_workflows(backend(), Path.cwd())
+    emit_listing(
+        listed,
+        fmt,
+        lambda: (["NAME", "ORIGIN", "HASH"], [[w["name"], w["origin"], w["hash"]] for w in listed]),
+    )
 
 
 @app.command("history")

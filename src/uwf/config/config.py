@@ -86,6 +86,15 @@ class Config(NamedTuple):
     context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
     root: Path | None = None
+    # whether role prompts embed the uwf CLI reference: cliReference, and per workflow and
+    # role cliReferenceOverrides over it (docs/format.md, "config.yaml and .env")
+    cli_reference: bool = True
+    cli_reference_overrides: Mapping[str, Mapping[str, bool]] = _EMPTY
+
+    def wants_cli_reference(self, workflow: str, role: str) -> bool:
+        """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
+        found = self.cli_reference_overrides.get(workflow, _EMPTY).get(role)
+        return self.cli_reference if found is None else found
 
 
 def config_path(root: Path) -> Path:
@@ -154,6 +163,15 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
         root=root,
+        cli_reference=raw.get("cliReference") is not False,
+        cli_reference_overrides=_frozen(
+            {
+                str(workflow): MappingProxyType(
+                    {str(role): bool(flag) for role, flag in roles.items()}
+                )
+                for workflow, roles in _section(raw, "cliReferenceOverrides").items()
+            }
+        ),
     )
 
 

@@ -101,6 +101,15 @@ CONFIG: dict[str, Any] = {
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,
         "store": _optional(_text("a URL or a directory")),
+        "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
+        "cliReferenceOverrides": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping of role -> true or false",
+                "additionalProperties": {"type": "boolean", EXPECTED: "true or false"},
+            },
+            "a mapping of workflow name -> role -> true or false",
+        ),
     },
 }
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from uwf.backend import base
-from uwf.backend.base import Backend, Waiting
+from uwf.backend.base import Backend, Failure, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotFound, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import WaitingShown
+    from uwf.util.outputs import FailureShown, WaitingShown
 
 
 class ThreadRef(NamedTuple):
@@ -24,12 +24,18 @@ class ThreadRef(NamedTuple):
     status: str
     workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
     waiting: Waiting | None = None  # an active thread whose agent deferred at this head
+    failure: Failure | None = None  # attempts that failed at this head since the last step
 
 
-def active_status(waiting: Waiting | None, running: bool) -> str:
+def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
     """An active thread's status: ``running`` while a step holds its lock, ``waiting`` when
-    its agent deferred the step (a person answers later), else ``idle``."""
-    return "running" if running else "waiting" if waiting is not None else "idle"
+    its agent deferred the step (a person answers later), ``failing`` when its last attempt
+    to step failed (docs/format.md, "Thread state"), else ``idle``."""
+    if running:
+        return "running"
+    if waiting is not None:
+        return "waiting"
+    return "failing" if failure is not None else "idle"
 
 
 def waiting_json(waiting: Waiting) -> WaitingShown:
@@ -40,12 +46,33 @@ def waiting_json(waiting: Waiting) -> WaitingShown:
     return out
 
 
+def failure_json(failure: Failure) -> FailureShown:
+    """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
+    code, at, attempts, since, role?, agent?, host?}`` (at the thread's head)."""
+    out: FailureShown = {
+        "error": failure.error,
+        "code": failure.code,
+        "at": failure.at,
+        "attempts": failure.attempts,
+        "since": failure.at if failure.since is None else failure.since,
+    }
+    if failure.role is not None:
+        out["role"] = failure.role
+    if failure.agent is not None:
+        out["agent"] = failure.agent
+    if failure.host is not None:
+        out["host"] = failure.host
+    return out
+
+
 def locate(backend: Backend, thread: str) -> ThreadRef:
     """The head of an active or archived thread (active wins when in both)."""
     tid = check_thread_id(thread)
     record = backend.threads.get(tid)
     if record is not None:
-        return ThreadRef(tid, record.head, True, "active", record.info.workflow, record.waiting)
+        return ThreadRef(
+            tid, record.head, True, "active", record.info.workflow, record.waiting, record.failure
+        )
     entry = backend.threads.history_entry(tid)
     if entry is not None:
         return ThreadRef(tid, entry.head, False, entry.status, entry.workflow)

@@ -98,6 +98,11 @@ class AgentFailed(UwfError):
     loop_code = 5
 
 
+class Stopped(UwfError):
+    """A step stopped on request (``thread stop``) before it landed: not a failure of the
+    thread, so its thread state records none."""
+
+
 class Deferred(UwfError):
     """ "Not now": an agent deferred its step (a person must answer, a rate limit…).
 

@@ -40,6 +40,14 @@ def split(raw: str) -> tuple[str | None, str]:
     return block, raw[close + 4 :].lstrip("\r\n")
 
 
+def body(content: str) -> str:
+    """A step's content without the frontmatter block it starts with, if any: where the
+    step's output is shown beside it (prompts, ``thread read``), the block would say it
+    twice."""
+    block, rest = split(content)
+    return content if block is None else rest
+
+
 # -- the full safe parse ------------------------------------------------------------------------
 
 

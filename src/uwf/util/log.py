@@ -49,6 +49,8 @@ TAGS: dict[str, str] = {
     "X7Q4W9M2": "background run spawned",
     "V3N8K5R2": "background run ended",
     "D6W3P8T5": "background run stopped",
+    "F8K3M6T2": "step failure recorded in the thread state",
+    "G5Q9W2R7": "step failure not recorded",
 }
 
 

@@ -172,6 +172,20 @@ class WaitingShown(TypedDict):
     reason: NotRequired[str]
 
 
+class FailureShown(TypedDict):
+    """A thread's last failure (``thread show``, ``thread list``: docs/format.md, "Thread
+    state"): the attempts that failed at its head since its last step landed."""
+
+    error: str
+    code: int
+    at: int
+    attempts: int
+    since: int
+    role: NotRequired[str]
+    agent: NotRequired[str]
+    host: NotRequired[str]
+
+
 class BackgroundShown(TypedDict, total=False):
     """The background run holding a thread (``thread show``), as far as it recorded itself."""
 
@@ -218,6 +232,7 @@ class ThreadShown(TypedDict):
     status: str
     steps: int
     waiting: NotRequired[WaitingShown]
+    failure: NotRequired[FailureShown]
     background: NotRequired[BackgroundShown]
     cost: ThreadCost
     chain: NotRequired[list[StartEntry | StepEntry]]
@@ -234,6 +249,7 @@ class ThreadListed(TypedDict):
     task: str | None
     createdAt: int | None
     waiting: NotRequired[WaitingShown]
+    failure: NotRequired[FailureShown]
 
 
 class ThreadSteps(TypedDict):

@@ -22,7 +22,7 @@ from uwf.engine.views import timeline as view
 from uwf.engine.views.follow import AllFollower, Follower
 from uwf.engine.views.graph import of_workflow, with_path
 from uwf.util.base32 import check_hash
-from uwf.util.errors import InvalidInput, NotFound, UwfError
+from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError
 from uwf.util.ulid import check_thread_id
 from uwf.web import pages
 from uwf.web.svg import to_svg
@@ -159,7 +159,8 @@ def _failed(request: Any, exc: Exception) -> Any:
     if isinstance(exc, HTTPException):
         status, message = exc.status_code, str(exc.detail)
     else:
-        status = 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 500
+        bad = isinstance(exc, InvalidInput | UsageError)
+        status = 404 if isinstance(exc, NotFound) else 400 if bad else 500
         message = exc.message if isinstance(exc, UwfError) else "internal error"
     page = pages.render("error.html", title=f"Error {status}", message=message)
     return HTMLResponse(page, status_code=status)

@@ -82,17 +82,6 @@ def render(template: str, **context: Any) -> str:
 # -- data ---------------------------------------------------------------------------------
 
 
-def _names(backend: Backend, hashes: set[str]) -> dict[str, str]:
-    """Workflow hash -> name, for the few distinct workflows a list shows."""
-    out = {}
-    for h in hashes:
-        try:
-            out[h] = str(view.workflow_payload(backend, h).get("name") or h)
-        except UwfError:
-            out[h] = h
-    return out
-
-
 def thread_graph_svg(backend: Backend, line: dict[str, Any], payload: dict[str, Any]) -> str:
     steps = [(s["role"], s["status"]) for s in line["steps"]]
     return to_svg(graphs.with_path(graphs.of_workflow(payload), steps, line["status"]))
@@ -175,7 +164,7 @@ def list_page(backend: Backend, query: dict[str, str], fragment: bool = False) -
         skip=number("skip") or 0,
         take=number("take"),
     )
-    names = _names(backend, {i["workflow"] for i in items})
+    names = view.workflow_names(backend, {i["workflow"] for i in items})
     rows = [
         {**i, "name": names[i["workflow"]], "created": timestamp_ms(i["thread"])} for i in items
     ]

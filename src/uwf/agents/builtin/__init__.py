@@ -21,7 +21,6 @@ one line. There are no retries: the step can simply be run again.
 from uwf.agents.builtin.agent import BuiltinAgent, Options
 from uwf.agents.builtin.cli import main, make_parser, options_of
 from uwf.agents.builtin.loop import (
-    FREE_NUDGES,
     NUDGE,
     LoopResult,
     deadline_due,
@@ -36,7 +35,6 @@ from uwf.agents.builtin.messages import build_messages
 from uwf.agents.builtin.tools import ToolError, Tools, command_env, resolve_path
 
 __all__ = [
-    "FREE_NUDGES",
     "NUDGE",
     "BuiltinAgent",
     "LoopResult",

@@ -121,7 +121,7 @@ class BuiltinAgent:
         return runner.RunResult(final_output(result.text), detail, session_id)
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> runner.RunResult:
-        """A correction: the same conversation plus ``message``, 5 calls, tools off.
+        """A correction: the same conversation plus ``message``, one call, tools off.
 
         The detail returned covers the whole session (first run and corrections).
         """

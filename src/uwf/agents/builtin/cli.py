@@ -41,7 +41,13 @@ def make_parser() -> args.Parser:
         help=f"seconds to wait for each model call (default ${TIMEOUT_ENV}, else "
         f"{AGENT_TIMEOUT:g})",
     )
-    add("--max-turns", metavar="N", help=f"model calls per step (default {MAX_TURNS})")
+    add(
+        "--max-turns",
+        metavar="N",
+        help=f"model calls of the tool loop per step, nudges included (default {MAX_TURNS}); "
+        f"after it, at most {runner.MAX_CORRECTIONS} corrections and one LLM extract (one call "
+        "each)",
+    )
     return parser
 
 

@@ -1,12 +1,13 @@
 """The tool loop of ``uwf-builtin``: call the model until it answers with its deliverable.
 
-At most ``max_turns`` model calls. Tool calls run in order and each result goes back as a
-``tool`` message. A text reply that does not start with ``---`` gets a nudge about the
-frontmatter (unless tools are off or it was the last call); the first 3 nudges are free.
-When 1-3 calls remain, the model gets one warning to finish. The loop ends at a text reply
-that needs no nudge, or when the calls run out (the output is then the last non-blank
-assistant text). Every assistant reply, tool result and message sent is also a turn (the
-step's detail).
+At most ``max_turns`` model calls, whatever they answer: the cap is a cap (docs/agents.md,
+"uwf-builtin", counts every call of a step). Tool calls run in order and each result goes
+back as a ``tool`` message. A text reply that does not start with ``---`` gets a nudge about
+the frontmatter (unless tools are off or it was the last call); the call that answers a
+nudge counts like any other. When 1-3 calls remain, the model gets one warning to finish. The
+loop ends at a text reply that needs no nudge, or when the calls run out (the output is then
+the last non-blank assistant text). Every assistant reply, tool result and message sent is
+also a turn (the step's detail).
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from typing import Any
 from uwf.adapters.llm import Reply, ToolCall
 
 MAX_TURNS = 30
-CORRECTION_TURNS = 5
-FREE_NUDGES = 3
+CORRECTION_TURNS = 1  # a correction runs without tools: one call answers it
 DEADLINE_WINDOW = 3  # the warning comes when this many calls (or fewer) remain
 
 NUDGE = (
@@ -125,7 +125,6 @@ def run_loop(
     convo = [dict(m) for m in messages]
     turns: list[dict[str, Any]] = []
     remaining = max_turns
-    free = FREE_NUDGES
     warned = False
     while remaining > 0:
         if deadline_due(remaining, warned, tools_on):
@@ -143,9 +142,6 @@ def run_loop(
         text = str(turn["content"])
         if needs_nudge(text, tools_on, last_turn=remaining == 0):
             say(convo, turns, NUDGE)
-            if free > 0:
-                free -= 1
-                remaining += 1
             continue
         return LoopResult(text, convo, turns)
     return LoopResult(last_assistant_text(convo), convo, turns)

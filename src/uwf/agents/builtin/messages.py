@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from uwf.config.config import DEFAULT_CONTEXT_BUDGET
+
 
 def workflow_section(cwd: Path | str, allow_outside: bool = False) -> str:
     """The ``## Workflow`` part of the system message: where the agent works and how it ends."""
@@ -57,14 +59,15 @@ def _visit_message(
     first: bool,
     offset: int = 0,
     summary: str | None = None,
+    budget: int = DEFAULT_CONTEXT_BUDGET,
 ) -> str:
     """What the role is told at one visit: (task and summary on the first), history since,
-    instruction."""
+    instruction; a step over ``budget`` characters cut with a marker."""
     from uwf.agent_kit.prompts import build_continuation_prompt, first_visit_history
 
     if not first:
-        return build_continuation_prompt(steps, role, edge_prompt, offset=offset)
-    history = first_visit_history(steps, role, edge_prompt, offset, summary)
+        return build_continuation_prompt(steps, role, edge_prompt, offset=offset, budget=budget)
+    history = first_visit_history(steps, role, edge_prompt, offset, summary, budget)
     return f"## Task\n{task}\n\n{history}"
 
 
@@ -81,6 +84,7 @@ def build_messages(
     cli_reference: str | None = None,
     offset: int = 0,
     summary: str | None = None,
+    budget: int = DEFAULT_CONTEXT_BUDGET,
 ) -> list[dict[str, Any]]:
     """The messages of a visit: system, one (user, assistant) pair per earlier visit, user.
 
@@ -90,6 +94,7 @@ def build_messages(
     with no summary). Every earlier visit among ``steps`` is replayed (outputs and contents
     are read only where a message shows them). Step numbers are absolute.
     """
+    from uwf.util.fences import cut
     from uwf.util.jsonfmt import canonical, dumps
 
     system = build_system_message(format_instruction, role_def, cwd, allow_outside, cli_reference)
@@ -98,9 +103,11 @@ def build_messages(
     for n, i in enumerate(visits):
         past = steps[i]
         edge = str(past.get("edgePrompt") or "")
-        said = _visit_message(steps[:i], role, edge, task, n == 0, offset, summary)
+        said = _visit_message(steps[:i], role, edge, task, n == 0, offset, summary, budget)
         messages.append({"role": "user", "content": said})
-        messages.append({"role": "assistant", "content": dumps(canonical(past.get("output")))})
-    now = _visit_message(steps, role, edge_prompt, task, not visits, offset, summary)
+        whole = f"`uwf step read {past.get('hash')}`"
+        answer = cut(dumps(canonical(past.get("output"))), budget, whole)
+        messages.append({"role": "assistant", "content": answer})
+    now = _visit_message(steps, role, edge_prompt, task, not visits, offset, summary, budget)
     messages.append({"role": "user", "content": now})
     return messages

@@ -7,8 +7,8 @@ never sees a half-written file and two writers never lose each other's update.
 uwf writes the YAML files as one line per entry with every string quoted
 (docs/format.md, "The filesystem backend"): ``"<name>": "<hash>"`` in the registry, and in
 ``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
-"task": …, "waiting": {…}}`` (a JSON object, which is also YAML). Reading takes a fast path
-over exactly that shape and falls back to the safe YAML loader for hand-edited files.
+"task": …, "waiting": {…}, "failure": {…}}`` (a JSON object, which is also YAML). Reading takes
+a fast path over exactly that shape and falls back to the safe YAML loader for hand-edited files.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from uwf.backend.base import (
     ActiveThread,
+    Failure,
     HistoryEntry,
     Registry,
     ThreadInfo,
@@ -36,7 +37,9 @@ from uwf.util.ulid import ThreadId, is_thread_id
 
 _LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'  # compiled on first use (test_startup.py)
 
-THREADS_HEADER = "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting}"
+THREADS_HEADER = (
+    "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting, failure}"
+)
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
 
@@ -138,8 +141,38 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     return Waiting(role, since, head, reason if isinstance(reason, str) else None)
 
 
+def _int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
+    """A failure mark, only when it is for the current head (a landed step ends it)."""
+    if not isinstance(raw, dict) or raw.get("head") != head:
+        return None
+    error, code, at = raw.get("error"), raw.get("code"), raw.get("at")
+    attempts = raw.get("attempts")
+    if not isinstance(error, str) or not (_int(code) and _int(at) and _int(attempts)):
+        return None
+    since = raw.get("since")
+    return Failure(
+        head,
+        error,
+        code,
+        at,
+        attempts,
+        since if _int(since) else None,
+        _text(raw.get("role")),
+        _text(raw.get("agent")),
+        _text(raw.get("host")),
+    )
+
+
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?}``.
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?, failure?}``.
 
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
@@ -156,7 +189,10 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
-    return ActiveThread(ThreadId(key), head, info, waiting)
+    failure = raw.get("failure")
+    if failure is not None:
+        failure = _decode_failure(failure, head)
+    return ActiveThread(ThreadId(key), head, info, waiting, failure)
 
 
 def encode_thread(record: ActiveThread) -> Any:
@@ -164,6 +200,8 @@ def encode_thread(record: ActiveThread) -> Any:
     extra: dict[str, Any] = record.info.as_json()
     if record.waiting is not None:
         extra["waiting"] = record.waiting.as_json()
+    if record.failure is not None:
+        extra["failure"] = record.failure.as_json()
     return {"head": record.head, **extra} if extra else record.head
 
 

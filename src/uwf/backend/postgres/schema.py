@@ -82,6 +82,20 @@ MIGRATIONS: list[str] = [
         ADD COLUMN log text,
         ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
     """,
+    # 2 -> 3: a thread's last failure (docs/format.md, "Thread state"): the attempts that
+    # failed at fail_head since the last step landed; a head move clears them
+    """
+    ALTER TABLE uwf_threads
+        ADD COLUMN fail_head text,
+        ADD COLUMN fail_error text,
+        ADD COLUMN fail_code integer,
+        ADD COLUMN fail_at bigint,
+        ADD COLUMN fail_attempts integer,
+        ADD COLUMN fail_since bigint,
+        ADD COLUMN fail_role text,
+        ADD COLUMN fail_agent text,
+        ADD COLUMN fail_host text;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -2,8 +2,8 @@
 
 A head moves by ``UPDATE … WHERE head = <expected>`` in one statement that also checks the
 new head is a stored node; archiving deletes the active row and inserts the history row in
-one transaction, so a thread is never both active and archived, nor neither. Waiting marks
-and what a thread was created with (workflow, task) are columns of its row.
+one transaction, so a thread is never both active and archived, nor neither. Waiting marks,
+the last failure and what a thread was created with (workflow, task) are columns of its row.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from uwf.backend.base import (
     ActiveThread,
+    Failure,
     HistoryEntry,
     Registry,
     ThreadInfo,
@@ -24,15 +25,32 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict
 from uwf.util.ulid import ThreadId, now_ms
 
-_COLUMNS = "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason"
+# the columns of a thread's last failure (docs/format.md, "The PostgreSQL backend")
+_FAIL = (
+    "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
+    "fail_agent, fail_host"
+)
+_COLUMNS = f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, {_FAIL}"
+_NO_FAILURE = ", ".join(f"{column} = NULL" for column in _FAIL.split(", "))
+
+
+def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
+    fail_head, error, code, at, attempts, since, role, agent, host = row
+    if fail_head != head or error is None or code is None or at is None or attempts is None:
+        return None
+    first = int(since) if since is not None else None
+    return Failure(
+        NodeHash(head), error, int(code), int(at), int(attempts), first, role, agent, host
+    )
 
 
 def _record(row: tuple[Any, ...]) -> ActiveThread:
-    thread, head, workflow, task, role, since, wait_head, reason = row
+    thread, head, workflow, task, role, since, wait_head, reason = row[:8]
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = Waiting(role, int(since), NodeHash(head), reason)
-    return ActiveThread(ThreadId(thread), NodeHash(head), ThreadInfo(workflow, task), waiting)
+    info = ThreadInfo(workflow, task)
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[8:]))
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
@@ -76,8 +94,8 @@ class PgThreads(ThreadTable):
     ) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET head = %s, moved = %s,"
-            " wait_role = NULL, wait_since = NULL, wait_head = NULL, wait_reason = NULL"
-            " WHERE thread = %s AND head = %s"
+            " wait_role = NULL, wait_since = NULL, wait_head = NULL, wait_reason = NULL,"
+            f" {_NO_FAILURE} WHERE thread = %s AND head = %s"
             " AND EXISTS (SELECT 1 FROM uwf_nodes WHERE hash = %s) RETURNING 1",
             (new, now_ms(), thread, expected, new),
         )
@@ -90,6 +108,31 @@ class PgThreads(ThreadTable):
             (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
         )
         return (True, waiting.head) if row is not None else (False, self.head(thread))
+
+    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+        # one statement: SET reads the row as it was, so concurrent attempts all count
+        row = self.db.one(
+            "UPDATE uwf_threads SET"
+            " fail_attempts = CASE WHEN fail_head = head THEN fail_attempts + 1 ELSE 1 END,"
+            " fail_since = CASE WHEN fail_head = head THEN fail_since ELSE %s END,"
+            " fail_head = head, fail_error = %s, fail_code = %s, fail_at = %s, fail_role = %s,"
+            " fail_agent = %s, fail_host = %s"
+            " WHERE thread = %s AND head = %s RETURNING fail_attempts, fail_since",
+            (
+                failure.at,
+                failure.error,
+                failure.code,
+                failure.at,
+                failure.role,
+                failure.agent,
+                failure.host,
+                thread,
+                failure.head,
+            ),
+        )
+        if row is None:
+            return None, self.head(thread)
+        return failure._replace(attempts=int(row[0]), since=int(row[1])), failure.head
 
     def _archive(
         self,

@@ -5,7 +5,7 @@
   writes a config that a later command would reject;
 * the default agent is ``uwf-builtin`` (alias ``builtin``) unless the user chose one, or the
   config already names one; a chosen ``X`` always becomes ``defaultAgent``: an alias as is,
-  ``builtin``/``hermes`` as the shipped agent, else a plain command name added as
+  ``builtin``/``hermes`` as the shipped agent, else a plain command name on PATH added as
   ``agents.X = {command: X, args: []}``; choosing Hermes first checks that it is installed
   and configured (:func:`hermes_problem`), without running it;
 * a provider that needs no key (the Ollama preset, a server on this machine) is written
@@ -304,6 +304,11 @@ def _new_alias(name: str) -> dict[str, Any]:
         raise InvalidInput(
             f"invalid default agent: {name} (expected an agent alias or a command name; "
             "put arguments under agents in config.yaml)"
+        )
+    if shutil.which(name) is None:  # every step would fail with "agent command not found"
+        raise InvalidInput(
+            f"cannot use {name} as the default agent: no command {name} on PATH (name an alias "
+            "of agents in config.yaml, builtin, hermes, or an installed command)"
         )
     return {"command": name, "args": []}
 

@@ -18,6 +18,7 @@ from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
 from uwf.engine.step import tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
+from uwf.engine.step.failure import record_failure
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import (
     Runner,
@@ -34,8 +35,9 @@ from uwf.util.errors import (
     Busy,
     Conflict,
     Interrupted,
-    InvalidInput,
     NotActive,
+    Stopped,
+    UsageError,
     UwfError,
     exit_code,
 )
@@ -80,8 +82,10 @@ def hold(
 
 
 def check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):  # refuses nan too
-        raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
+    """``--timeout``: a positive, finite number of seconds (nan refused too), else a usage
+    error (exit 2)."""
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+        raise UsageError(f"--timeout must be a positive number of seconds, got: {timeout}")
 
 
 def dry_run(
@@ -134,6 +138,7 @@ def step_held(
     if head is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
     log = ProcessLog(backend.root, thread=thread)
+    plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
         try:
             plan = plan_step(
@@ -151,6 +156,7 @@ def step_held(
         except UwfError as exc:
             log.write("B8T5N1V6", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exit_code(exc, loop=True))
+            record_failure(backend, thread, head, plan, exc, log)
             raise
         except Interrupted as exc:
             log.write("H2V7N5C9", f"step failed: {exc.message}")
@@ -212,7 +218,7 @@ def _stopped(backend: Backend, plan: StepPlan, outcome: str) -> UwfError:
     thread = plan.thread
     head = backend.threads.head(thread)
     if head == plan.head:
-        return UwfError(f"thread {thread}: the step was stopped (thread stop); {outcome}")
+        return Stopped(f"thread {thread}: the step was stopped (thread stop); {outcome}")
     if head is not None:
         return Conflict(f"thread {thread} moved to {head} while its step ran; {outcome}")
     entry = backend.threads.history_entry(thread)

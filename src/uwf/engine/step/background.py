@@ -13,7 +13,8 @@ that dies releases the lock with its process, and the record it leaves is stale.
 ``thread stop`` records a stop request in the backend (so it reaches a run on any machine
 sharing it; the run polls it twice a second, between steps and while its agent runs) and, when
 the run is on this machine, sends it SIGTERM; it returns once the run has released the lock,
-its agent's process group killed on the way.
+its agent's process group killed on the way, and (on this machine) once the run's process has
+exited, its log complete.
 """
 
 from __future__ import annotations
@@ -209,7 +210,10 @@ def stop(
         assert holder.pid is not None
         process.terminate(holder.pid)
     deadline = time.monotonic() + wait
-    while _same_holding(backend.locks.holder(tid), holder):
+    # the lock released, then (on this machine) the process gone: its log is complete then
+    while _same_holding(backend.locks.holder(tid), holder) or (
+        here and holder.pid is not None and process.alive(holder.pid)
+    ):
         if time.monotonic() >= deadline:
             raise UwfError(
                 f"the background run of thread {tid} (pid {holder.pid} on {holder.host}) "

@@ -5,7 +5,10 @@ Idempotent: what TO already holds is not copied again, so a second run copies no
 run cut short by a crash is finished by running it again. Nodes keep their timestamps; each
 type index keeps FROM's order. Afterwards everything is checked in TO (``verified``). Copy
 into a store that nothing else writes to meanwhile: a thread that differs in TO (another
-head, archived on one side only with other heads) is reported, never overwritten.
+head, archived on one side only with other heads) is reported, never overwritten; so is a
+registry entry that names another version in TO, unless ``--overwrite`` asks to set it to
+FROM's. A thread's last failure (docs/format.md, "Thread state") is not copied: the next
+attempt in TO records its own.
 """
 
 from __future__ import annotations
@@ -100,15 +103,21 @@ def _copy_active(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
     return {"copied": copied, "present": present}
 
 
-def _copy_registry(src: Backend, dst: Backend) -> CopyCounts:
+def _copy_registry(src: Backend, dst: Backend, differ: list[str], overwrite: bool) -> CopyCounts:
+    """Registry entries TO lacks are copied; one that names another version in TO is a
+    conflict, left as it is unless ``overwrite`` (then TO's entry is set to FROM's)."""
     copied = present = 0
     theirs = dst.registry.read()
     for name, h in src.registry.read().items():
-        if theirs.get(name) == h:
+        there = theirs.get(name)
+        if there == h:
             present += 1
-        else:
-            dst.registry.set(name, h)
-            copied += 1
+            continue
+        if there is not None and not overwrite:
+            differ.append(f"registry entry {name} is {there} in TO, {h} in FROM")
+            continue
+        dst.registry.set(name, h)
+        copied += 1
     return {"copied": copied, "present": present}
 
 
@@ -137,9 +146,14 @@ def verify_copy(src: Backend, dst: Backend) -> list[str]:
 
 
 def copy_store(
-    src: Backend, dst: Backend, progress: Callable[[str], None] = lambda _: None
+    src: Backend,
+    dst: Backend,
+    progress: Callable[[str], None] = lambda _: None,
+    *,
+    overwrite: bool = False,
 ) -> StoreCopied:
-    """Copy FROM into TO, then verify; the counts, or UwfError naming what differs."""
+    """Copy FROM into TO, then verify; the counts, or UwfError naming what differs (a
+    registry entry that differs is set to FROM's with ``overwrite``; a thread never is)."""
     if src.name == dst.name:
         raise UwfError(f"store copy: FROM and TO are the same store: {src.name}")
     dst.init()
@@ -148,7 +162,7 @@ def copy_store(
         "from": src.name,
         "to": dst.name,
         "nodes": _copy_nodes(src.nodes, dst.nodes, progress),
-        "registry": _copy_registry(src, dst),
+        "registry": _copy_registry(src, dst, differ, overwrite),
         "history": _copy_history(src, dst, differ),
         "threads": _copy_active(src, dst, differ),
         "verified": False,

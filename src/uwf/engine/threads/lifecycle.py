@@ -15,6 +15,7 @@ from uwf.model import chain, cost
 from uwf.model.threads import (
     ThreadRef,
     active_status,
+    failure_json,
     locate,
     require_active,
     waiting_json,
@@ -22,7 +23,7 @@ from uwf.model.threads import (
 )
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.errors import InvalidInput, UsageError, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms, timestamp_ms
@@ -30,6 +31,7 @@ from uwf.util.ulid import ThreadId, new_thread_id, now_ms, timestamp_ms
 if TYPE_CHECKING:
     from uwf.util.outputs import (
         BackgroundShown,
+        FailureShown,
         Forked,
         Killed,
         StartEntry,
@@ -47,12 +49,14 @@ if TYPE_CHECKING:
         ``cost``: keys print in the order they are set)."""
 
         waiting: WaitingShown
+        failure: FailureShown
         background: BackgroundShown
         chain: list[StartEntry | StepEntry]
 
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", "waiting", *HISTORY_STATUSES)
+LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
+ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
 TASK_LINE = 100  # characters of a task's first line recorded for listings
 
 
@@ -78,6 +82,8 @@ def start(
         raise InvalidInput("prompt is not UTF-8 text") from None
     if size > MAX_PROMPT_BYTES:
         raise InvalidInput(f"prompt is too large: {size} bytes (limit {MAX_PROMPT_BYTES})")
+    if not prompt.strip():
+        raise InvalidInput("the task is empty: give it with -p TEXT, or -p - to read it from stdin")
     if max_rounds is not None and max_rounds < 1:
         raise InvalidInput(f"--max-rounds must be a positive integer, got: {max_rounds}")
     wf_hash = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
@@ -96,8 +102,8 @@ def start(
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
-    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, and
-    ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
+    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, ``failure``
+    and ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
     node reads, whatever the length: the cost is the total the head's detail records
     (docs/format.md, "Cost"). ``full`` adds ``chain``: the StartNode and every step, oldest
     first, as ``thread steps`` lists them (this walks the whole chain)."""
@@ -108,10 +114,12 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
     status = ref.status
     holder = backend.locks.holder(ref.thread) if ref.active else None
     if ref.active:
-        status = active_status(ref.waiting, holder is not None)
+        status = active_status(ref.waiting, holder is not None, ref.failure)
     now: _Now = {}
     if ref.waiting is not None and ref.active:
         now["waiting"] = waiting_json(ref.waiting)
+    if ref.failure is not None and ref.active:
+        now["failure"] = failure_json(ref.failure)
     if holder is not None and holder.background:
         now["background"] = _background(holder)
     out: ThreadShown = {
@@ -149,12 +157,12 @@ def _parse_statuses(value: str | None) -> set[str] | None:
         return None
     text = value.strip()
     if text == "active":
-        return {"idle", "running", "waiting"}
+        return set(ACTIVE_STATUSES)
     parts = [p.strip() for p in text.split(",")]
     for part in parts:  # in the order given, so the error names the first bad one
         if part not in LIST_STATUSES:
             allowed = ", ".join((*LIST_STATUSES, "active"))
-            raise InvalidInput(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
+            raise UsageError(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
     return set(parts)
 
 
@@ -192,10 +200,12 @@ def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
             except UwfError:
                 continue  # an unreadable head is reported by `thread show`, not listed
             workflow, task = start.workflow, task or task_line(start.prompt)
-        status = active_status(record.waiting, record.thread in running)
+        status = active_status(record.waiting, record.thread in running, record.failure)
         item = _item(record.thread, workflow, record.head, status, task)
         if record.waiting is not None:
             item["waiting"] = waiting_json(record.waiting)
+        if record.failure is not None:
+            item["failure"] = failure_json(record.failure)
         items.append(item)
     return items
 
@@ -260,9 +270,9 @@ def list_threads(
     """
     wanted = _parse_statuses(status)
     if skip < 0:
-        raise InvalidInput("--skip must be a non-negative integer")
+        raise UsageError("--skip must be a non-negative integer")
     if take is not None and take < 1:
-        raise InvalidInput("--take must be a positive integer")
+        raise UsageError("--take must be a positive integer")
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 

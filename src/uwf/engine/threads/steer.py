@@ -22,7 +22,7 @@ from uwf.engine.threads import lifecycle as threads
 from uwf.model import answer, chain
 from uwf.model.threads import not_active, require_active
 from uwf.util.base32 import check_hash
-from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.errors import Deferred, InvalidInput, UwfError, oneline
 from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
 
@@ -99,7 +99,11 @@ def rerun(
     edge_prompt: str | None = None,
     runner: Runner = process_runner,
 ) -> RerunLine:
-    """Fork at a step's parent and run its role once more; the original is untouched."""
+    """Fork at a step's parent and run its role once more; the original is untouched.
+
+    A re-run whose step fails leaves no thread behind: its fork is archived as ``killed`` (the
+    error says which), so trying again does not pile up idle threads. One whose agent defers
+    keeps its fork, which waits for an answer like any thread."""
     original = _step_node(backend, node_hash, "thread rerun")
     parent = original.prev or original.start
     forked = threads.fork(backend, parent)["thread"]
@@ -108,7 +112,14 @@ def rerun(
             backend, forked, agent=agent, timeout=timeout, edge_prompt=edge_prompt, runner=runner
         )
     except UwfError as exc:
-        exc.message = f"{exc.message} (re-run thread {forked}, forked at {parent})"
+        if isinstance(exc, Deferred):
+            exc.message = f"{exc.message} (re-run thread {forked}, forked at {parent})"
+        else:
+            threads.kill(backend, forked)
+            exc.message = (
+                f"{exc.message} (the re-run's thread {forked}, forked at {parent}, was archived "
+                "as killed)"
+            )
         exc.args = (exc.message,)
         raise
     return {**result.as_json(), "rerunOf": original.hash}

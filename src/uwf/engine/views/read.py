@@ -23,6 +23,7 @@ from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound
+from uwf.util.fences import fence, one_line
 from uwf.util.numbers import as_positive_int
 
 DEFAULT_QUOTA = 4000
@@ -56,10 +57,10 @@ class _Blocks:
 
     def header(self, step: chain.Step, number: int) -> str:
         marks = f" | **Summary:** `{step.compact}`" if step.compact else ""
+        agent = one_line(str(step.payload.get("agent", "")))
         return (
             f"## Step {number}: {step.role} `{step.hash}`\n"
-            f"**Agent:** {step.payload.get('agent', '')} | **Time:** {_time(step.timestamp)}"
-            + marks
+            f"**Agent:** {agent} | **Time:** {_time(step.timestamp)}" + marks
         )
 
     def prompt(self, step: chain.Step) -> str:
@@ -67,12 +68,16 @@ class _Blocks:
         return f"\n\n<prompt>\n{role.get('goal', '')}\n</prompt>" if isinstance(role, dict) else ""
 
     def body(self, step: chain.Step) -> str:
-        """The edge prompt the step was given, its output, then the artifacts it recorded."""
+        """The edge prompt the step was given, its answer (its structured output as the
+        frontmatter, then its content), then the artifacts it recorded. Agent text is fenced
+        (docs/format.md, "Markdown views")."""
         edge = step.payload.get("edgePrompt")
-        out = f"\n\n<edge-prompt>\n{edge}\n</edge-prompt>" if isinstance(edge, str) else ""
+        out = f"\n\n**Edge prompt:**\n\n{fence(edge, 'text')}" if isinstance(edge, str) else ""
         detail = step.payload.get("detail")
-        content = last_assistant_content(self.store, detail)
-        out += f"\n\n<output>\n{content}\n</output>" if content is not None else ""
+        answer = answer_text(
+            chain.output_of(self.store, step), last_assistant_content(self.store, detail)
+        )
+        out += f"\n\n**Output:**\n\n{fence(answer, 'markdown')}" if answer else ""
         listed = artifacts.of_detail(self.store, detail)
         if listed:
             lines = [f"- `{a.path}` ({_bytes(a.size)}, `{a.hash}`)" for a in listed]
@@ -107,10 +112,33 @@ class _Blocks:
         covered = f"steps 1–{number - 1}" if number > 2 else "step 1"
         return (
             f"## Summary of {covered} `{step.compact}`\n\n"
-            f"{text if text is not None else '(the summary node is missing)'}\n\n"
+            f"{fence(text, 'markdown') if text is not None else '(the summary node is missing)'}"
+            "\n\n"
             f"*(recorded by step {number}; `uwf thread read {thread} --full --before "
             f"{step.hash}` shows the steps it covers)*"
         )
+
+
+def output_yaml(output: Any) -> str:
+    """A structured output as YAML: its fields in block style, or (an output that is not a
+    mapping, written by another tool) its JSON, which YAML reads the same."""
+    from uwf.util.jsonfmt import dump_yaml, dumps
+
+    return dump_yaml(output) if isinstance(output, dict) else dumps(output) + "\n"
+
+
+def answer_text(output: Any, content: str | None) -> str:
+    """A step's answer as its writer gave it: the structured output as a frontmatter block
+    (``output_yaml``), then the content without the frontmatter it may start with ("" for
+    neither). A step whose output node is missing shows its content only."""
+    from uwf.util.frontmatter import body
+
+    parts = []
+    if output not in ({}, None):
+        parts.append(f"---\n{output_yaml(output)}---")
+    if content is not None and (text := body(content).strip("\n")):
+        parts.append(text)
+    return "\n".join(parts)
 
 
 def read_thread(
@@ -197,24 +225,30 @@ def _turn_section(position: int, turn: dict[str, Any]) -> tuple[int, str] | None
     index = turn.get("index")
     number = (index if isinstance(index, int) else position) + 1
     role = turn.get("role")
-    parts = [f"## Turn {number}: {role}" if isinstance(role, str) and role else f"## Turn {number}"]
+    who = one_line(role) if isinstance(role, str) and role else ""
+    parts = [f"## Turn {number}: {who}" if who else f"## Turn {number}"]
     if isinstance(content, str) and (content or not calls):
-        parts.append(content)
+        parts.append(fence(content, "markdown"))
     for call in calls:
         args = call.get("args")
         args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        parts.append(f"**Tool call:** `{call.get('name')}`\n\n```\n{args_text}\n```")
+        name = one_line(str(call.get("name"))).replace("`", "'")
+        parts.append(f"**Tool call:** `{name}`\n\n{fence(args_text)}")
     return number, "\n\n".join(parts)
 
 
 def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> str:
-    """A step's turns as markdown, each labelled with who spoke, tool calls included; the
-    newest turns first to fit ``quota``."""
+    """A step's structured output, then its turns as markdown, each labelled with who spoke,
+    tool calls included; the newest turns first to fit ``quota``. Agent text is fenced."""
     store = backend.nodes
     step = chain.require_step(store, step_hash)
     head = (
-        f"# Step {step_hash}\n\n**Role:** {step.role}\n**Agent:** {step.payload.get('agent', '')}"
+        f"# Step {step_hash}\n\n**Role:** {step.role}\n"
+        f"**Agent:** {one_line(str(step.payload.get('agent', '')))}"
     )
+    output = chain.output_of(store, step)
+    if output not in ({}, None):
+        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     detail = step.payload.get("detail")
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")

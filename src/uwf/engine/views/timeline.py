@@ -13,7 +13,7 @@ from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.model import artifacts, chain
-from uwf.model.threads import active_status, locate
+from uwf.model.threads import active_status, failure_json, locate, waiting_json
 from uwf.model.turns import last_assistant_content
 from uwf.moderator.evaluate import START, ModeratorError, evaluate, status_of
 from uwf.util.errors import UwfError
@@ -80,12 +80,13 @@ def timeline(
     backend: Backend, thread: str, after: str | None = None, full: bool = True
 ) -> dict[str, Any]:
     """``{thread, workflow, workflowName, head, active, status, task, started, count, steps,
-    next}``: ``steps`` are the steps newer than ``after`` (all when None or not in the
-    chain), oldest first (only hash, number, role, status and timestamps unless ``full``;
-    with it also what the step shows, its ``artifacts`` and its summary, ``compact``);
-    ``elapsedMs`` is the time since the node before (the task or the previous step); ``next``
-    is where an active thread goes next (``{role, status, prompt}``, or ``{error}`` when its
-    graph has no route)."""
+    next}``, plus ``waiting`` (``{role, since, reason?, answer}``: the ``thread answer``
+    command) and ``failure`` (``thread show``'s) when the thread has them. ``steps`` are the
+    steps newer than ``after`` (all when None or not in the chain), oldest first (only hash,
+    number, role, status and timestamps unless ``full``; with it also what the step shows, its
+    ``artifacts`` and its summary, ``compact``); ``elapsedMs`` is the time since the node
+    before (the task or the previous step); ``next`` is where an active thread goes next
+    (``{role, status, prompt}``, or ``{error}`` when its graph has no route)."""
     ref = locate(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, ref.head)
@@ -106,7 +107,15 @@ def timeline(
         boundary = record["timestamp"]
     status = ref.status
     if ref.active:
-        status = active_status(ref.waiting, backend.locks.is_running(ref.thread))
+        status = active_status(ref.waiting, backend.locks.is_running(ref.thread), ref.failure)
+    extra: dict[str, Any] = {}
+    if ref.active and ref.waiting is not None:
+        extra["waiting"] = {
+            **waiting_json(ref.waiting),
+            "answer": answer_line(store, workflow, thread, ref.waiting.role),
+        }
+    if ref.active and ref.failure is not None:
+        extra["failure"] = failure_json(ref.failure)
     return {
         "thread": thread,
         "workflow": start.workflow,
@@ -119,7 +128,28 @@ def timeline(
         "count": count,
         "steps": records,
         "next": _next(store, workflow, head) if ref.active else None,
+        **extra,
     }
+
+
+def answer_line(store: Any, workflow: dict[str, Any], thread: str, role: str) -> str:
+    """The ``uwf thread answer`` command that answers ``role`` in ``thread``: its statuses and
+    the other fields its schema requires, to fill in (docs/agents.md, "thread answer")."""
+    from uwf.moderator import emits
+
+    spec = workflow.get("roles", {}).get(role)
+    meta = spec.get("meta") if isinstance(spec, dict) else None
+    node = store.get(meta) if isinstance(meta, str) else None
+    schema = node.payload if node is not None else None
+    parts = [f"uwf thread answer {thread}"]
+    found = emits.statuses(schema)
+    if found.values:
+        parts.append(f"--status {'|'.join(found.values)}")
+    for field in emits.fields(schema):
+        if field.required and field.name != "status":
+            parts.append(f"--set {field.name}=…")
+    parts.append('-m "…"')
+    return " ".join(parts)
 
 
 def _next(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> dict[str, Any]:
@@ -139,6 +169,18 @@ def workflow_payload(backend: Backend, workflow_hash: str) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise UwfError(f"workflow {workflow_hash} has no graph")
     return payload
+
+
+def workflow_names(backend: Backend, hashes: set[str]) -> dict[str, str]:
+    """Workflow hash -> name, for the few distinct workflows a listing shows (the hash
+    itself when its node cannot be read)."""
+    out = {}
+    for h in hashes:
+        try:
+            out[h] = str(workflow_payload(backend, h).get("name") or h)
+        except UwfError:
+            out[h] = h
+    return out
 
 
 def workflow_graph(backend: Backend, ident: str) -> Any:

@@ -1,0 +1,111 @@
+"""What ``--format table`` shows of ``thread list``, ``thread show`` and ``thread steps``: the
+columns a person reads at a terminal, made from the same plain data as the JSON (which stays
+the contract). ``cli/options.table`` renders them; ``workflow list`` needs no module of its
+own. No ``from __future__ import annotations``: see ``cli/options``.
+"""
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from uwf.cli.options import age
+
+if TYPE_CHECKING:
+    from uwf.backend.base import Backend
+    from uwf.util.outputs import StepEntry, ThreadListed, ThreadShown, ThreadSteps
+
+Rows = tuple[list[str] | None, list[list[object]]]
+
+
+def _now() -> int:
+    from uwf.util.ulid import now_ms
+
+    return now_ms()
+
+
+def _status(item: "ThreadListed | ThreadShown") -> str:
+    """The status, with who a waiting thread waits for."""
+    waiting = item.get("waiting")
+    return f"{item['status']} ({waiting['role']})" if waiting else str(item["status"])
+
+
+def _failure(failure: Mapping[str, Any] | None) -> str:
+    if not failure:
+        return ""
+    times = f"×{failure['attempts']} " if failure["attempts"] > 1 else ""
+    return f"{times}exit {failure['code']}: {failure['error']}"
+
+
+def list_rows(backend: "Backend", items: "list[ThreadListed]") -> Rows:
+    """``thread list``: thread, age, status, workflow (its name), task, last failure."""
+    from uwf.engine.views.timeline import workflow_names
+
+    names = workflow_names(backend, {i["workflow"] for i in items})
+    now = _now()
+    rows: list[list[object]] = [
+        [
+            i["thread"],
+            age(i["createdAt"], now),
+            _status(i),
+            names.get(i["workflow"], i["workflow"]),
+            i["task"],
+            _failure(i.get("failure")),
+        ]
+        for i in items
+    ]
+    return ["THREAD", "AGE", "STATUS", "WORKFLOW", "TASK", "LAST FAILURE"], rows
+
+
+def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
+    """``thread show``: one field per line."""
+    from uwf.engine.views.timeline import workflow_names
+
+    now = _now()
+    workflow = shown["workflow"]
+    cost = shown.get("cost") or {}
+    rows: list[list[object]] = [
+        ["thread", shown["thread"]],
+        ["workflow", f"{workflow_names(backend, {workflow})[workflow]} ({workflow})"],
+        ["status", _status(shown)],
+        ["steps", shown["steps"]],
+        ["head", shown["head"]],
+        ["cost", f"{cost.get('totalTokens', 0)} tokens, {cost.get('calls', 0)} model calls"],
+    ]
+    waiting = shown.get("waiting")
+    if waiting:
+        reason = f": {waiting['reason']}" if waiting.get("reason") else ""
+        rows.append(["waiting", f"for {waiting['role']} for {age(waiting['since'], now)}{reason}"])
+    failure = shown.get("failure")
+    if failure:
+        rows.append(["last failure", f"{age(failure['at'], now)} ago, {_failure(failure)}"])
+    background = shown.get("background")
+    if background:
+        rows.append(["background", f"pid {background['pid']} on {background['host']}"])
+    return None, rows
+
+
+def steps_rows(listed: "ThreadSteps") -> Rows:
+    """``thread steps``: number, hash, role, status, agent, time taken, tokens, age (the task
+    first, as step 0)."""
+    now = _now()
+    start, *steps = listed["steps"]
+    rows: list[list[object]] = [
+        [0, start["hash"], "(task)", "", "", "", "", age(start["timestamp"], now)]
+    ]
+    for n, step in enumerate(cast("list[StepEntry]", steps), start=1):  # the StartNode is first
+        output = step["output"]
+        status = output.get("status", "") if isinstance(output, dict) else ""
+        took = step["durationMs"]
+        usage = step["usage"]
+        rows.append(
+            [
+                n,
+                step["hash"],
+                step["role"],
+                status,
+                step["agent"],
+                "" if took is None else f"{took / 1000:.1f}s",
+                "" if usage is None else usage["totalTokens"],
+                age(step["timestamp"], now),
+            ]
+        )
+    return ["#", "HASH", "ROLE", "STATUS", "AGENT", "TOOK", "TOKENS", "AGE"], rows

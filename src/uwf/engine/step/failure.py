@@ -1,0 +1,59 @@
+"""A thread's last failure (docs/format.md, "Thread state"): every stepper records it.
+
+``step_held`` — the one function through which a foreground ``thread step``, ``--next``,
+``uwf worker`` and a background run step a thread — calls ``record_failure`` when a step
+fails with the loop contract's 1 (an error) or 5 (the agent failed), under the step lock.
+The thread table keeps the error line, the exit code, when, the role and agent, the host,
+and how many attempts failed at this head since the last step landed; a landed step clears
+it. Busy (4), a thread that ended (3), a deferral (6), a stop asked for (``thread stop``) and
+signals are not failures of the thread and leave it alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+from uwf.backend.base import Backend, Failure
+from uwf.engine.step.plan import StepPlan
+from uwf.util.base32 import NodeHash
+from uwf.util.errors import Stopped, UwfError, exit_code
+from uwf.util.log import ProcessLog
+from uwf.util.ulid import ThreadId, now_ms
+
+FAILURE_CODES = (1, 5)
+ERROR_LIMIT = 1000  # characters of the error line kept in the thread state
+
+
+def record_failure(
+    backend: Backend,
+    thread: ThreadId,
+    head: NodeHash,
+    plan: StepPlan | None,
+    exc: UwfError,
+    log: ProcessLog,
+) -> Failure | None:
+    """Record ``exc`` as the thread's last failure at ``head``; the record, or None when the
+    error is not a failure of the thread or could not be recorded (a head that moved, a store
+    that is away: the step's own error is what the caller reports)."""
+    code = exit_code(exc, loop=True)
+    if code not in FAILURE_CODES or isinstance(exc, Stopped):
+        return None
+    message = " ".join(exc.message.split())
+    if len(message) > ERROR_LIMIT:
+        message = message[: ERROR_LIMIT - 1] + "…"
+    failure = Failure(
+        head,
+        message,
+        code,
+        now_ms(),
+        role=plan.role if plan is not None else None,
+        agent=plan.argv[0] if plan is not None and plan.argv else None,
+        host=os.uname().nodename,
+    )
+    try:
+        stored = backend.threads.fail(thread, failure)
+    except UwfError as error:
+        log.write("G5Q9W2R7", f"failure not recorded: {error.message}")
+        return None
+    log.write("F8K3M6T2", f"failure recorded attempts={stored.attempts} code={code}")
+    return stored
