@@ -10,7 +10,9 @@ through ``run``:
   should we die without finishing (SIGKILL, the OOM killer), kills the child's whole group —
   the children the child started included, which no parent-death signal reaches;
 * stdin closed or fed from a string; stdout captured up to a bound (the tail is kept) or
-  whole; stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
+  whole; stderr copied live, line by line, to ours (with a prefix; a line cut at
+  ``LINE_SHOWN`` bytes, secrets masked, control characters escaped) while its tail is kept,
+  all in fixed memory however long a line is;
 * a timeout, a ``should_stop`` callback polled twice a second, a signal or any exception
   in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period. When the
   child exits by itself, what it left running in its group is killed too.
@@ -35,7 +37,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,10 @@ from uwf.util.signals import deferred
 
 STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages
+LINE_SHOWN = 8192  # bytes of one stderr line copied live; the rest is counted, never kept
+# Linux's MAX_ARG_STRLEN: the bytes of one argument or one NAME=value environment string,
+# its final NUL included (32 pages). Longer ones make exec fail with E2BIG.
+ARG_LIMIT = 131072
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
@@ -67,6 +72,16 @@ except OSError:
 """
 
 
+def fits_env(name: str, value: str) -> bool:
+    """Whether ``name=value`` fits in one environment string (``ARG_LIMIT``)."""
+    return len(name) + 2 + len(value.encode("utf-8", "surrogateescape")) <= ARG_LIMIT
+
+
+def fits_arg(value: str) -> bool:
+    """Whether ``value`` fits in one command-line argument (``ARG_LIMIT``)."""
+    return len(value.encode("utf-8", "surrogateescape")) + 1 <= ARG_LIMIT
+
+
 class CannotStart(UwfError):
     """The command could not be started; ``cause`` is the operating system's error, for a
     caller that words it its own way (``hermes not found on PATH: …``)."""
@@ -86,6 +101,8 @@ class Finished:
     timed_out: bool = False
     stopped: bool = False  # ``should_stop`` answered True and the group was killed
     duration_ms: int = 0
+    stdout_dropped: int = 0  # bytes of stdout before the tail kept (``stdout_limit``)
+    stderr_dropped: int = 0  # bytes of stderr before the tail kept (``stderr_keep``)
 
 
 def _parent_death_hook() -> Callable[[], None] | None:
@@ -136,8 +153,9 @@ def terminate(pid: int) -> None:
         os.kill(pid, signal.SIGTERM)
 
 
-def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None) -> None:
+def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None, seen: list[int]) -> None:
     while chunk := stream.read(65536):
+        seen[0] += len(chunk)
         sink.extend(chunk)
         if limit is not None and len(sink) > 2 * limit:
             del sink[: len(sink) - limit]
@@ -145,34 +163,89 @@ def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None) -> None:
 
 
 class _Tail:
-    """The last ``keep`` characters of a stream of lines."""
+    """The last ``keep`` characters of a stream, in fixed memory: at most ``4 * keep`` bytes
+    (a UTF-8 character has at most four) however long the stream or its lines, and how many
+    bytes were left out before them."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
-        self.parts: deque[str] = deque()
-        self.size = 0
+        self.data = bytearray()
+        self.total = 0  # bytes seen
 
-    def add(self, line: str) -> None:
-        self.parts.append(line)
-        self.size += len(line)
-        while self.size - len(self.parts[0]) >= self.keep:
-            self.size -= len(self.parts.popleft())
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        self.total += len(chunk)
+        excess = len(self.data) - 4 * self.keep
+        if excess > 4 * self.keep:  # trimmed in batches: amortised O(1) per byte
+            del self.data[:excess]
 
     def text(self) -> str:
-        return "".join(self.parts)[-self.keep :]
+        text = self.data.decode("utf-8", "replace")
+        return text if len(text) <= self.keep else text[-self.keep :]
+
+    def dropped(self, kept: str) -> int:
+        """The bytes of the stream before ``kept`` (its text), which were not kept."""
+        return max(0, self.total - len(kept.encode("utf-8", "replace")))
+
+
+class _LiveLines:
+    """Copies a child's stderr to ours line by line, each with a prefix, in fixed memory: a
+    line longer than ``LINE_SHOWN`` bytes is shown up to there and then said to be cut, with
+    how many bytes were not shown. Secrets are masked and control characters escaped
+    (``uwf.util.terminal``): the lines are an agent's words on a person's terminal."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.line = bytearray()
+        self.cut = 0  # bytes of the current line not shown
+        self.alive = True
+
+    def feed(self, chunk: bytes) -> None:
+        start = 0
+        while self.alive:
+            end = chunk.find(b"\n", start)
+            piece = memoryview(chunk)[start : len(chunk) if end < 0 else end]
+            room = LINE_SHOWN - len(self.line)
+            if room > 0:
+                self.line += piece[:room]
+                if len(piece) > room:
+                    self._write(self.line, " …")  # the head now; the count at the line's end
+            self.cut += max(0, len(piece) - max(room, 0))
+            if end < 0:
+                return
+            self.end()
+            start = end + 1
+
+    def end(self) -> None:
+        """The current line ended (a newline, or the end of the stream)."""
+        if self.cut:
+            self._write(b"", f"[… {self.cut} more bytes of this line not shown]")
+        elif self.line:
+            self._write(self.line, "")
+        self.line.clear()
+        self.cut = 0
+
+    def _write(self, raw: bytes | bytearray, note: str) -> None:
+        from uwf.util.secrets import redact
+        from uwf.util.terminal import visible
+
+        text = visible(redact(raw.decode("utf-8", "replace").rstrip("\r")), keep="\t")
+        try:
+            sys.stderr.write(f"{self.prefix}{text}{note}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            self.alive = False
 
 
 def _pump_stderr(stream: IO[bytes], tail: _Tail, prefix: str | None) -> None:
-    out = sys.stderr
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", "replace")
-        tail.add(line)
-        if prefix is not None:
-            try:
-                out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
-                out.flush()
-            except (OSError, ValueError):
-                prefix = None
+    live = _LiveLines(prefix) if prefix is not None else None
+    fd = stream.fileno()
+    while chunk := os.read(fd, 65536):
+        tail.add(chunk)
+        if live is not None and live.alive:
+            live.feed(chunk)
+    if live is not None and live.alive and (live.line or live.cut):
+        live.end()
     stream.close()
 
 
@@ -330,7 +403,7 @@ def run(
         proc = _start(argv, env, stdin is not None, what, cwd)
         watchdog = _watchdog(proc.pid)
     try:
-        out, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
+        out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
         timed_out, stopped = _wait(proc, timeout, should_stop)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
@@ -342,13 +415,16 @@ def run(
     for worker in workers:
         worker.join(timeout=5)
     kept = out if stdout_limit is None else out[-stdout_limit:]
+    stderr_tail = tail.text()
     return Finished(
         code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
         stdout=bytes(kept).decode("utf-8", "replace"),
-        stderr_tail=tail.text(),
+        stderr_tail=stderr_tail,
         timed_out=timed_out,
         stopped=stopped,
         duration_ms=int((time.monotonic() - began) * 1000),
+        stdout_dropped=out_total[0] - len(kept),
+        stderr_dropped=tail.dropped(stderr_tail),
     )
 
 
@@ -358,13 +434,16 @@ def _pump(
     stdout_limit: int | None,
     stderr_prefix: str | None,
     stderr_keep: int,
-) -> tuple[bytearray, _Tail, list[threading.Thread]]:
+) -> tuple[bytearray, list[int], _Tail, list[threading.Thread]]:
     """Start the threads that feed stdin and drain stdout and stderr."""
     assert proc.stdout is not None and proc.stderr is not None
     out = bytearray()
+    seen = [0]
     tail = _Tail(stderr_keep)
     workers = [
-        threading.Thread(target=_pump_stdout, args=(proc.stdout, out, stdout_limit), daemon=True),
+        threading.Thread(
+            target=_pump_stdout, args=(proc.stdout, out, stdout_limit, seen), daemon=True
+        ),
         threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
     ]
     if stdin is not None:
@@ -374,7 +453,7 @@ def _pump(
         )
     for worker in workers:
         worker.start()
-    return out, tail, workers
+    return out, seen, tail, workers
 
 
 def _read_all(fd: int, timeout: float) -> bytes | None:
@@ -409,9 +488,14 @@ def spawn_detached(
     pipe in ``$UWF_READY_FD``; what it writes there before closing it (or exiting: ``""``) is
     what it said. A child silent for ``ready_timeout`` seconds is killed (UwfError).
     """
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        out = open(log, "ab")  # noqa: SIM115 - handed to the child, closed right after
+    try:  # the log is private to the user: it holds what agents said (0600, in a 0700 dir)
+        log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if log.parent.stat().st_mode & 0o077:
+            log.parent.chmod(0o700)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        out = os.fdopen(fd, "ab")
     except OSError as exc:
         raise UwfError(f"cannot write {log}: {exc.strerror or exc}") from None
     read_end, write_end = os.pipe()

@@ -19,7 +19,7 @@ from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
-from uwf.util.errors import Interrupted, UwfError, report
+from uwf.util.errors import Interrupted, UwfError, report, shown
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
@@ -75,7 +75,21 @@ def parse_args(argv: Sequence[str]) -> tuple[str, str, str]:
         return named["--thread"], named["--role"], named.get("--prompt", "")
     if len(args) != 2:
         raise UwfError("usage: <agent> <thread-id> <role>  (edge prompt in $UWF_EDGE_PROMPT)")
-    return args[0], args[1], os.environ.get("UWF_EDGE_PROMPT", "")
+    return args[0], args[1], edge_prompt_from_env()
+
+
+def edge_prompt_from_env() -> str:
+    """The edge prompt uwf gave: ``$UWF_EDGE_PROMPT``, or the file ``$UWF_EDGE_PROMPT_FILE``
+    names when the prompt was too long for an environment variable (docs/format.md, "The
+    agent protocol")."""
+    path = os.environ.get("UWF_EDGE_PROMPT_FILE")
+    if not path:
+        return os.environ.get("UWF_EDGE_PROMPT", "")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise UwfError(f"cannot read {path} ($UWF_EDGE_PROMPT_FILE): {exc.strerror}") from None
 
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
@@ -241,6 +255,7 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
     (``TRACEPARENT``), with an event per correction and extract."""
     from uwf.agent_kit import prompts
     from uwf.backend import open_backend
+    from uwf.config import secrets
     from uwf.config.config import apply_dotenv
 
     thread, role, edge_prompt = parse_args(argv)
@@ -248,6 +263,7 @@ def execute(agent: Agent, argv: Sequence[str], backend: Backend | None = None) -
     with otel.span("uwf.agent", attributes) as span:
         try:
             backend = backend if backend is not None else open_backend()
+            secrets.install(backend.root)
             apply_dotenv(backend.root)
             ctx = build_context(backend, thread, role, edge_prompt)
             if ctx.schema is not None:
@@ -273,7 +289,8 @@ def main(agent: Agent, argv: Sequence[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {exc}\n")
+        message = shown(f"internal error: {type(exc).__name__}: {exc}")
+        sys.stderr.write(f"error: {message}\n")
         sys.exit(70)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()

@@ -17,6 +17,7 @@ from uwf.cas import codec
 from uwf.util.base32 import check_hash, is_hash
 from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical, dumps
+from uwf.util.secrets import redact_payload
 
 
 class Node(NamedTuple):
@@ -253,12 +254,13 @@ class Store(abc.ABC):
         """Validate ``payload`` against the schema at ``type_hash``, then store it.
 
         Idempotent: an existing (type, payload) returns the same hash and keeps its first
-        timestamp. An unknown type or an invalid payload raises and stores nothing.
+        timestamp. An unknown type or an invalid payload raises and stores nothing. Every
+        known secret in the payload's strings is stored as ``***`` (``uwf.util.secrets``).
         """
         from uwf.cas import schema
 
         check_hash(type_hash, "type hash")
-        payload = canonical(payload)
+        payload = canonical(redact_payload(payload))
         h = codec.node_hash(type_hash, payload)
         if self._exists(h):  # validated when it was first stored: nothing to check again
             self._store(h, type_hash, payload)

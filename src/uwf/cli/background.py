@@ -54,7 +54,9 @@ class _Ready:
 
 def main(argv: list[str] | None = None) -> int:
     from uwf.backend import open_backend
+    from uwf.config import secrets
     from uwf.engine.step import background
+    from uwf.util.errors import shown
     from uwf.util.jsonfmt import dumps
     from uwf.util.signals import interrupt_on_signals
 
@@ -63,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(zip(args[2::2], args[3::2], strict=True))
     timeout = options.get("--timeout")
     ready = _Ready(thread, count)
+    opened = open_backend()
+    secrets.install(opened.root)
     with interrupt_on_signals():
         ended = background.run(
-            open_backend(),
+            opened,
             thread,
             count=count,
             agent=options.get("--agent"),
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if ready.started:
         if ended.error is not None:
-            print(f"error: {ended.error}", flush=True)
+            print(f"error: {shown(ended.error)}", flush=True)
         _say(f"background run of thread {thread} ended: {ended.reason}")
     return ended.code
 

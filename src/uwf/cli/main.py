@@ -127,7 +127,9 @@ _ClickException: type[Exception] = next(
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"error: {message}\n")
+    from uwf.util.errors import shown
+
+    sys.stderr.write(f"error: {shown(message)}\n")
     sys.stderr.flush()
     return code
 

@@ -83,6 +83,8 @@ class Config(NamedTuple):
     compact_after: int | None = None  # write a summary every N steps (docs/format.md)
     context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
+    # variables whose values are secrets: kept from what a model runs, redacted everywhere
+    secrets: tuple[str, ...] = ()
     root: Path | None = None
 
 
@@ -164,6 +166,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_positive(raw.get("artifactMaxBytes"), "artifactMaxBytes")
         or DEFAULT_ARTIFACT_MAX_BYTES,
+        secrets=_names(raw.get("secrets"), "secrets"),
         root=root,
     )
 
@@ -248,6 +251,17 @@ def _agent_timeout(value: Any) -> float | None:
     ):
         _fail("config.agentTimeout must be a positive number of seconds")
     return float(value)
+
+
+def _names(value: Any, key: str) -> tuple[str, ...]:
+    """A list of environment variable names (``secrets``); null or absent: none."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and v and "=" not in v and "\0" not in v for v in value
+    ):
+        _fail(f"config.{key} must be a list of environment variable names")
+    return tuple(value)
 
 
 def _positive(value: Any, key: str) -> int | None:
