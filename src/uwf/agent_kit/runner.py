@@ -212,12 +212,15 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     from uwf.model import artifacts
 
     directory = os.environ.get(artifacts.ENV, "")
-    try:
-        with os.scandir(directory) as entries:
-            if next(entries, None) is None:  # left empty, as most steps leave it
-                return detail
-    except OSError:  # unset, or gone
+    if not directory:
         return detail
+    if not os.path.islink(directory):  # a link in its place is refused by store_dir
+        try:
+            with os.scandir(directory) as entries:
+                if next(entries, None) is None:  # left empty, as most steps leave it
+                    return detail
+        except OSError:  # gone
+            return detail
     limit = load_config(ctx.root).artifact_max_bytes
     found, skipped = artifacts.store_dir(ctx.store, Path(directory), limit)
     for warning in skipped:

@@ -29,6 +29,7 @@ from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Busy, Conflict
 from uwf.util.jsonfmt import dumps
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
 
 
@@ -110,6 +111,7 @@ class MemoryThreads(ThreadTable):
         with self._mutex:
             if thread in self._active:
                 raise Conflict(f"thread {thread} already exists")
+            info = info._replace(task=storable(info.task))
             self._active[thread] = ActiveThread(thread, head, info)
 
     def _require(self, thread: ThreadId) -> ActiveThread:
@@ -130,6 +132,7 @@ class MemoryThreads(ThreadTable):
             record = self._require(thread)
             if record.head != waiting.head:
                 raise self.conflict(thread, record.head, "wait", waiting.head)
+            waiting = waiting._replace(reason=storable(waiting.reason))
             self._active[thread] = ActiveThread(thread, record.head, record.info, waiting)
 
     def archive(

@@ -31,6 +31,7 @@ from uwf.backend.base import (
 from uwf.util import fsio, jsonfmt, yamlio
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Conflict, InvalidInput
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, is_thread_id
 
 _LINE = re.compile(r'^("(?:[^"\\]|\\.)*"): (["{].*)$')
@@ -134,7 +135,7 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     role, since, reason = raw.get("role"), raw.get("since"), raw.get("reason")
     if not isinstance(role, str) or not isinstance(since, int) or isinstance(since, bool):
         return None
-    return Waiting(role, since, head, reason if isinstance(reason, str) else None)
+    return Waiting(role, since, head, storable(reason) if isinstance(reason, str) else None)
 
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
@@ -151,7 +152,7 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     task, waiting = raw.get("task"), raw.get("waiting")
     info = ThreadInfo(
         NodeHash(workflow) if is_hash(workflow) else None,
-        task if isinstance(task, str) else None,
+        storable(task) if isinstance(task, str) else None,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, NodeHash(head))
@@ -161,8 +162,12 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
 def encode_thread(record: ActiveThread) -> Any:
     """The threads.yaml value of a record: the bare head when there is nothing else."""
     extra: dict[str, Any] = record.info.as_json()
+    if isinstance(extra.get("task"), str):
+        extra["task"] = storable(extra["task"])
     if record.waiting is not None:
         extra["waiting"] = record.waiting.as_json()
+        if isinstance(extra["waiting"].get("reason"), str):
+            extra["waiting"]["reason"] = storable(extra["waiting"]["reason"])
     return {"head": record.head, **extra} if extra else record.head
 
 
@@ -185,7 +190,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         head=NodeHash(entry["head"]),
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
-        task=task if isinstance(task, str) else None,
+        task=storable(task) if isinstance(task, str) else None,
     )
 
 
@@ -317,7 +322,7 @@ class FsThreads(ThreadTable):
             head = record.head
             if expected is not None and head != expected:
                 raise self.conflict(thread, head, "archive", expected)
-            entry = HistoryEntry(thread, workflow, head, at_ms, status, record.info.task)
+            entry = HistoryEntry(thread, workflow, head, at_ms, status, storable(record.info.task))
             fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
             del records[thread]
         return head

@@ -22,6 +22,7 @@ from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict, NotFound
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
 
 _COLUMNS = "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason"
@@ -66,7 +67,7 @@ class PgThreads(ThreadTable):
         row = self.db.one(
             "INSERT INTO uwf_threads (thread, head, workflow, task, moved)"
             " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, info.task, now_ms()),
+            (thread, head, info.workflow, storable(info.task), now_ms()),
         )
         if row is None:
             raise Conflict(f"thread {thread} already exists")
@@ -96,7 +97,14 @@ class PgThreads(ThreadTable):
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
             " wait_reason = %s WHERE thread = %s AND head = %s RETURNING 1",
-            (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
+            (
+                waiting.role,
+                waiting.since,
+                waiting.head,
+                storable(waiting.reason),
+                thread,
+                waiting.head,
+            ),
         )
         if row is None:
             raise self._why(thread, waiting.head, "wait")
