@@ -10,7 +10,9 @@ from uwf.util.errors import CorruptNode
 
 
 def reindex(store: Store) -> dict[str, int]:
-    """Rebuild the type index from the nodes themselves (skipping damaged ones)."""
+    """Rebuild what the backend can from its own data (a pack's lost index), then the type
+    index from the nodes themselves (skipping damaged ones)."""
+    repaired = store.repair_storage()
     found: dict[str, list[tuple[int, str]]] = {}
     nodes = 0
     for h in store.iter_hashes():
@@ -23,7 +25,10 @@ def reindex(store: Store) -> dict[str, int]:
         nodes += 1
         found.setdefault(node.type, []).append((node.timestamp, h))
     store.write_index({t: [h for _, h in sorted(entries)] for t, entries in found.items()})
-    return {"nodes": nodes, "types": len(found)}
+    out = {"nodes": nodes, "types": len(found)}
+    if repaired:
+        out["repaired"] = repaired
+    return out
 
 
 def verify(store: Store) -> dict[str, Any]:

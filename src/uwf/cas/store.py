@@ -173,8 +173,22 @@ class Store(abc.ABC):
     def require(self, h: str, what: str = "CAS node") -> Node:
         node = self.get(h)
         if node is None:
-            raise NotFound(f"{what} not found: {h}")
+            raise NotFound(f"{what} not found: {h}{self.missing_hint(h)}")
         return node
+
+    def missing_hint(self, h: str) -> str:
+        """What a backend knows about why ``h`` is missing (damage it can name), or ""."""
+        return ""
+
+    def storage_doubts(self) -> list[dict[str, str]]:
+        """Damage that hides nodes from ``iter_hashes`` and reads (``{"pack"|…, "problem"}``):
+        ``cas gc`` refuses to run while there is any."""
+        return []
+
+    def repair_storage(self) -> int:
+        """Repair what the backend can rebuild from what it still holds (``cas reindex``);
+        how many pieces were rebuilt."""
+        return 0
 
     def _store(self, h: str, type_hash: str, payload: Any, *, typed: bool = True) -> None:
         """Write a node unless present; either way record the put of it and of its type.

@@ -64,6 +64,12 @@ class Collision(UwfError):
     """Two different nodes with one hash (XXH64 is not collision-resistant)."""
 
 
+class Damaged(UwfError):
+    """State uwf can tell is damaged — a file emptied or cut, a head that is not a hash, a
+    lost pack index: the commands that depend on it fail rather than read it as nothing
+    (docs/reliability.md, "Repairing damaged state")."""
+
+
 class SchemaViolation(UwfError):
     """A payload that does not satisfy its JSON Schema."""
 

@@ -84,11 +84,9 @@ def append_private(path: Path, text: str) -> None:
         if directory.stat().st_mode & 0o077:
             directory.chmod(0o700)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
+        with open(fd, "ab") as fh:
             if os.fstat(fd).st_mode & 0o077:
                 os.fchmod(fd, 0o600)
-            os.write(fd, text.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+            fh.write(text.encode("utf-8", "replace"))
     except OSError:
         pass

@@ -20,16 +20,29 @@ from uwf.backend.base import (
 )
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
-from uwf.util.base32 import NodeHash
-from uwf.util.errors import Conflict, NotFound
+from uwf.util.base32 import NodeHash, describe, is_hash
+from uwf.util.errors import Conflict, Damaged, NotFound
 from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
 
 _COLUMNS = "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason"
 
 
+REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
+
+
+def _hash(value: Any, table: str, what: str) -> NodeHash:
+    """A hash read from ``table``; one that is not a hash (a hand edit) is damage."""
+    if not is_hash(value):
+        raise Damaged(
+            f"table {table} is damaged: {what} is not a hash: {describe(str(value), 60)}; {REPAIR}"
+        )
+    return NodeHash(value)
+
+
 def _record(row: tuple[Any, ...]) -> ActiveThread:
     thread, head, workflow, task, role, since, wait_head, reason = row
+    head = _hash(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = Waiting(role, int(since), NodeHash(head), reason)
@@ -38,6 +51,7 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     thread, workflow, head, at, status, task = row
+    head = _hash(head, "uwf_history", f"the head of thread {thread}")
     return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task)
 
 
@@ -157,7 +171,7 @@ class PgRegistry(Registry):
 
     def read(self) -> dict[str, NodeHash]:
         rows = self.db.all("SELECT name, hash FROM uwf_registry ORDER BY name")
-        return {name: NodeHash(h) for name, h in rows}
+        return {name: _hash(h, "uwf_registry", f"the hash of workflow {name}") for name, h in rows}
 
     def get(self, name: str) -> NodeHash | None:
         row = self.db.one("SELECT hash FROM uwf_registry WHERE name = %s", (name,))

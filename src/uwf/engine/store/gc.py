@@ -8,6 +8,11 @@ meta-schema and uwf's own schemas; the pending ``thread compact`` requests. Work
 are found through the Workflow type indexes and, so that a lost index line cannot cost a
 version, also among the unreachable nodes the sweep reads.
 
+**Doubt.** A root in doubt stops gc before anything is deleted: a state file uwf cannot
+read as its own (emptied, cut, a head that is not a hash: an error naming the file), a head
+or registry entry whose node is missing or of another kind, a pack that lost its index
+(``engine/store/roots.py``, ``Store.storage_doubts``). What such a root reaches is unknown.
+
 **Mark.** From the roots, follow every ``cas_ref`` (``uwf.cas.refs``), each reached node's
 type and the type's type (the meta-schema). A reachable node that cannot be read (corrupt)
 stops gc before anything is deleted: its references are unknown.
@@ -60,7 +65,7 @@ from uwf.cas.store import Store
 from uwf.model import compact
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import CorruptNode, InvalidInput, UwfError
+from uwf.util.errors import CorruptNode, Damaged, InvalidInput, UwfError
 from uwf.util.ulid import ThreadId, now_ms
 
 DEFAULT_GRACE = "1h"
@@ -133,6 +138,7 @@ def _gc(
             cutoff = min(cutoff, _first_put(store, head))
     archived = [entry.head for entry in history]
     registry = backend.registry.read()
+    _refuse_doubt(store, active, history, registry)
 
     h = schemas.hashes()
     roots = [*h.every, *registry.values(), *active.values(), *archived]
@@ -174,6 +180,31 @@ def _gc(
         collected, freed, packed = _sweep(store, old, cutoff)
     out = {"scanned": len(scanned), "reachable": reachable, "collected": collected, "bytes": freed}
     return out if dry_run else {**out, "packed": packed}
+
+
+def _refuse_doubt(
+    store: Store,
+    active: dict[ThreadId, NodeHash],
+    history: list[HistoryEntry],
+    registry: dict[str, NodeHash],
+) -> None:
+    """Stop before anything is deleted while a root is in doubt — a head or registry entry
+    whose node is missing or of another kind, or nodes the store cannot list (a pack that
+    lost its index): what such a root reaches is unknown, and would be collected. (A state
+    file uwf cannot read as its own already stopped gc when it was read.)"""
+    from uwf.engine.store import roots
+
+    doubts = [d["problem"] for d in store.storage_doubts()]
+    doubts += [
+        f"{d.get('thread') or d.get('workflow')}: {d['problem']}"
+        for d in roots.problems(store, active, history, registry, corrupt=False)
+    ]
+    if doubts:
+        more = f" (and {len(doubts) - 3} more)" if len(doubts) > 3 else ""
+        raise Damaged(
+            f"cas gc stopped, nothing was deleted: a root is in doubt: {'; '.join(doubts[:3])}"
+            f'{more}; see uwf cas verify and docs/reliability.md, "Repairing damaged state"'
+        )
 
 
 def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int, int]:
