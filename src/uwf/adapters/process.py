@@ -40,14 +40,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from uwf.adapters.pipes import Tail, feed, pump_stderr, pump_stdout
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
 
 STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages
-LINE_SHOWN = 8192  # bytes of one stderr line copied live; the rest is counted, never kept
 # Linux's MAX_ARG_STRLEN: the bytes of one argument or one NAME=value environment string,
 # its final NUL included (32 pages). Longer ones make exec fail with E2BIG.
 ARG_LIMIT = 131072
@@ -151,109 +151,6 @@ def terminate(pid: int) -> None:
     """Send SIGTERM to the process ``pid`` (gone already, or not ours: nothing happens)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGTERM)
-
-
-def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None, seen: list[int]) -> None:
-    while chunk := stream.read(65536):
-        seen[0] += len(chunk)
-        sink.extend(chunk)
-        if limit is not None and len(sink) > 2 * limit:
-            del sink[: len(sink) - limit]
-    stream.close()
-
-
-class _Tail:
-    """The last ``keep`` characters of a stream, in fixed memory: at most ``4 * keep`` bytes
-    (a UTF-8 character has at most four) however long the stream or its lines, and how many
-    bytes were left out before them."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep = keep
-        self.data = bytearray()
-        self.total = 0  # bytes seen
-
-    def add(self, chunk: bytes) -> None:
-        self.data += chunk
-        self.total += len(chunk)
-        excess = len(self.data) - 4 * self.keep
-        if excess > 4 * self.keep:  # trimmed in batches: amortised O(1) per byte
-            del self.data[:excess]
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", "replace")
-        return text if len(text) <= self.keep else text[-self.keep :]
-
-    def dropped(self, kept: str) -> int:
-        """The bytes of the stream before ``kept`` (its text), which were not kept."""
-        return max(0, self.total - len(kept.encode("utf-8", "replace")))
-
-
-class _LiveLines:
-    """Copies a child's stderr to ours line by line, each with a prefix, in fixed memory: a
-    line longer than ``LINE_SHOWN`` bytes is shown up to there and then said to be cut, with
-    how many bytes were not shown. Secrets are masked and control characters escaped
-    (``uwf.util.terminal``): the lines are an agent's words on a person's terminal."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.line = bytearray()
-        self.cut = 0  # bytes of the current line not shown
-        self.alive = True
-
-    def feed(self, chunk: bytes) -> None:
-        start = 0
-        while self.alive:
-            end = chunk.find(b"\n", start)
-            piece = memoryview(chunk)[start : len(chunk) if end < 0 else end]
-            room = LINE_SHOWN - len(self.line)
-            if room > 0:
-                self.line += piece[:room]
-                if len(piece) > room:
-                    self._write(self.line, " …")  # the head now; the count at the line's end
-            self.cut += max(0, len(piece) - max(room, 0))
-            if end < 0:
-                return
-            self.end()
-            start = end + 1
-
-    def end(self) -> None:
-        """The current line ended (a newline, or the end of the stream)."""
-        if self.cut:
-            self._write(b"", f"[… {self.cut} more bytes of this line not shown]")
-        elif self.line:
-            self._write(self.line, "")
-        self.line.clear()
-        self.cut = 0
-
-    def _write(self, raw: bytes | bytearray, note: str) -> None:
-        from uwf.util.secrets import redact
-        from uwf.util.terminal import visible
-
-        text = visible(redact(raw.decode("utf-8", "replace").rstrip("\r")), keep="\t")
-        try:
-            sys.stderr.write(f"{self.prefix}{text}{note}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            self.alive = False
-
-
-def _pump_stderr(stream: IO[bytes], tail: _Tail, prefix: str | None) -> None:
-    live = _LiveLines(prefix) if prefix is not None else None
-    fd = stream.fileno()
-    while chunk := os.read(fd, 65536):
-        tail.add(chunk)
-        if live is not None and live.alive:
-            live.feed(chunk)
-    if live is not None and live.alive and (live.line or live.cut):
-        live.end()
-    stream.close()
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stream.write(data)
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stream.close()
 
 
 def _start(
@@ -434,22 +331,22 @@ def _pump(
     stdout_limit: int | None,
     stderr_prefix: str | None,
     stderr_keep: int,
-) -> tuple[bytearray, list[int], _Tail, list[threading.Thread]]:
+) -> tuple[bytearray, list[int], Tail, list[threading.Thread]]:
     """Start the threads that feed stdin and drain stdout and stderr."""
     assert proc.stdout is not None and proc.stderr is not None
     out = bytearray()
     seen = [0]
-    tail = _Tail(stderr_keep)
+    tail = Tail(stderr_keep)
     workers = [
         threading.Thread(
-            target=_pump_stdout, args=(proc.stdout, out, stdout_limit, seen), daemon=True
+            target=pump_stdout, args=(proc.stdout, out, stdout_limit, seen), daemon=True
         ),
-        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
+        threading.Thread(target=pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
     ]
     if stdin is not None:
         assert proc.stdin is not None
         workers.append(
-            threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True)
+            threading.Thread(target=feed, args=(proc.stdin, stdin.encode()), daemon=True)
         )
     for worker in workers:
         worker.start()

@@ -185,7 +185,8 @@ def _busy(message: str) -> Any:
     """503 with one line saying why, and when to try again."""
     from starlette.responses import PlainTextResponse
 
-    return PlainTextResponse(message + "\n", status_code=503, headers={"retry-after": "5"})
+    headers = {"retry-after": "5", "connection": "close"}  # its descriptor freed at once
+    return PlainTextResponse(message + "\n", status_code=503, headers=headers)
 
 
 def _failed(request: Any, exc: Exception) -> Any:
@@ -271,8 +272,7 @@ class _Guard:
     def __init__(self, app: Any, hosts: frozenset[str]) -> None:
         self.app = app
         self.hosts = hosts
-        self.quiet_until = 0.0
-        self.unsaid = 0
+        self.quiet = _Quiet()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -295,22 +295,9 @@ class _Guard:
         try:
             await self.app(scope, receive, with_headers)
         except Exception as exc:
-            self._say(exc)
+            self.quiet({"message": type(exc).__name__, "exception": exc})
             if not started:
                 await _plain(send, 500, "internal error (uwf ui wrote one line on its stderr)\n")
-
-    def _say(self, exc: Exception) -> None:
-        import sys
-        import time
-
-        now = time.monotonic()
-        if now < self.quiet_until:
-            self.unsaid += 1
-            return
-        more = f" ({self.unsaid} more since the last line)" if self.unsaid else ""
-        sys.stderr.write(f"uwf ui: error: {type(exc).__name__}: {exc}{more}\n")
-        sys.stderr.flush()
-        self.quiet_until, self.unsaid = now + 1.0, 0
 
 
 async def _plain(send: Any, status: int, text: str) -> None:
@@ -365,4 +352,44 @@ def serve(backend: Backend, sock: socket.socket, host: str = "127.0.0.1") -> Non
         limit_concurrency=max_connections(),
         backlog=128,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    _server(config).run(sockets=[sock])
+
+
+def _server(config: Any) -> Any:
+    """uvicorn's server, whose event loop reports an error it cannot pass on (``accept``
+    out of descriptors, a connection lost mid-write) as one line a second on stderr, not a
+    traceback each time."""
+    import asyncio
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            quiet = _Quiet()
+            asyncio.get_running_loop().set_exception_handler(lambda _, ctx: quiet(ctx))
+            await super().serve(sockets)
+
+    return Server(config)
+
+
+class _Quiet:
+    """An event loop's exception handler: one line a second, with how many were left out."""
+
+    def __init__(self) -> None:
+        self.until = 0.0
+        self.unsaid = 0
+
+    def __call__(self, context: dict[str, Any]) -> None:
+        import sys
+        import time
+
+        now = time.monotonic()
+        if now < self.until:
+            self.unsaid += 1
+            return
+        exc = context.get("exception")
+        what = f"{context.get('message', 'error')}" + (f": {exc}" if exc is not None else "")
+        more = f" ({self.unsaid} more since the last line)" if self.unsaid else ""
+        sys.stderr.write(f"uwf ui: error: {what}{more}\n")
+        sys.stderr.flush()
+        self.until, self.unsaid = now + 1.0, 0

@@ -147,15 +147,19 @@ def validate_inputs(
 def check_model(
     base_url: str, api_key: str, model: str, timeout: float | None = None
 ) -> dict[str, Any]:
-    """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line."""
+    """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line
+    (the key masked, should the server quote it)."""
     from uwf.adapters import llm
+    from uwf.util import secrets
 
     seconds = llm.resolve_timeout(llm.CHECK_TIMEOUT, timeout)
     client = llm.Client(base_url, api_key, model, timeout=seconds)
     try:
         client.chat([{"role": "user", "content": "hi"}], max_tokens=1)
     except llm.LLMError as exc:
-        return {"ok": False, "error": exc.message}
+        # a server may echo the key it was sent: never printed (docs/architecture.md)
+        secrets.add(api_key)
+        return {"ok": False, "error": secrets.redact(exc.message)}
     finally:
         client.close()
     return {"ok": True}
