@@ -74,7 +74,7 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     else:
         return out
     try:
-        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=path)
+        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=Path(path.name))
     except InvalidInput as exc:
         raise damaged(path, exc.message) from None
     if loaded is None:  # only comments: uwf's header, no entry
@@ -132,6 +132,8 @@ class MappingFile:
                 raise damaged(self.path, f"{describe(key, 60)} is not a {self.key_name}")
             value = self.decode(key, raw)
             if value is None:
+                if isinstance(raw, dict) and "head" in raw:  # a thread's record: its head
+                    raw = raw["head"]
                 shown = describe(raw if isinstance(raw, str) else json.dumps(raw), 60)
                 raise damaged(self.path, f"the {self.value_name} of {key} is not valid: {shown}")
             out[key] = value

@@ -101,8 +101,9 @@ def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -
         "tempFiles": 0,
     }
     result.update({"dryRun": True} if dry_run else {"packed": 0})
-    if next(iter(backend.nodes.iter_hashes()), None) is None:  # nothing stored: create nothing
-        return result
+    store = backend.nodes
+    if next(iter(store.iter_hashes()), None) is None and not store.storage_doubts():
+        return result  # nothing stored: create nothing
     with backend.locks.gc():
         cutoff = now_ms() - grace_ms
         in_flight = backend.locks.running()  # before the heads: see the module doc
