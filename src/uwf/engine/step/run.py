@@ -30,6 +30,7 @@ from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import AgentFailed, Deferred, UwfError
 from uwf.util.log import ProcessLog
+from uwf.util.secrets import redact
 from uwf.util.ulid import now_ms
 
 TTY_ENV = "UWF_TTY"
@@ -163,7 +164,8 @@ def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> D
     """The agent deferred its step (exit 75): record that the thread waits at its head for the
     role (since the first deferral at this head) and return the error the step fails with."""
     assert plan.role is not None
-    reason = stderr_summary(run.stderr_tail, 300).removeprefix("error: ") or None
+    said = redact(stderr_summary(run.stderr_tail, 300).removeprefix("error: "))
+    reason = said or None  # stored: a secret the agent printed is masked (util.secrets)
     record = backend.threads.get(plan.thread)
     known = record.waiting if record is not None else None
     since = now_ms()
