@@ -21,23 +21,25 @@ MASK = "***"
 MIN_LENGTH = 6
 URL_PASSWORD = r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@"  # scheme://user:PASSWORD@
 
-_sources: list[Callable[[], Iterable[str]]] = []
+_sources: dict[str, Callable[[], Iterable[str]]] = {}
 _values: tuple[str, ...] | None = None
 _url: re.Pattern[str] | None = None
 
 
-def register(source: Callable[[], Iterable[str]]) -> None:
-    """Add a source of secret values (called once, on the first redaction after this)."""
+def register(source: Callable[[], Iterable[str]], key: str = "store") -> None:
+    """Set the source of secret values named ``key`` (replacing the one of that name: a
+    process that opens its store again, as tests and embedders do, keeps one); it is called
+    once, on the first redaction after this."""
     global _values
-    _sources.append(source)
+    _sources[key] = source
     _values = None
 
 
 def add(*values: str) -> None:
-    """Known secret values (a password read from a URL, a key read from a file)."""
+    """Known secret values (a key typed into ``uwf setup``)."""
     kept = tuple(v for v in values if v)
     if kept:
-        register(lambda: kept)
+        register(lambda: kept, key="added:" + "\0".join(kept))
 
 
 def values() -> tuple[str, ...]:
@@ -46,7 +48,7 @@ def values() -> tuple[str, ...]:
     global _values
     if _values is None:
         found: set[str] = set()
-        for source in list(_sources):
+        for source in list(_sources.values()):
             found.update(v for v in source() if isinstance(v, str) and len(v) >= MIN_LENGTH)
         _values = tuple(sorted(found, key=len, reverse=True))
     return _values
