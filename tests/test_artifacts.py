@@ -283,7 +283,7 @@ def test_the_web_view_links_artifacts(
     from uwf.web.app import create_app
 
     step_hash = developer_step
-    client = TestClient(create_app(FsBackend(root)))
+    client = TestClient(create_app(FsBackend(root)), base_url="http://127.0.0.1")
     page = client.get(f"/thread/{at_developer}").text
     for path in ("change.patch", "logs/trace.bin"):
         assert f'href="/step/{step_hash}/artifact/{path}" download' in page

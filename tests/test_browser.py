@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,4 +304,80 @@ def test_failing_and_waiting_threads_say_why(
     said = page.locator("#waiting").inner_text()
     assert "Waits for reviewer since " in said and ": no terminal." in said
     assert f'uwf thread answer {waiting} --status approved|rejected --set comments=… -m "…"' in said
+
+
+# -- hostile agents (docs/reliability.md, "Hostile agents") ---------------------------------
+
+
+@pytest.fixture
+def pixel() -> Iterator[Any]:
+    """A server on loopback that counts every request: where a remote image would come from."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd.hits = hits  # type: ignore[attr-defined]
+    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/pixel.png"  # type: ignore[attr-defined]
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_remote_image_is_a_plain_link_and_never_fetched(
+    page: Any, server: str, new_thread: Any, scenario: Any, cli: Any, pixel: Any, tmp_path: Path
+) -> None:
+    """The page and the export show `![alt](http://…)` as a link; Chromium makes no request
+    for it, from the page, the export, or the export with its CSP taken out."""
+    thread = new_thread()
+    output = f"---\nstatus: _\nplan: p\nsteps: [a]\n---\nLook: ![the pixel]({pixel.url}) here"
+    step(thread, scenario({"planner": [output]}))
+    page.goto(f"{server}thread/{thread}")
+    link = page.locator("#step-1 .output a.image-link")
+    assert link.inner_text() == "the pixel" and link.get_attribute("href") == pixel.url
+    assert page.locator("#step-1 .output img").count() == 0
+    target = tmp_path / "export.html"
+    assert cli("thread", "export", thread, "--html", str(target)).code == 0
+    bare = tmp_path / "no-csp.html"
+    html = target.read_text()
+    bare.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html))
+    assert "Content-Security-Policy" not in bare.read_text()
+    for path in (target, bare):
+        page.goto(path.as_uri())
+        assert page.locator("#step-1 .output a.image-link").inner_text() == "the pixel"
+        page.wait_for_timeout(300)
+    assert pixel.hits == []
+    files = (target.as_uri(), bare.as_uri())
+    only_local([u for u in page.requests if u not in files], server)
+
+
+def test_a_long_output_is_folded_then_loaded_whole(
+    page: Any, server: str, new_thread: Any, tmp_path: Path
+) -> None:
+    """A 2 MB output: the page renders its start at once and loads the rest when asked."""
+    thread = new_thread()
+    writer = tmp_path / "long.py"
+    writer.write_text(
+        "line = 'lorem ipsum dolor sit amet ' * 3 + '\\n'\n"
+        "print('---\\nstatus: _\\nplan: p\\nsteps: [a]\\n---\\n' + line * 25_000 + 'THE END')\n"
+    )
+    step(thread, f"uwf-cmd -- {sys.executable} {writer}")
+    page.goto(f"{server}thread/{thread}")
+    output = page.locator("#step-1 .output")
+    assert "lorem ipsum" in output.inner_text() and "THE END" not in output.inner_text()
+    page.click("#step-1 details.more summary")
+    page.wait_for_selector("#step-1 details.more", state="detached")
+    assert output.inner_text().rstrip().endswith("THE END")
     only_local(page.requests, server)

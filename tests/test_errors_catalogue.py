@@ -689,16 +689,17 @@ CASES: list[Case] = [
         "threads-damaged",
         "thread list",
         1,
-        "error: threads.yaml is damaged: invalid YAML: while parsing a flow sequence in "
-        "\"{root}/threads.yaml\", line 1, column 10 did not find expected ',' or ']' in "
-        '"{root}/threads.yaml", line 2, column 1',
+        "error: {root}/threads.yaml is damaged: invalid YAML: while parsing a flow sequence in "
+        "\"threads.yaml\", line 1, column 10 did not find expected ',' or ']' in "
+        '"threads.yaml", line 2, column 1; see docs/reliability.md, "Repairing damaged state"',
     ),
     case(
         "list-registry-bomb",
         "registry-bomb",
         "workflow list",
         1,
-        "error: registry.yaml is damaged: invalid YAML: more than 100000 nodes (alias expansion?)",
+        "error: {root}/registry.yaml is damaged: invalid YAML: more than 100000 nodes (alias "
+        'expansion?); see docs/reliability.md, "Repairing damaged state"',
     ),
     case(
         "read-zero-quota",

@@ -250,6 +250,18 @@ def test_every_command_prints_the_keys_of_its_type(
     verified = cli("--store", packed, "cas", "verify")
     assert verified.code == 1
     c("cas verify (a damaged pack)", verified.json(), o.Verified)
+    roots = tmp_path / "roots"  # a registry entry naming no node, and an emptied threads.yaml
+    missing = "1" * 13  # a hash no node has
+    roots.mkdir()
+    (roots / "registry.yaml").write_text(f'"gone": "{missing}"\n')
+    (roots / "threads.yaml").write_text("")
+    verified = cli("--store", roots, "cas", "verify")
+    assert verified.code == 1
+    kinds = [sorted(d) for d in verified.json()["damaged"]]
+    assert kinds == [["problem", "state"], ["problem", "workflow"]]
+    c("cas verify (damaged roots)", verified.json(), o.Verified)
+    reindexed = printed(cli("--store", packed, "cas", "reindex"))
+    c("cas reindex", reindexed, o.Reindexed)
 
     assert checker.problems == []
     unmet = {t.__name__ for t in TYPES if not any(_within(t, m) for m in checker.met)}

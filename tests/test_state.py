@@ -22,7 +22,7 @@ def test_threads_yaml_is_quoted_and_readable_as_yaml(cli: Any, root: Path, new_t
 def test_hand_edited_threads_yaml_is_read_with_the_yaml_loader(root: Path, new_thread: Any) -> None:
     thread = new_thread()
     head = RootFiles(root).head(thread)
-    (root / "threads.yaml").write_text(f"# edited by hand\n{thread}:   '{head}'\nbogus: 12\n")
+    (root / "threads.yaml").write_text(f"# edited by hand\n{thread}:   '{head}'\n")
     assert RootFiles(root).active() == {thread: head}
 
 
@@ -41,7 +41,7 @@ def test_the_one_parse_fast_path_takes_only_uwfs_own_shape(
     a, b = (f'"{t}": "{heads[t]}"' for t in threads[:2])
     path.write_text(f"{a}, {b}\n")  # two pairs on one line: not YAML
     r = cli("thread", "list")
-    assert r.code == 1 and r.err.startswith("error: threads.yaml is damaged: ")
+    assert r.code == 1 and r.err.startswith(f"error: {path} is damaged: ")
 
 
 def test_crash_between_history_append_and_threads_rewrite(
@@ -69,12 +69,15 @@ def test_crash_between_history_append_and_threads_rewrite(
 
 
 def test_torn_history_line_is_skipped(cli: Any, root: Path, new_thread: Any) -> None:
+    """The fragment of an archive that never completed (its thread is still active) is
+    skipped, and the next archive starts a line of its own."""
     thread = new_thread()
     assert cli("thread", "kill", thread).code == 0
+    second = new_thread("killed when the power went")
     with (root / "history.jsonl").open("a") as fh:
-        fh.write('{"thread": "01ARZ3NDEKTSV4RRFF')  # a crash mid-append
+        fh.write(f'{{"thread": "{second[:18]}')  # an archive of `second`, cut mid-append
     assert cli("thread", "show", thread).json()["status"] == "killed"
-    second = new_thread("after the crash")
+    assert cli("thread", "show", second).json()["status"] == "idle"
     assert cli("thread", "kill", second).code == 0
     statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
     assert statuses == {thread: "killed", second: "killed"}

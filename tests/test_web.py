@@ -42,7 +42,7 @@ def hostile(cli: Any, solve_issue: str, scenario: Any) -> str:
 
 @pytest.fixture
 def client(root: Path) -> TestClient:
-    return TestClient(create_app(FsBackend(root)))
+    return TestClient(create_app(FsBackend(root)), base_url="http://127.0.0.1")
 
 
 def check_escaped(html: str) -> None:

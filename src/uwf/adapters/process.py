@@ -10,7 +10,9 @@ through ``run``:
   should we die without finishing (SIGKILL, the OOM killer), kills the child's whole group —
   the children the child started included, which no parent-death signal reaches;
 * stdin closed or fed from a string; stdout captured up to a bound (the tail is kept) or
-  whole; stderr copied live, line by line, to ours (with a prefix) while its tail is kept;
+  whole; stderr copied live, line by line, to ours (with a prefix; a line cut at
+  ``LINE_SHOWN`` bytes, secrets masked, control characters escaped) while its tail is kept,
+  all in fixed memory however long a line is;
 * a timeout, a ``should_stop`` callback polled twice a second, a signal or any exception
   in the parent kills the whole group: SIGTERM, then SIGKILL after a grace period. When the
   child exits by itself, what it left running in its group is killed too.
@@ -35,16 +37,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from uwf.adapters.pipes import Tail, feed, pump_stderr, pump_stdout
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
 
 STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages
+# Linux's MAX_ARG_STRLEN: the bytes of one argument or one NAME=value environment string,
+# its final NUL included (32 pages). Longer ones make exec fail with E2BIG.
+ARG_LIMIT = 131072
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
@@ -87,6 +92,16 @@ if not said:
 """
 
 
+def fits_env(name: str, value: str) -> bool:
+    """Whether ``name=value`` fits in one environment string (``ARG_LIMIT``)."""
+    return len(name) + 2 + len(value.encode("utf-8", "surrogateescape")) <= ARG_LIMIT
+
+
+def fits_arg(value: str) -> bool:
+    """Whether ``value`` fits in one command-line argument (``ARG_LIMIT``)."""
+    return len(value.encode("utf-8", "surrogateescape")) + 1 <= ARG_LIMIT
+
+
 class CannotStart(UwfError):
     """The command could not be started; ``cause`` is the operating system's error, for a
     caller that words it its own way (``hermes not found on PATH: …``)."""
@@ -106,6 +121,8 @@ class Finished(NamedTuple):
     timed_out: bool = False
     stopped: bool = False  # ``should_stop`` answered True and the group was killed
     duration_ms: int = 0
+    stdout_dropped: int = 0  # bytes of stdout before the tail kept (``stdout_limit``)
+    stderr_dropped: int = 0  # bytes of stderr before the tail kept (``stderr_keep``)
 
 
 def _parent_death_hook() -> Callable[[], None] | None:
@@ -154,53 +171,6 @@ def terminate(pid: int) -> None:
     """Send SIGTERM to the process ``pid`` (gone already, or not ours: nothing happens)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGTERM)
-
-
-def _pump_stdout(stream: IO[bytes], sink: bytearray, limit: int | None) -> None:
-    while chunk := stream.read(65536):
-        sink.extend(chunk)
-        if limit is not None and len(sink) > 2 * limit:
-            del sink[: len(sink) - limit]
-    stream.close()
-
-
-class _Tail:
-    """The last ``keep`` characters of a stream of lines."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep = keep
-        self.parts: deque[str] = deque()
-        self.size = 0
-
-    def add(self, line: str) -> None:
-        self.parts.append(line)
-        self.size += len(line)
-        while self.size - len(self.parts[0]) >= self.keep:
-            self.size -= len(self.parts.popleft())
-
-    def text(self) -> str:
-        return "".join(self.parts)[-self.keep :]
-
-
-def _pump_stderr(stream: IO[bytes], tail: _Tail, prefix: str | None) -> None:
-    out = sys.stderr
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", "replace")
-        tail.add(line)
-        if prefix is not None:
-            try:
-                out.write(prefix + line if line.endswith("\n") else prefix + line + "\n")
-                out.flush()
-            except (OSError, ValueError):
-                prefix = None
-    stream.close()
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stream.write(data)
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stream.close()
 
 
 def _start(
@@ -350,7 +320,7 @@ def run(
         proc = _start(argv, env, stdin is not None, what, cwd)
         watchdog = _watchdog(proc.pid)
     try:
-        out, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
+        out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
         timed_out, stopped = _wait(proc, timeout, should_stop)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
@@ -362,13 +332,16 @@ def run(
     for worker in workers:
         worker.join(timeout=5)
     kept = out if stdout_limit is None else out[-stdout_limit:]
+    stderr_tail = tail.text()
     return Finished(
         code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
         stdout=bytes(kept).decode("utf-8", "replace"),
-        stderr_tail=tail.text(),
+        stderr_tail=stderr_tail,
         timed_out=timed_out,
         stopped=stopped,
         duration_ms=int((time.monotonic() - began) * 1000),
+        stdout_dropped=out_total[0] - len(kept),
+        stderr_dropped=tail.dropped(stderr_tail),
     )
 
 
@@ -378,23 +351,26 @@ def _pump(
     stdout_limit: int | None,
     stderr_prefix: str | None,
     stderr_keep: int,
-) -> tuple[bytearray, _Tail, list[threading.Thread]]:
+) -> tuple[bytearray, list[int], Tail, list[threading.Thread]]:
     """Start the threads that feed stdin and drain stdout and stderr."""
     assert proc.stdout is not None and proc.stderr is not None
     out = bytearray()
-    tail = _Tail(stderr_keep)
+    seen = [0]
+    tail = Tail(stderr_keep)
     workers = [
-        threading.Thread(target=_pump_stdout, args=(proc.stdout, out, stdout_limit), daemon=True),
-        threading.Thread(target=_pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
+        threading.Thread(
+            target=pump_stdout, args=(proc.stdout, out, stdout_limit, seen), daemon=True
+        ),
+        threading.Thread(target=pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
     ]
     if stdin is not None:
         assert proc.stdin is not None
         workers.append(
-            threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True)
+            threading.Thread(target=feed, args=(proc.stdin, stdin.encode()), daemon=True)
         )
     for worker in workers:
         worker.start()
-    return out, tail, workers
+    return out, seen, tail, workers
 
 
 def _read_all(fd: int, timeout: float) -> bytes | None:
@@ -483,9 +459,14 @@ def spawn_detached(
     pipe in ``$UWF_READY_FD``; what it writes there before closing it (or exiting: ``""``) is
     what it said. A child silent for ``ready_timeout`` seconds is killed (UwfError).
     """
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        out = open(log, "ab")  # noqa: SIM115 - handed to the child, closed right after
+    try:  # the log is private to the user: it holds what agents said (0600, in a 0700 dir)
+        log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if log.parent.stat().st_mode & 0o077:
+            log.parent.chmod(0o700)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        out = os.fdopen(fd, "ab")
     except OSError as exc:
         raise UwfError(f"cannot write {log}: {exc.strerror or exc}") from None
     read_end, write_end = os.pipe()
@@ -510,4 +491,7 @@ def spawn_detached(
     if said is None:
         kill_group(proc)
         raise UwfError(f"{what} did not start within {ready_timeout:g}s; see {log}")
+    # Still our child: a daemon thread reaps it when it ends, so that a caller that lives on
+    # (uwf ui, the CLI run in-process) keeps no zombie and never drops a running Popen.
+    threading.Thread(target=proc.wait, daemon=True).start()
     return proc.pid, said.decode("utf-8", "replace")

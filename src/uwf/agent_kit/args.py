@@ -19,9 +19,10 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple, NoReturn
 
-from uwf.util.errors import UsageError
+from uwf.util.errors import UsageError, UwfError
 
 EDGE_PROMPT = "UWF_EDGE_PROMPT"
+EDGE_PROMPT_FILE = "UWF_EDGE_PROMPT_FILE"  # the prompt too long for a variable, by file
 NAMED = ("--thread", "--role", "--prompt")  # v0.5.0's form
 
 
@@ -89,7 +90,21 @@ def target(p: Parser, ns: argparse.Namespace) -> Target:
         return Target(ns.named_thread, ns.named_role, ns.named_prompt or "")
     if ns.thread is None or ns.role is None:
         fail(p, "expected <thread-id> <role>")
-    return Target(ns.thread, ns.role, os.environ.get(EDGE_PROMPT, ""))
+    return Target(ns.thread, ns.role, edge_prompt_from_env())
+
+
+def edge_prompt_from_env() -> str:
+    """The edge prompt uwf gave: ``$UWF_EDGE_PROMPT``, or the file ``$UWF_EDGE_PROMPT_FILE``
+    names when the prompt was too long for an environment variable (docs/format.md, "The
+    agent protocol")."""
+    path = os.environ.get(EDGE_PROMPT_FILE)
+    if not path:
+        return os.environ.get(EDGE_PROMPT, "")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        raise UwfError(f"cannot read {path} (${EDGE_PROMPT_FILE}): {exc.strerror}") from None
 
 
 def split(argv: list[str], named: bool = True) -> tuple[list[str], list[str]]:

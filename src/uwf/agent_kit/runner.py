@@ -23,7 +23,7 @@ from uwf.agent_kit.args import Target
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
-from uwf.util.errors import Interrupted, UwfError, report
+from uwf.util.errors import Interrupted, UwfError, report, shown
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
@@ -182,12 +182,15 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     from uwf.model import artifacts
 
     directory = os.environ.get(artifacts.ENV, "")
-    try:
-        with os.scandir(directory) as entries:
-            if next(entries, None) is None:  # left empty, as most steps leave it
-                return detail
-    except OSError:  # unset, or gone
+    if not directory:
         return detail
+    if not os.path.islink(directory):  # a link in its place is refused by store_dir
+        try:
+            with os.scandir(directory) as entries:
+                if next(entries, None) is None:  # left empty, as most steps leave it
+                    return detail
+        except OSError:  # gone
+            return detail
     limit = load_config(ctx.root).artifact_max_bytes
     found, skipped = artifacts.store_dir(ctx.store, Path(directory), limit)
     for warning in skipped:
@@ -225,6 +228,7 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     (``TRACEPARENT``), with an event per correction and extract."""
     from uwf.agent_kit import prompts
     from uwf.backend import open_backend
+    from uwf.config import secrets
     from uwf.config.config import apply_dotenv
 
     thread, role, edge_prompt = target
@@ -232,6 +236,7 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     with otel.span("uwf.agent", attributes) as span:
         try:
             backend = backend if backend is not None else open_backend()
+            secrets.install(backend.root)
             apply_dotenv(backend.root)
             ctx = build_context(backend, thread, role, edge_prompt)
             if ctx.schema is not None:
@@ -265,7 +270,8 @@ def main(agent: Agent, target: Target | None = None) -> None:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        sys.stderr.write(f"error: internal error: {type(exc).__name__}: {exc}\n")
+        message = shown(f"internal error: {type(exc).__name__}: {exc}")
+        sys.stderr.write(f"error: {message}\n")
         sys.exit(70)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()

@@ -1,11 +1,13 @@
 """``uwf-cmd -- <command…>``: make any command-line agent a uwf agent, with no code.
 
-The composed prompt goes to the command's stdin, or replaces a ``{prompt}`` argument;
-``{thread}`` and ``{role}`` in its arguments are replaced too, and it runs with
-``UWF_THREAD``, ``UWF_ROLE`` and ``UWF_EDGE_PROMPT`` set, and ``UWF_ARTIFACTS_DIR`` as uwf
-gave it: the files the command leaves there are stored as the step's artifacts. Its stdout
-is the raw output for the extract (a correction prompt re-runs it with the correction
-appended); its stderr is passed through live, line by line as it arrives; its exit code,
+The composed prompt goes to the command's stdin, or replaces a ``{prompt}`` argument (or
+``{prompt_file}``, by the path of a private file holding it: an argument holds at most 128
+KiB); ``{thread}`` and ``{role}`` in its arguments are replaced too, and it runs with
+``UWF_THREAD``, ``UWF_ROLE`` and ``UWF_EDGE_PROMPT`` (or ``UWF_EDGE_PROMPT_FILE``) set, and
+``UWF_ARTIFACTS_DIR`` as uwf gave it: the files the command leaves there are stored as the
+step's artifacts. Store credentials and the ``secrets:`` of config.yaml are not passed on.
+Its stdout is the raw output for the extract (a correction prompt re-runs it with the
+correction appended); its stderr is passed through live, line by line as it arrives; its exit code,
 stderr (the last 20,000 characters), duration and stdout are the step's detail. A non-zero
 exit fails the step.
 
@@ -22,6 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from uwf.adapters import process
 from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model.cost import COST_FIELDS
@@ -33,16 +36,19 @@ step it composes the full prompt (deliverable format, role, task, what happened 
 the role's last turn, the moderator's instruction) and runs <command> [args…] without
 a shell:
 
-  - an argument containing {prompt} gets the prompt (stdin is then empty); otherwise
-    the prompt goes to the command's stdin;
+  - an argument containing {prompt} gets the prompt, one containing {prompt_file}
+    the path of a file holding it (stdin is then empty); otherwise the prompt goes to
+    the command's stdin. A prompt over 128 KiB fits no argument: use stdin or the file;
   - {thread} and {role} in arguments are replaced; the command gets $UWF_THREAD,
-    $UWF_ROLE, $UWF_EDGE_PROMPT and $UWF_ARTIFACTS_DIR: every file it leaves in that
-    directory is stored as an artifact of the step (uwf step artifacts <step>);
+    $UWF_ROLE, $UWF_EDGE_PROMPT (or $UWF_EDGE_PROMPT_FILE, a file, when the prompt is
+    too long for a variable) and $UWF_ARTIFACTS_DIR: every file it leaves in that
+    directory is stored as an artifact of the step (uwf step artifacts <step>); store
+    credentials and the variables listed under secrets: in config.yaml are left out;
   - its stdout is the answer (YAML frontmatter, else up to two correction runs, else
     the LLM extract); its stderr is passed through live; a non-zero exit fails the step.
 
 uwf spawns it as `uwf-cmd -- <command> [args…] <thread-id> <role>`, e.g. in config.yaml:
-  agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}}
+  agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}
 """
 
 DETAIL = runner.detail_schema(
@@ -66,24 +72,48 @@ class CmdAgent:
         self.prompt = ""
         self.turns: list[dict[str, Any]] = []
 
-    def _argv(self, ctx: AgentContext, prompt: str) -> tuple[list[str], bool]:
-        uses_prompt_arg = any("{prompt}" in a for a in self.command)
+    def _argv(self, ctx: AgentContext, prompt: str, prompt_file: str) -> tuple[list[str], bool]:
+        uses_prompt_arg = any("{prompt}" in a or "{prompt_file}" in a for a in self.command)
         argv = [
             a.replace("{thread}", ctx.thread)
             .replace("{role}", ctx.role)
+            .replace("{prompt_file}", prompt_file)
             .replace("{prompt}", prompt)
             for a in self.command
         ]
+        for arg in argv:
+            if not process.fits_arg(arg):
+                raise AgentFailed(
+                    f"the prompt is {len(arg.encode())} bytes, over the limit of "
+                    f"{process.ARG_LIMIT - 1} bytes Linux sets on one command-line argument "
+                    "(MAX_ARG_STRLEN): give it to the command on its stdin (no {prompt} "
+                    "argument) or as a file ({prompt_file})"
+                )
         return argv, not uses_prompt_arg
 
     def _exec(self, ctx: AgentContext, prompt: str) -> dict[str, Any]:
-        argv, via_stdin = self._argv(ctx, prompt)
-        # os.environ carries UWF_ARTIFACTS_DIR when uwf gave one: the command inherits it
-        env = dict(
-            os.environ, UWF_THREAD=ctx.thread, UWF_ROLE=ctx.role, UWF_EDGE_PROMPT=ctx.edge_prompt
-        )
-        began = time.monotonic()
-        code, stdout, stderr = run_live(argv, prompt if via_stdin else "", env)
+        import tempfile
+
+        from uwf.config.secrets import command_env, model_config
+
+        # os.environ carries UWF_ARTIFACTS_DIR when uwf gave one: the command inherits it; store
+        # credentials and the secrets: of config.yaml it does not (docs/agents.md, uwf-cmd)
+        env = command_env(os.environ, model_config(ctx.root), provider_keys=True)
+        env.update(UWF_THREAD=ctx.thread, UWF_ROLE=ctx.role)
+        with tempfile.TemporaryDirectory(prefix="uwf-cmd-") as scratch:  # 0700, removed after
+            prompt_file = os.path.join(scratch, "prompt.md")
+            if any("{prompt_file}" in a for a in self.command):
+                _write_private(prompt_file, prompt)
+            argv, via_stdin = self._argv(ctx, prompt, prompt_file)
+            env.pop("UWF_EDGE_PROMPT_FILE", None)
+            if process.fits_env("UWF_EDGE_PROMPT", ctx.edge_prompt):
+                env["UWF_EDGE_PROMPT"] = ctx.edge_prompt
+            else:  # too long for the environment: a file, as uwf gives it (docs/agents.md)
+                env.pop("UWF_EDGE_PROMPT", None)
+                env["UWF_EDGE_PROMPT_FILE"] = os.path.join(scratch, "edge-prompt.md")
+                _write_private(env["UWF_EDGE_PROMPT_FILE"], ctx.edge_prompt)
+            began = time.monotonic()
+            code, stdout, stderr = run_live(argv, prompt if via_stdin else "", env)
         duration = int((time.monotonic() - began) * 1000)
         if code != 0:
             tail = " ".join(stderr.split())[-500:]
@@ -128,6 +158,12 @@ class CmdAgent:
         return runner.RunResult(ran["stdout"], self._detail(ctx, ran, correction=message))
 
 
+def _write_private(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+        fh.write(text)
+
+
 def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int, str, str]:
     """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr).
 
@@ -135,8 +171,6 @@ def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int,
     SIGKILL), the prompt fed to its stdin from a thread, its stderr copied to ours line by
     line as it arrives with the last ``STDERR_KEEP`` characters kept for the detail.
     """
-    from uwf.adapters import process
-
     try:
         ran = process.run(
             argv, env, stdin=stdin, stderr_prefix="", stdout_limit=None, stderr_keep=STDERR_KEEP

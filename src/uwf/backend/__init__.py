@@ -34,7 +34,7 @@ def postgres_url(spec: str) -> str | None:
     if found is None:
         return None
     from uwf.util.errors import InvalidInput, oneline
-    from uwf.util.log import redact
+    from uwf.util.secrets import redact
 
     accepted = ", ".join((*PG_SCHEMES, *PG_ALIASES))
     raise InvalidInput(

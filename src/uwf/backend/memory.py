@@ -28,6 +28,7 @@ from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Busy, Conflict
 from uwf.util.jsonfmt import dumps
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
 
 
@@ -110,7 +111,7 @@ class MemoryThreads(RecordThreads):
         with self._edit() as records:
             if thread in records:
                 raise Conflict(f"thread {thread} already exists")
-            records[thread] = ActiveThread(thread, head, info)
+            records[thread] = ActiveThread(thread, head, info._replace(task=storable(info.task)))
 
     @contextlib.contextmanager
     def _edit(self) -> Iterator[dict[str, ActiveThread]]:

@@ -16,6 +16,7 @@ import contextlib
 from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId
 
 
@@ -48,7 +49,9 @@ class RecordThreads(ThreadTable):
             record = records.get(thread)
             if record is None or record.head != waiting.head:
                 return False, record.head if record is not None else None
-            records[thread] = record._replace(waiting=waiting)  # a failure stays
+            records[thread] = record._replace(
+                waiting=waiting._replace(reason=storable(waiting.reason))
+            )  # a failure stays
             return True, record.head
 
     def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
@@ -56,7 +59,7 @@ class RecordThreads(ThreadTable):
             record = records.get(thread)
             if record is None or record.head != failure.head:
                 return None, record.head if record is not None else None
-            stored = failure.after(record.failure)
+            stored = failure._replace(error=storable(failure.error)).after(record.failure)
             records[thread] = record._replace(failure=stored)
             return stored, record.head
 
@@ -72,7 +75,7 @@ class RecordThreads(ThreadTable):
             record = records.get(thread)
             if record is None or (expected is not None and record.head != expected):
                 return False, record.head if record is not None else None
-            task = record.info.task
+            task = storable(record.info.task)
             self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task))
             del records[thread]
             return True, record.head

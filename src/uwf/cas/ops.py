@@ -10,11 +10,13 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import CorruptNode
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import NodeDamage, PackDamage, Verified
+    from uwf.util.outputs import NodeDamage, PackDamage, RootDamage, Verified
 
 
 def reindex(store: Store) -> dict[str, int]:
-    """Rebuild the type index from the nodes themselves (skipping damaged ones)."""
+    """Rebuild what the backend can from its own data (a pack's lost index), then the type
+    index from the nodes themselves (skipping damaged ones)."""
+    repaired = store.repair_storage()
     found: dict[str, list[tuple[int, NodeHash]]] = {}
     nodes = 0
     for h in store.iter_hashes():
@@ -27,7 +29,10 @@ def reindex(store: Store) -> dict[str, int]:
         nodes += 1
         found.setdefault(node.type, []).append((node.timestamp, h))
     store.write_index({t: [h for _, h in sorted(entries)] for t, entries in found.items()})
-    return {"nodes": nodes, "types": len(found)}
+    out = {"nodes": nodes, "types": len(found)}
+    if repaired:
+        out["repaired"] = repaired
+    return out
 
 
 def verify(store: Store) -> Verified:
@@ -36,7 +41,9 @@ def verify(store: Store) -> Verified:
     Returns ``{"scanned": n, "ok": bool, "damaged": [{"hash", "problem"}]}``; damage of the
     storage itself (a pack whose checksum fails) comes first, as ``{"pack", "problem"}``.
     """
-    damaged: list[PackDamage | NodeDamage] = [*store.check_storage()]  # a pack's checksums
+    damaged: list[PackDamage | NodeDamage | RootDamage] = [
+        *store.check_storage()
+    ]  # a pack's checksums
     schemas: dict[str, Any] = {}
     holds_refs: dict[str, bool] = {}  # per type: can its nodes refer to others at all?
     # One directory scan; refs are then set lookups. A miss is confirmed on disk, since a step

@@ -19,6 +19,7 @@ from uwf.cas import codec
 from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical, dumps
+from uwf.util.secrets import redact_payload
 
 if TYPE_CHECKING:
     from uwf.util.outputs import NodeShown, PackDamage, Packed
@@ -181,8 +182,22 @@ class Store(abc.ABC):
     def require(self, h: str, what: str = "CAS node") -> Node:
         node = self.get(h)
         if node is None:
-            raise NotFound(f"{what} not found: {h}")
+            raise NotFound(f"{what} not found: {h}{self.missing_hint(h)}")
         return node
+
+    def missing_hint(self, h: str) -> str:
+        """What a backend knows about why ``h`` is missing (damage it can name), or ""."""
+        return ""
+
+    def storage_doubts(self) -> list[PackDamage]:
+        """Damage that hides nodes from ``iter_hashes`` and reads (``{"pack"|…, "problem"}``):
+        ``cas gc`` refuses to run while there is any."""
+        return []
+
+    def repair_storage(self) -> int:
+        """Repair what the backend can rebuild from what it still holds (``cas reindex``);
+        how many pieces were rebuilt."""
+        return 0
 
     def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
         """Write a node unless present; either way record the put of it and of its type.
@@ -262,12 +277,13 @@ class Store(abc.ABC):
         """Validate ``payload`` against the schema at ``type_hash``, then store it.
 
         Idempotent: an existing (type, payload) returns the same hash and keeps its first
-        timestamp. An unknown type or an invalid payload raises and stores nothing.
+        timestamp. An unknown type or an invalid payload raises and stores nothing. Every
+        known secret in the payload's strings is stored as ``***`` (``uwf.util.secrets``).
         """
         from uwf.cas import schema
 
         type_hash = check_hash(type_hash, "type hash")
-        payload = canonical(payload)
+        payload = canonical(redact_payload(payload))
         h = codec.node_hash(type_hash, payload)
         if self._exists(h):  # validated when it was first stored: nothing to check again
             self._store(h, type_hash, payload)

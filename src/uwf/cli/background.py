@@ -72,7 +72,9 @@ class _Ready:
 
 def main(argv: list[str] | None = None) -> int:
     from uwf.backend import open_backend
+    from uwf.config import secrets
     from uwf.engine.step import background
+    from uwf.util.errors import shown
     from uwf.util.jsonfmt import dumps
     from uwf.util.signals import interrupt_on_signals
 
@@ -81,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(zip(args[2::2], args[3::2], strict=True))
     timeout = options.get("--timeout")
     backend = open_backend()
+    secrets.install(backend.root)
     ready = _Ready(thread, count, _log_of(backend, thread))
     with interrupt_on_signals():
         ended = background.run(
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if ready.started:
         if ended.error is not None:
-            print(f"error: {ended.error}", flush=True)
+            print(f"error: {shown(ended.error)}", flush=True)
         _say(f"background run of thread {thread} ended: {ended.reason}")
         if ready.epitaph is not None:
             ready.epitaph.said()

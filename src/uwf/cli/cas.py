@@ -134,7 +134,8 @@ def walk(hash: HashArg, fmt: FormatOpt = None) -> None:
 def reindex(fmt: FormatOpt = None) -> None:
     """Rebuild the type index from the nodes (loose and packed); print the counts.
 
-    Reads every node, so it takes time proportional to the size of the store.
+    First writes again the index of a pack that lost it, from the pack's records ("repaired":
+    how many). Reads every node, so it takes time proportional to the size of the store.
     """
     from uwf.engine.store import cas as casops
 
@@ -143,9 +144,13 @@ def reindex(fmt: FormatOpt = None) -> None:
 
 @app.command("verify")
 def verify(fmt: FormatOpt = None) -> None:
-    """Re-hash every node and check that its type and refs exist; exit 1 on damage.
+    """Re-hash every node and check that its type and refs exist, and the roots; exit 1 on
+    damage.
 
-    Prints {"scanned","ok","damaged":[{"hash","problem"}]}. Reads every node.
+    Prints {"scanned","ok","damaged":[…]}: corrupt nodes and dangling refs ({"hash","problem"}),
+    damaged packs or packs without their index ({"pack",…}), state that cannot be read
+    ({"state",…}), and heads or registry entries that do not resolve to a node of their kind
+    ({"thread",…}, {"workflow",…}). Reads every node.
     """
     from uwf.engine.store import cas as casops
 
@@ -191,7 +196,9 @@ def gc(
     every registry entry and every stored version of a registered workflow, every active and
     archived thread head, and uwf's schemas; from them gc follows references and node types.
     An unreachable node is deleted only when its last put is older than the grace period, and
-    steps still running are protected even with --grace 0. Reads every node. Then it removes
+    steps still running are protected even with --grace 0. It deletes nothing while a root is in
+    doubt (a damaged state file, a head whose node is missing, a pack without its index: see
+    cas verify). Reads every node. Then it removes
     the step locks of archived threads (never one a process holds) and the temp files that
     writers killed mid-write left, when older than the grace period. --dry-run deletes and
     packs nothing and prints "dryRun": true instead of "packed".

@@ -130,7 +130,9 @@ SHOWS_ROOT_OPTIONS = ("skill",)
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"error: {message}\n")
+    from uwf.util.errors import shown
+
+    sys.stderr.write(f"error: {shown(message)}\n")
     sys.stderr.flush()
     return code
 

@@ -229,11 +229,20 @@ def backend() -> "Backend":
     """The storage backend of this invocation (``uwf.backend.open_backend`` chooses it from
     ``--store``, ``$UWF_STORE``, ``store:`` in config.yaml, or the storage root)."""
     from uwf.backend import open_backend
+    from uwf.util import secrets
 
-    opened = open_backend(_Invocation.root_options.get("store"))
+    store = _Invocation.root_options.get("store")
+    opened = open_backend(store)
+    secrets.register(lambda: _secret_values(opened.root, store))  # read on first redaction
     if _Invocation.active:
         _Invocation.opened.append(opened)
     return opened
+
+
+def _secret_values(root: Path, store: str | None) -> list[str]:
+    from uwf.config.secrets import secret_values
+
+    return secret_values(root, store)
 
 
 def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
@@ -276,7 +285,12 @@ def read_input(path: str, what: str) -> str:
 
 
 def emit_markdown(text: str) -> None:
-    """Print markdown as is, with exactly one final newline."""
+    """Print markdown as is, with exactly one final newline; on a terminal with control
+    characters escaped (it quotes agents: an escape sequence is shown, never obeyed)."""
+    from uwf.util.terminal import is_terminal, visible
+
+    if is_terminal(sys.stdout):
+        text = visible(text)
     typer.echo(text if text.endswith("\n") else text + "\n", nl=False)
 
 

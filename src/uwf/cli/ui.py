@@ -49,6 +49,6 @@ def ui(
         f"uwf ui: serving {storage.name} at http://{shown}:{bound}/ (Ctrl-C stops)", err=True
     )
     try:
-        serve(storage, sock)
+        serve(storage, sock, host)
     except (KeyboardInterrupt, Interrupted):  # Ctrl-C is how it stops (uvicorn re-raises it)
         return

@@ -2,7 +2,8 @@
 
 The events come from :mod:`uwf.engine.views.follow`; this module only words them. Plain lines when
 stdout is not a terminal (CI logs, pipes); on a terminal, the same lines plus a spinner line
-that shows the running step and its elapsed time.
+that shows the running step and its elapsed time. Agent text (a status, the first line of an
+output) has its control characters escaped: an escape sequence in it is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from uwf.engine.views.timeline import body_text, seconds
+from uwf.util.terminal import visible
 
 
 def first_line(step: dict[str, Any], limit: int = 100) -> str:
@@ -86,7 +88,7 @@ def watch(
                     began = running.pop(thread, None)
                     if began is not None and kind == "step.completed":
                         observed = time.monotonic() - began[1]
-                line = describe(event, prefix, observed)
+                line = visible(describe(event, prefix, observed))  # an agent's words
                 if status is not None:
                     console.print(line, markup=False)
                 else:

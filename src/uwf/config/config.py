@@ -85,6 +85,8 @@ class Config(NamedTuple):
     compact_after: int | None = None  # write a summary every N steps (docs/format.md)
     context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
+    # variables whose values are secrets: kept from what a model runs, redacted everywhere
+    secrets: tuple[str, ...] = ()
     root: Path | None = None
     # whether role prompts embed the uwf CLI reference: cliReference, and per workflow and
     # role cliReferenceOverrides over it (docs/format.md, "config.yaml and .env")
@@ -162,6 +164,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         compact_after=_integer(raw, "compactAfter"),
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
+        secrets=tuple(raw.get("secrets") or ()),
         root=root,
         cli_reference=raw.get("cliReference") is not False,
         cli_reference_overrides=_frozen(

@@ -101,6 +101,15 @@ CONFIG: dict[str, Any] = {
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,
         "store": _optional(_text("a URL or a directory")),
+        "secrets": {
+            "type": ["array", "null"],
+            EXPECTED: "a list of environment variable names",
+            "items": {
+                "type": "string",
+                "pattern": "^[^=\\x00]+$",
+                EXPECTED: "an environment variable name",
+            },
+        },
         "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
         "cliReferenceOverrides": _entries(
             {

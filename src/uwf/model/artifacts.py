@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -92,33 +94,89 @@ def load(store: Store, artifact: Artifact) -> tuple[bytes, bool]:
     return data, node.type == h.text
 
 
-def _files(directory: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Every entry under ``directory`` that is not a directory, with its relative path."""
-    stack = [(str(directory), "")]
-    while stack:
-        where, prefix = stack.pop()
-        with os.scandir(where) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((entry.path, rel + "/"))
-                else:
-                    yield rel, entry
+NAME_MAX = 255  # bytes of one path component on Linux filesystems
+PATH_MAX = 4095  # bytes of a relative path (PATH_MAX less its NUL)
 
 
-def _read(entry: os.DirEntry[str], rel: str, max_bytes: int) -> bytes:
-    size = entry.stat(follow_symlinks=False).st_size
-    if size > max_bytes:
-        raise UwfError(
-            f"artifact {rel} is {size} bytes, over the limit of {max_bytes} bytes "
-            "(artifactMaxBytes in config.yaml)"
-        )
-    try:
-        fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+def check_names(paths: list[str]) -> None:
+    """Refuse a list of artifact paths that could not be written back as files, as one
+    directory: each must be a relative path (``check_path``) of at most ``PATH_MAX`` bytes
+    whose components have at most ``NAME_MAX`` bytes, no path may repeat, and none may be a
+    directory of another (``f`` and ``f/g``)."""
+    seen: set[str] = set()
+    for path in paths:
+        check_path(path)
+        size = len(path.encode("utf-8", "surrogateescape"))
+        longest = max(len(p.encode("utf-8", "surrogateescape")) for p in path.split("/"))
+        if size > PATH_MAX or longest > NAME_MAX:
+            raise InvalidInput(
+                f"artifact path {describe(path, 100)} is too long ({size} bytes, a name of "
+                f"{longest}; the limits are {PATH_MAX} and {NAME_MAX})"
+            )
+        if path in seen:
+            raise InvalidInput(f"artifact path {describe(path, 100)} is listed twice")
+        seen.add(path)
+    for path in paths:
+        parts = path.split("/")
+        for n in range(1, len(parts)):
+            above = "/".join(parts[:n])
+            if above in seen:
+                raise InvalidInput(
+                    f"artifact paths {describe(above, 100)} and {describe(path, 100)} collide: "
+                    "one would be a file and a directory"
+                )
+
+
+def _open_dir(name: str, dir_fd: int | None = None) -> int:
+    """A descriptor of the directory ``name``, never through a symbolic link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    return os.open(name, flags, dir_fd=dir_fd)
+
+
+def _files(dir_fd: int, prefix: str = "") -> Iterator[tuple[str, str, int, os.stat_result]]:
+    """Every entry under the directory ``dir_fd`` that is not a directory: its relative path,
+    its name, the descriptor of its directory and its ``lstat``. Directories are entered by
+    descriptor with ``O_NOFOLLOW``, so an entry swapped for a symbolic link on the way is
+    never followed out of the tree."""
+    with os.scandir(dir_fd) as entries:
+        listed = [(e.name, e.stat(follow_symlinks=False)) for e in entries]
+    for name, st in listed:
+        rel = prefix + name
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                fd = _open_dir(name, dir_fd)
+            except OSError:  # replaced by a link or removed since: ``_read`` skips it
+                yield rel, name, dir_fd, st
+                continue
+            try:
+                yield from _files(fd, rel + "/")
+            finally:
+                os.close(fd)
+        else:
+            yield rel, name, dir_fd, st
+
+
+def _read(name: str, dir_fd: int, rel: str, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file (None when it is not one: a link, a FIFO, a socket…)."""
+    try:  # O_NONBLOCK: a FIFO put there must not hang the step; O_NOFOLLOW: nor a link
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
         raise UwfError(f"cannot read artifact {rel}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > max_bytes:
+            raise UwfError(
+                f"artifact {rel} is {st.st_size} bytes, over the limit of {max_bytes} bytes "
+                "(artifactMaxBytes in config.yaml)"
+            )
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise UwfError(f"cannot read artifact {rel}: {exc.strerror or exc}") from None
     if len(data) > max_bytes:  # it grew since
         raise UwfError(
             f"artifact {rel} is over the limit of {max_bytes} bytes "
@@ -129,20 +187,36 @@ def _read(entry: os.DirEntry[str], rel: str, max_bytes: int) -> bytes:
 
 def store_dir(store: Store, directory: Path, max_bytes: int) -> tuple[list[Artifact], list[str]]:
     """Store every regular file under ``directory``: the artifacts (sorted by path), and a
-    warning for each entry left out (symbolic links, sockets…)."""
+    warning for each entry left out (symbolic links, sockets…). The directory itself must be
+    one: a symbolic link put in its place is refused, never followed."""
+    try:
+        top = _open_dir(str(directory))
+    except OSError as exc:
+        if directory.is_symlink():
+            raise UwfError(
+                f"${ENV} ({directory}) was replaced by a symbolic link; nothing is stored "
+                "through it"
+            ) from None
+        raise UwfError(f"cannot read ${ENV} ({directory}): {exc.strerror or exc}") from None
     found: list[Artifact] = []
     skipped: list[str] = []
-    for rel, entry in _files(directory):
-        try:
-            rel.encode("utf-8")
-        except UnicodeEncodeError:
-            raise UwfError(f"artifact {describe(rel, 100)}: its name is not UTF-8") from None
-        if not entry.is_file(follow_symlinks=False):
-            skipped.append(f"artifact {rel} is not a regular file (a symbolic link?); not stored")
-            continue
-        data = _read(entry, rel, max_bytes)
-        found.append(Artifact(rel, encode(store, data), len(data)))
+    try:
+        for rel, name, dir_fd, _ in _files(top):
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                raise UwfError(f"artifact {describe(rel, 100)}: its name is not UTF-8") from None
+            data = _read(name, dir_fd, rel, max_bytes)
+            if data is None:
+                skipped.append(
+                    f"artifact {rel} is not a regular file (a symbolic link?); not stored"
+                )
+                continue
+            found.append(Artifact(rel, encode(store, data), len(data)))
+    finally:
+        os.close(top)
     found.sort(key=lambda a: a.path)
+    check_names([a.path for a in found])
     return found, skipped
 
 
@@ -192,4 +266,7 @@ def attach(store: Store, detail: str, artifacts: list[Artifact]) -> NodeHash:
     new = {a.path for a in artifacts}
     kept = [a for a in _entries(node.payload) if not (isinstance(a, dict) and a.get("path") in new)]
     listed = kept + [a.as_json() for a in artifacts]
-    return store.put(node.type, {**node.payload, "artifacts": listed})
+    check_names(
+        [a["path"] for a in listed if isinstance(a, dict) and isinstance(a.get("path"), str)]
+    )
+    return NodeHash(store.put(node.type, {**node.payload, "artifacts": listed}))

@@ -72,7 +72,7 @@ def require_step(store: Store, h: str) -> Step:
     step_hash = check_hash(h)
     node = store.get(step_hash)
     if node is None:
-        raise NotFound(f"CAS node not found: {h}")
+        raise NotFound(f"CAS node not found: {h}{store.missing_hint(h)}")
     if node.type not in schemas.hashes().steps:
         raise InvalidInput(f"node {h} is not a StepNode")
     return Step(step_hash, node.payload, node.timestamp)
@@ -83,7 +83,7 @@ def load_head(store: Store, head: NodeHash) -> Start | Step:
     h = schemas.hashes()
     node = store.get(head)
     if node is None:
-        raise NotFound(f"CAS node not found: {head}")
+        raise NotFound(f"CAS node not found: {head}{store.missing_hint(head)}")
     if node.type == h.start:
         return Start(head, node.payload, node.timestamp)
     if node.type in h.steps:
@@ -94,7 +94,7 @@ def load_head(store: Store, head: NodeHash) -> Start | Step:
 def load_start(store: Store, h: NodeHash) -> Start:
     node = store.get(h)
     if node is None or node.type != schemas.hashes().start:
-        raise NotFound(f"StartNode not found: {h}")
+        raise NotFound(f"StartNode not found: {h}{store.missing_hint(h)}")
     return Start(h, node.payload, node.timestamp)
 
 
@@ -115,7 +115,9 @@ def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
             return
         node = store.get(prev)
         if node is None:
-            raise NotFound(f"CAS node not found while walking chain: {prev}")
+            raise NotFound(
+                f"CAS node not found while walking chain: {prev}{store.missing_hint(prev)}"
+            )
         if node.type not in step_types:
             return
         current = Step(prev, node.payload, node.timestamp)
@@ -131,7 +133,7 @@ def workflow_node(store: Store, h: str) -> Node:
     """The Workflow node ``h``: the one way uwf loads a stored workflow."""
     node = store.get(h)
     if node is None:
-        raise NotFound(f"CAS node not found: {h}")
+        raise NotFound(f"CAS node not found: {h}{store.missing_hint(h)}")
     if node.type not in schemas.hashes().workflows:
         raise InvalidInput(f"node {h} is not a Workflow (type {node.type})")
     return node

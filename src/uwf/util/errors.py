@@ -64,6 +64,12 @@ class Collision(UwfError):
     """Two different nodes with one hash (XXH64 is not collision-resistant)."""
 
 
+class Damaged(UwfError):
+    """State uwf can tell is damaged — a file emptied or cut, a head that is not a hash, a
+    lost pack index: the commands that depend on it fail rather than read it as nothing
+    (docs/reliability.md, "Repairing damaged state")."""
+
+
 class SchemaViolation(UwfError):
     """A payload that does not satisfy its JSON Schema."""
 
@@ -130,6 +136,16 @@ class Interrupted(BaseException):
         super().__init__(self.message)
 
 
+def shown(message: str) -> str:
+    """An error message as it may reach a terminal and a log: every known secret replaced by
+    ``***`` and control characters escaped (an agent's stderr quoted in it cannot move the
+    cursor, retitle the window or write the clipboard)."""
+    from uwf.util.secrets import redact
+    from uwf.util.terminal import visible
+
+    return visible(redact(message))
+
+
 def exit_code(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
     """The code a command exits with for ``exc`` (``loop``: under the loop contract)."""
     if loop and isinstance(exc, UwfError) and exc.loop_code is not None:
@@ -141,8 +157,8 @@ def report(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
     """Print ``error: <message>`` on stderr once and return the exit code.
 
     The one place that turns an error into what the user sees, shared by ``uwf`` and the
-    agents.
+    agents: known secrets are masked and control characters escaped (``shown``).
     """
-    sys.stderr.write(f"error: {exc.message}\n")
+    sys.stderr.write(f"error: {shown(exc.message)}\n")
     sys.stderr.flush()
     return exit_code(exc, loop=loop)

@@ -115,8 +115,9 @@ def create_once(path: Path, data: bytes, mode: int = 0o444) -> bool:
 def append_line(path: Path, line: str) -> None:
     """Append one line (newline added) in a single ``write`` with O_APPEND, then fsync.
 
-    If the file ends in a torn line (a crash mid-append), the new line starts on a line of
-    its own, so the torn fragment cannot swallow it; readers skip the fragment.
+    A short write (a full disk) is undone before the error, so no fragment is left; if the
+    file ends in a torn line all the same (power lost mid-append), the new line starts on a
+    line of its own, so the torn fragment cannot swallow it.
     """
     data = (line.rstrip("\n") + "\n").encode()
     try:
@@ -126,7 +127,11 @@ def append_line(path: Path, line: str) -> None:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data
-            if os.write(fd, data) != len(data):  # a short write: the disk filled up
+            written = os.write(fd, data)
+            if written != len(data):  # a short write: the disk filled up
+                if os.fstat(fd).st_size == size + written:  # nobody appended since: no
+                    with contextlib.suppress(OSError):  # fragment is left to read as damage
+                        os.ftruncate(fd, size)
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             os.fsync(fd)
         finally:

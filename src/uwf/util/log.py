@@ -3,7 +3,9 @@
 
 Every line is a flat JSON object ``{ts, pid, tag, msg[, thread][, workflow], …}``. Tags are
 8 upper-case Crockford characters, unique per call site (a test checks both). Logging never
-fails a command: an unwritable log directory is ignored.
+fails a command: an unwritable log directory is ignored. Every known secret is replaced by
+``***`` (``uwf.util.secrets``), and the files are private to the user: the directory 0700,
+each file 0600 (docs/format.md, "The debug log").
 """
 
 from __future__ import annotations
@@ -16,14 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from uwf.util import jsonfmt
+from uwf.util.secrets import redact
 
 TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use (test_startup.py)
-URL_PASSWORD = r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@"  # scheme://user:PASSWORD@
-
-
-def redact(text: str) -> str:
-    """``text`` with the password of every URL in it replaced (``--store`` URLs in argv)."""
-    return re.sub(URL_PASSWORD, r"\1***@", text)
 
 
 # Every tag used anywhere in uwf, with what it marks. tests/test_log.py checks that each is
@@ -62,7 +59,7 @@ class ProcessLog:
         self.path = root / "logs" / f"{now:%Y-%m-%d}.jsonl"
         self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
         self.context = {k: v for k, v in context.items() if v}
-        argv = redact(jsonfmt.dumps(sys.argv))
+        argv = jsonfmt.dumps(sys.argv)
         extra = "".join(f" {k}={v}" for k, v in self.context.items())
         self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}{extra}")
 
@@ -76,9 +73,22 @@ class ProcessLog:
         entry: dict[str, Any] = {"ts": ts, "pid": self.pid, "tag": tag, "msg": msg}
         entry.update(self.context)
         entry.update({k: str(v) for k, v in extra.items()})
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(jsonfmt.dumps(entry) + "\n")
-        except OSError:
-            pass
+        entry = {k: redact(v) if isinstance(v, str) else v for k, v in entry.items()}
+        append_private(self.path, jsonfmt.dumps(entry) + "\n")
+
+
+def append_private(path: Path, text: str) -> None:
+    """Append ``text`` to ``path``, a file private to the user (0600, in a 0700 directory:
+    both tightened when an older uwf made them readable by others). Never fails."""
+    try:
+        directory = path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if directory.stat().st_mode & 0o077:
+            directory.chmod(0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "ab") as fh:
+            if os.fstat(fd).st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+            fh.write(text.encode("utf-8", "replace"))
+    except OSError:
+        pass

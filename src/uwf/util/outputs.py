@@ -362,11 +362,12 @@ class Walked(TypedDict):
 
 
 class Reindexed(TypedDict):
-    """``cas reindex``."""
+    """``cas reindex`` (``repaired``: pack indexes rebuilt from their packs' records)."""
 
     status: str
     nodes: int
     types: int
+    repaired: NotRequired[int]
 
 
 class NodeDamage(TypedDict):
@@ -383,12 +384,24 @@ class PackDamage(TypedDict):
     problem: str
 
 
+class RootDamage(TypedDict, total=False):
+    """A root of ``cas verify`` that does not resolve (docs/reliability.md, "Repairing damaged
+    state"): a part of the thread state uwf cannot read as its own (``state``: ``active``,
+    ``history`` or ``registry``), or an active or archived thread's head or a registry entry
+    (``thread`` / ``workflow``) naming a node that is missing or of another kind."""
+
+    state: str
+    thread: str
+    workflow: str
+    problem: str
+
+
 class Verified(TypedDict):
     """``cas verify``."""
 
     scanned: int
     ok: bool
-    damaged: list[PackDamage | NodeDamage]
+    damaged: list[PackDamage | NodeDamage | RootDamage]
 
 
 class Packed(TypedDict):

@@ -5,9 +5,16 @@ Routes (GET only; anything else is 405): ``/`` the thread list (the filters of
 fragment, loaded when a step's detail is opened), ``/step/<hash>/artifact/<path>`` (a file
 the step produced: text as text/plain, anything else as a download), ``/fragment/threads``
 (the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.completed``,
-``thread.archived`` and, for the list, ``thread.opened``) and ``/static/…`` (the stylesheet
-and the one script, shipped in the package). Every response forbids outside requests by its
+``thread.archived`` and, for the list, ``thread.opened``), ``/step/<hash>/output`` (a folded
+output, whole: loaded when asked) and ``/static/…`` (the stylesheet and the one script,
+shipped in the package). Every response forbids outside requests by its
 Content-Security-Policy.
+
+Hostile pages and floods (docs/ui.md, "Limits"): a request whose ``Host`` is not one the
+server serves (loopback names and the ``--host`` given: a DNS-rebinding page names its own)
+gets 421; more than ``MAX_STREAMS`` event streams at once, or more connections than
+``max_connections`` allows, get 503 with a line saying so; an error that is not uwf's is one
+500 page and one line on stderr, never a traceback per request.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError
 from uwf.util.ulid import check_thread_id
 from uwf.web import pages
+from uwf.web.shared import Shared
 from uwf.web.svg import to_svg
 
 CSP = (
@@ -37,6 +45,9 @@ HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+MAX_STREAMS = 32  # event streams served at once; more get 503
+MAX_CONNECTIONS = 256  # connections at once (uvicorn's limit_concurrency); more get 503
+FD_MARGIN = 64  # descriptors kept free below the open-file limit for files and the store
 
 
 class ThreadStream:
@@ -129,16 +140,27 @@ async def _events(request: Any) -> Any:
     import anyio
     from sse_starlette.sse import EventSourceResponse
 
-    backend, interval = request.app.state.backend, request.app.state.interval
+    state = request.app.state
+    backend, interval = state.shared, state.interval  # one read per tick for every stream
     thread = request.query_params.get("thread")
     since = request.query_params.get("since") or None
     if thread is not None:
         check_thread_id(thread)
         if since is not None:
             check_hash(since)
-    stream: Any = await anyio.to_thread.run_sync(
-        lambda: ThreadStream(backend, thread, since) if thread else ListStream(backend)
-    )
+    if state.streams >= state.max_streams:
+        return _busy(
+            f"too many event streams: uwf ui serves at most {state.max_streams} at once; "
+            "close some pages (this one reloads by itself)"
+        )
+    state.streams += 1
+    try:
+        stream: Any = await anyio.to_thread.run_sync(
+            lambda: ThreadStream(backend, thread, since) if thread else ListStream(backend)
+        )
+    except BaseException:
+        state.streams -= 1
+        raise
 
     async def generate() -> Any:
         while not await request.is_disconnected():
@@ -148,7 +170,23 @@ async def _events(request: Any) -> Any:
                 return
             await anyio.sleep(interval)
 
-    return EventSourceResponse(generate(), ping=15)
+    response = EventSourceResponse(generate(), ping=15)
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await response(scope, receive, send)
+        finally:  # however the stream ends: done, the client gone, the server stopping
+            state.streams -= 1
+
+    return counted
+
+
+def _busy(message: str) -> Any:
+    """503 with one line saying why, and when to try again."""
+    from starlette.responses import PlainTextResponse
+
+    headers = {"retry-after": "5", "connection": "close"}  # its descriptor freed at once
+    return PlainTextResponse(message + "\n", status_code=503, headers=headers)
 
 
 def _failed(request: Any, exc: Exception) -> Any:
@@ -166,7 +204,18 @@ def _failed(request: Any, exc: Exception) -> Any:
     return HTMLResponse(page, status_code=status)
 
 
-def create_app(backend: Backend, interval: float = 0.25) -> Any:
+def _output(backend: Backend, request: Any) -> str:
+    step = request.path_params["step"]
+    check_hash(step)
+    return pages.output_fragment(backend, step)
+
+
+def create_app(
+    backend: Backend,
+    interval: float = 0.25,
+    host: str = "127.0.0.1",
+    max_streams: int = MAX_STREAMS,
+) -> Any:
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Mount, Route
@@ -183,6 +232,7 @@ def create_app(backend: Backend, interval: float = 0.25) -> Any:
             _page(lambda backend, r: pages.thread_page(backend, r.path_params["thread"])),
         ),
         Route("/step/{step}/detail", _page(_detail)),
+        Route("/step/{step}/output", _page(_output)),
         Route("/step/{step}/artifact/{path:path}", _artifact),
         Route(
             "/workflow/{ident}",
@@ -193,26 +243,70 @@ def create_app(backend: Backend, interval: float = 0.25) -> Any:
     ]
     app = Starlette(routes=routes, exception_handlers={UwfError: _failed, HTTPException: _failed})
     app.state.backend, app.state.interval = backend, interval
-    return _SecurityHeaders(app)
+    app.state.streams, app.state.max_streams = 0, max_streams
+    app.state.shared = Shared(backend, interval / 2)
+    return _Guard(app, served_hosts(host))
 
 
-class _SecurityHeaders:
-    """ASGI middleware: the CSP and friends on every HTTP response (streams included)."""
+def served_hosts(host: str) -> frozenset[str]:
+    """The ``Host`` names a server bound to ``host`` answers: the loopback names, ``host``
+    itself, and for a wildcard address (``0.0.0.0``, ``::``) this machine's names."""
+    names = {*LOOPBACK, host.strip("[]").lower()}
+    if host in ("0.0.0.0", "::", ""):
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return frozenset(names)
 
-    def __init__(self, app: Any) -> None:
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class _Guard:
+    """ASGI middleware: a ``Host`` the server does not serve gets 421; every response gets
+    the CSP and friends (streams included); an exception that is not uwf's becomes one 500
+    page and one line on stderr (at most one a second, with how many were left out)."""
+
+    def __init__(self, app: Any, hosts: frozenset[str]) -> None:
         self.app = app
+        self.hosts = hosts
+        self.quiet = _Quiet()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = dict(scope.get("headers") or [])
+        name = host_name(headers.get(b"host", b"").decode("latin-1"))
+        if name not in self.hosts:
+            await _plain(send, 421, f"uwf ui does not serve the host {name or '(none)'}\n")
+            return
+        started = False
 
         async def with_headers(message: Any) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception as exc:
+            self.quiet({"message": type(exc).__name__, "exception": exc})
+            if not started:
+                await _plain(send, 500, "internal error (uwf ui wrote one line on its stderr)\n")
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), *HEADERS]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -229,15 +323,74 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(backend: Backend, sock: socket.socket) -> None:
+def max_connections() -> int:
+    """Connections served at once: ``MAX_CONNECTIONS``, less when the open-file limit is
+    lower (``FD_MARGIN`` kept free), so that the limit answers 503 before ``accept`` fails."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:  # the usual soft limit (1024) is below what the system allows: raise it
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, soft - FD_MARGIN))
+
+
+def serve(backend: Backend, sock: socket.socket, host: str = "127.0.0.1") -> None:
     """Serve until SIGINT/SIGTERM (uvicorn's graceful shutdown, at most 2 s)."""
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(backend),
+        create_app(backend, host=host),
         log_level="warning",
         lifespan="off",
         access_log=False,
         timeout_graceful_shutdown=2,
+        limit_concurrency=max_connections(),
+        backlog=128,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    _server(config).run(sockets=[sock])
+
+
+def _server(config: Any) -> Any:
+    """uvicorn's server, whose event loop reports an error it cannot pass on (``accept``
+    out of descriptors, a connection lost mid-write) as one line a second on stderr, not a
+    traceback each time."""
+    import asyncio
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            quiet = _Quiet()
+            asyncio.get_running_loop().set_exception_handler(lambda _, ctx: quiet(ctx))
+            await super().serve(sockets)
+
+    return Server(config)
+
+
+class _Quiet:
+    """An event loop's exception handler: one line a second, with how many were left out."""
+
+    def __init__(self) -> None:
+        self.until = 0.0
+        self.unsaid = 0
+
+    def __call__(self, context: dict[str, Any]) -> None:
+        import sys
+        import time
+
+        now = time.monotonic()
+        if now < self.until:
+            self.unsaid += 1
+            return
+        exc = context.get("exception")
+        what = f"{context.get('message', 'error')}" + (f": {exc}" if exc is not None else "")
+        more = f" ({self.unsaid} more since the last line)" if self.unsaid else ""
+        sys.stderr.write(f"uwf ui: error: {what}{more}\n")
+        sys.stderr.flush()
+        self.until, self.unsaid = now + 1.0, 0

@@ -45,18 +45,46 @@ def _env() -> Any:
     return env
 
 
+#: Characters of a step's output rendered with its page; a longer output shows its start and
+#: loads the rest when asked (``/step/<hash>/output``), so a thread of 50 MB of outputs
+#: renders as fast as a short one. The export holds the rest as plain text.
+FOLD = 20_000
+#: Above this many characters, an output is shown as plain text, not rendered as markdown.
+MARKDOWN_MAX = 1 << 20
+
+
 @functools.cache
 def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.add_render_rule("image", _image_as_link)
+    return md
+
+
+def _image_as_link(self: Any, tokens: list[Any], idx: int, options: Any, env: Any) -> str:
+    """An image as a plain link to it, never an ``<img>``: agent text cannot make the page
+    (or the exported file, which has no server to stop it) fetch anything (docs/ui.md)."""
+    from markupsafe import escape
+
+    token = tokens[idx]
+    src = token.attrGet("src") or ""
+    alt = self.renderInlineAsText(token.children or [], options, env) or src
+    return (
+        f'<a class="image-link" href="{escape(src)}" rel="noopener noreferrer nofollow">'
+        f"{escape(alt)}</a>"
+    )
 
 
 def markdown(text: str | None) -> Any:
-    """Agent text as HTML: markdown-it with raw HTML off, so markup in it stays text."""
-    from markupsafe import Markup
+    """Agent text as HTML: markdown-it with raw HTML off, so markup in it stays text, and
+    images as links (``_image_as_link``); a text over ``MARKDOWN_MAX`` as plain text."""
+    from markupsafe import Markup, escape
 
-    return Markup(_markdown().render(text or ""))
+    text = text or ""
+    if len(text) > MARKDOWN_MAX:
+        return Markup(f"<pre>{escape(text)}</pre>")
+    return Markup(_markdown().render(text))
 
 
 def when(ms: int | None) -> str:
@@ -88,9 +116,16 @@ def thread_graph_svg(backend: Backend, line: dict[str, Any], payload: dict[str, 
 
 
 def step_view(step: dict[str, Any]) -> dict[str, Any]:
-    """A timeline step record with what the template shows of its text."""
+    """A timeline step record with what the template shows of its text: ``body`` (at most
+    ``FOLD`` characters, cut at a line end) and, when that is not all of it, ``folded`` (the
+    whole length) and ``rest`` (what follows, for the export)."""
     text = step.get("text")
-    return {**step, "body": view.body_text(text) if text is not None else None}
+    body = view.body_text(text) if text is not None else None
+    out = {**step, "body": body, "folded": None, "rest": "", "fields": _fields(step.get("output"))}
+    if body is not None and len(body) > FOLD:
+        cut = body.rfind("\n", 0, FOLD) + 1 or FOLD
+        out.update(body=body[:cut], folded=len(body), rest=body[cut:])
+    return out
 
 
 def detail(backend: Backend, step_hash: str) -> dict[str, Any] | None:
@@ -139,6 +174,27 @@ def artifact(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
 
 def step_fragment(step: dict[str, Any]) -> str:
     return render("step.html", s=step_view(step))
+
+
+def _fields(output: Any) -> str:
+    """A step's structured output as the page shows it: YAML, or indented JSON when it is
+    long (YAML's emitter takes seconds over megabytes; JSON's, milliseconds)."""
+    if output in (None, {}, []):
+        return ""
+    as_json = json.dumps(output, ensure_ascii=False)
+    if len(as_json) > FOLD:
+        return json.dumps(output, ensure_ascii=False, indent=1)
+    return pretty(output)
+
+
+def output_fragment(backend: Backend, step_hash: str) -> str:
+    """The whole output of a step, rendered (what a folded output loads when asked)."""
+    from uwf.model import chain
+    from uwf.model.turns import last_assistant_content
+
+    step = chain.require_step(backend.nodes, step_hash)
+    text = last_assistant_content(backend.nodes, step.payload.get("detail"))
+    return str(markdown(view.body_text(text or "")))
 
 
 def detail_fragment(backend: Backend, step_hash: str) -> str:

@@ -4,8 +4,10 @@ Tools never crash the agent: every problem — malformed JSON arguments, an unkn
 path outside the working directory (refused unless ``--allow-outside``), a file over 512 KiB,
 a command timeout (the command's process group is killed) — goes back to the model as an
 ``Error: …`` tool message. ``run_command`` runs a shell (through ``uwf.adapters.process``) in
-the working directory with the agent's environment minus the providers' API-key variables; it
-is not a sandbox (the command itself can reach anything the user can).
+the working directory with the agent's environment minus every secret uwf knows (store
+credentials, API keys, ``.env`` entries, the ``secrets:`` of config.yaml); every result has
+known secrets masked (``***``) before the model sees it or it is stored. It is not a sandbox
+(the command itself can reach anything the user can).
 """
 
 from __future__ import annotations
@@ -125,6 +127,11 @@ class Tools:
 
     def __call__(self, name: str, raw_args: Any) -> str:
         """Run one tool call; any problem becomes an ``Error: …`` string for the model."""
+        from uwf.util.secrets import redact
+
+        return redact(self._call(name, raw_args))
+
+    def _call(self, name: str, raw_args: Any) -> str:
         try:
             args = self._arguments(name, raw_args)
             if name == "read_file":
@@ -216,7 +223,10 @@ def _string(args: dict[str, Any], key: str, tool: str) -> str:
 
 
 def command_env(config: Any) -> dict[str, str]:
-    """The environment for run_command: ours minus every provider's API-key variable, so a
-    command like ``env`` cannot put a key into the model's context or the stored turns."""
-    secret = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    return {k: v for k, v in os.environ.items() if k not in secret}
+    """The environment for run_command (``uwf.config.secrets.command_env``): ours minus store
+    credentials, every provider's API-key variable, the ``.env`` entries and the variables
+    config.yaml lists under ``secrets:``, so a command like ``env`` cannot put a secret into
+    the model's context or the stored turns."""
+    from uwf.config.secrets import command_env as without_secrets
+
+    return without_secrets(os.environ, config)

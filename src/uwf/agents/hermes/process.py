@@ -107,7 +107,11 @@ def pass_stderr(stderr: str) -> None:
         if line.strip() and not re.match(_SESSION_LINE, line.strip())
     ]
     if lines:
-        sys.stderr.write("".join(f"hermes: {line}\n" for line in lines))
+        from uwf.util.secrets import redact
+        from uwf.util.terminal import visible
+
+        text = visible(redact("".join(f"hermes: {line}\n" for line in lines)))
+        sys.stderr.write(text)
         sys.stderr.flush()
 
 
@@ -115,11 +119,26 @@ def run_hermes(
     argv: list[str], what: str, timeout: float | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run Hermes to its end through ``uwf.adapters.process`` (its own process group, killed
-    with ours); its whole stdout and the last ``STDERR_KEEP`` characters of its stderr."""
-    from uwf.adapters import process
+    with ours); its whole stdout and the last ``STDERR_KEEP`` characters of its stderr.
 
+    Hermes runs the model's commands with its environment, so it gets ours without store
+    credentials and the ``secrets:`` of config.yaml (``uwf.config.secrets.command_env``;
+    Hermes removes its providers' keys from its commands itself)."""
+    import os
+
+    from uwf.adapters import process
+    from uwf.config.secrets import command_env, model_config
+    from uwf.util.root import storage_root
+
+    env = command_env(os.environ, model_config(storage_root()), provider_keys=True)
+    if any(len(a.encode()) >= process.ARG_LIMIT for a in argv):
+        raise AgentFailed(
+            f"{what} could not start: the prompt is {max(len(a.encode()) for a in argv)} bytes, "
+            f"over the limit of {process.ARG_LIMIT - 1} bytes Linux sets on one command-line "
+            "argument (MAX_ARG_STRLEN)"
+        )
     try:
-        ran = process.run(argv, timeout=timeout, stdout_limit=None, stderr_keep=STDERR_KEEP)
+        ran = process.run(argv, env, timeout=timeout, stdout_limit=None, stderr_keep=STDERR_KEEP)
     except process.CannotStart as exc:
         raise _cannot_start(exc.cause, argv, what) from None
     if ran.timed_out:
@@ -132,8 +151,9 @@ def _cannot_start(cause: OSError, argv: list[str], what: str) -> AgentFailed:
         return HermesMissing(_missing_message())
     if cause.errno == errno.E2BIG:
         return AgentFailed(
-            f"{what} could not start: the prompt is too long for a command-line argument "
-            f"({sum(len(a) for a in argv)} characters)"
+            f"{what} could not start: its arguments and environment are over the limit Linux "
+            f"sets on them together (ARG_MAX; the prompt is {sum(len(a) for a in argv)} "
+            "characters)"
         )
     return AgentFailed(f"{what} could not start: {cause.strerror or cause}")
 

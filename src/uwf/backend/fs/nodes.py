@@ -281,7 +281,69 @@ class FsStore(Store):
             if problem is not None:
                 damaged.append({"pack": name, "problem": str(pack.corrupt(problem))})
             pack.close()
+        return damaged + self._orphan_damage()
+
+    # -- packs without an index (backend/fs/orphans.py) ----------------------------------
+    def _elsewhere(self, h: str) -> bool:
+        """Whether ``h`` is readable without the index-less packs: loose or indexed."""
+        return os.path.exists(self._file(h)) or self._find(h) is not None
+
+    def orphan_nodes(self) -> dict[str, list[str] | None]:
+        """Each pack without an index that holds nodes found nowhere else: those nodes (None
+        when its records cannot even be read). A crash leftover holds none: left out."""
+        from uwf.backend.fs import orphans
+
+        out: dict[str, list[str] | None] = {}
+        for name in orphans.names(self.pack_dir):
+            try:
+                unique: list[str] | None = orphans.only_here(self.pack_dir, name, self._elsewhere)
+            except (CorruptNode, OSError):
+                unique = None
+            if unique is None or unique:
+                out[name] = unique
+        return out
+
+    def _orphan_damage(self) -> list[PackDamage]:
+        damaged: list[PackDamage] = []
+        for name, unique in self.orphan_nodes().items():
+            what = (
+                f"{len(unique)} nodes only it holds cannot be read; `uwf cas reindex` rebuilds "
+                "the index"
+                if unique is not None
+                else "its records cannot be read either"
+            )
+            problem = f"{self.pack_dir / name}.pack has no index ({name}.idx): {what}"
+            damaged.append({"pack": name, "problem": problem})
         return damaged
+
+    def storage_doubts(self) -> list[PackDamage]:
+        return self._orphan_damage()
+
+    def repair_storage(self) -> int:
+        """Rebuild the index of every pack that lost it and holds nodes found nowhere else
+        (``cas reindex``); how many indexes were written."""
+        from uwf.backend.fs import orphans
+
+        rebuilt = 0
+        for name, unique in self.orphan_nodes().items():
+            if unique is not None:
+                orphans.rebuild(self.pack_dir, name)
+                rebuilt += 1
+        if rebuilt:
+            self._list_packs()
+        return rebuilt
+
+    def missing_hint(self, h: str) -> str:
+        """Why a node may be missing: a pack that lost its index (named), else nothing."""
+        from uwf.backend.fs import orphans
+
+        lost = orphans.names(self.pack_dir)
+        if not lost:
+            return ""
+        return (
+            f" ({self.pack_dir / lost[0]}.pack has no index: `uwf cas verify` says what is "
+            "damaged, `uwf cas reindex` rebuilds the index)"
+        )
 
     # -- writing ------------------------------------------------------------------------
     def _create(self, h: NodeHash, node: Node) -> bool:

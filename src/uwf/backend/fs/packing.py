@@ -13,8 +13,9 @@
    them stay when one of their records could not be read: it is for ``cas verify``).
 
 A crash at any moment leaves each node in its loose file, in the new pack or in both; temp
-files and a .pack whose .idx never came are removed by the next run. The caller holds the gc
-lock (``cas pack`` and ``cas gc`` never run at once).
+files and a .pack whose .idx never came are removed by the next run (unless the .pack holds
+nodes found nowhere else: its index was lost afterwards, and it is kept for `cas reindex`).
+The caller holds the gc lock (``cas pack`` and ``cas gc`` never run at once).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
     left, packs now, and their bytes."""
     from uwf.backend.fs.nodes import MAX_PACKS
 
-    packs.remove_leftovers(store.pack_dir)
+    packs.remove_leftovers(store.pack_dir, keep=store.orphan_nodes())
     current = store._list_packs()
     loose = _Loose(store)
     merge = everything or len(current) >= MAX_PACKS

@@ -213,16 +213,19 @@ def remove(directory: Path, name: str) -> None:
             os.unlink(directory / f"{name}{suffix}")
 
 
-def remove_leftovers(directory: Path) -> None:
+def remove_leftovers(directory: Path, keep: Iterable[str] = ()) -> None:
     """Temp files of a pack write that never finished, and records whose index never came
-    (the caller holds the gc lock: no pack is being written)."""
+    (the caller holds the gc lock: no pack is being written) — but the packs named in
+    ``keep``, whose index was lost after they held the only copy of a node (damage:
+    backend/fs/orphans.py)."""
     try:
         entries = os.listdir(directory)
     except FileNotFoundError:
         return
     indexes = {e[:-4] for e in entries if e.endswith(".idx")}
+    kept = set(keep)
     for entry in entries:
-        orphan = entry.endswith(".pack") and entry[:-5] not in indexes
+        orphan = entry.endswith(".pack") and entry[:-5] not in indexes | kept
         if entry.startswith(TMP_PREFIX) or orphan:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(directory / entry)

@@ -31,11 +31,14 @@ from uwf.backend.base import (
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Store
 from uwf.util import fsio, jsonfmt, yamlio
-from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Conflict, InvalidInput
+from uwf.util.base32 import NodeHash, describe, is_hash
+from uwf.util.errors import Conflict, Damaged, InvalidInput
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, is_thread_id
 
-_LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'  # compiled on first use (test_startup.py)
+# compiled on first use (test_startup.py)
+_LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'
+_THREAD_FIELD = rb'^\{"thread":\s*"([0-9A-HJKMNP-TV-Z]{1,26})(?:"|$)'
 
 THREADS_HEADER = (
     "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting, failure}"
@@ -76,12 +79,22 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     else:
         return out
     try:
-        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=path)
+        loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=Path(path.name))
     except InvalidInput as exc:
-        raise InvalidInput(f"{path.name} is damaged: {exc}") from None
-    if not isinstance(loaded, dict):
+        raise damaged(path, exc.message) from None
+    if loaded is None:  # only comments: uwf's header, no entry
         return {}
+    if not isinstance(loaded, dict):
+        raise damaged(path, "it is not a mapping")
     return {str(k): v for k, v in loaded.items()}
+
+
+REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
+
+
+def damaged(path: Path, what: str) -> Damaged:
+    """The error of a state file uwf can tell is damaged (docs/reliability.md)."""
+    return Damaged(f"{path} is damaged: {what}; {REPAIR}")
 
 
 def _render_mapping(mapping: dict[str, Any], header: str) -> bytes:
@@ -90,7 +103,13 @@ def _render_mapping(mapping: dict[str, Any], header: str) -> bytes:
 
 
 class MappingFile:
-    """A YAML mapping with locked read-modify-write; ``decode`` keeps the values it accepts."""
+    """A YAML mapping with locked read-modify-write; ``decode`` turns an entry into its value
+    (None: the entry is not valid).
+
+    A file uwf can tell is damaged is an error naming it, never read as fewer entries: an
+    empty file (uwf always writes at least its header line: a crash or a hand emptied it), a
+    file that does not parse (cut mid-line), a key that is not a ``key_name`` or a value
+    that is not a valid ``value_name``. A missing file is a store that never had entries."""
 
     def __init__(
         self,
@@ -98,22 +117,31 @@ class MappingFile:
         header: str,
         key_ok: Callable[[str], bool],
         decode: Callable[[str, Any], Any],
+        names: tuple[str, str] = ("key", "value"),
     ) -> None:
         self.path = path
         self.header = header
         self.key_ok = key_ok
         self.decode = decode
+        self.key_name, self.value_name = names
 
     def read(self) -> dict[str, Any]:
         data = fsio.read_bytes(self.path)
         if data is None:
             return {}
+        if not data.strip():
+            raise damaged(self.path, "it is empty (uwf always writes at least its header line)")
         out = {}
         for key, raw in _parse_mapping(data, self.path).items():
-            if self.key_ok(key):
-                value = self.decode(key, raw)
-                if value is not None:
-                    out[key] = value
+            if not self.key_ok(key):
+                raise damaged(self.path, f"{describe(key, 60)} is not a {self.key_name}")
+            value = self.decode(key, raw)
+            if value is None:
+                if isinstance(raw, dict) and "head" in raw:  # a thread's record: its head
+                    raw = raw["head"]
+                shown = describe(raw if isinstance(raw, str) else json.dumps(raw), 60)
+                raise damaged(self.path, f"the {self.value_name} of {key} is not valid: {shown}")
+            out[key] = value
         return out
 
     def write(self, mapping: dict[str, Any], encode: Callable[[Any], Any]) -> None:
@@ -138,7 +166,7 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     role, since, reason = raw.get("role"), raw.get("since"), raw.get("reason")
     if not isinstance(role, str) or not isinstance(since, int) or isinstance(since, bool):
         return None
-    return Waiting(role, since, head, reason if isinstance(reason, str) else None)
+    return Waiting(role, since, head, storable(reason) if isinstance(reason, str) else None)
 
 
 def _int(value: Any) -> TypeGuard[int]:
@@ -185,7 +213,7 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     task, waiting = raw.get("task"), raw.get("waiting")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
-        task if isinstance(task, str) else None,
+        storable(task) if isinstance(task, str) else None,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -198,11 +226,25 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
 def encode_thread(record: ActiveThread) -> Any:
     """The threads.yaml value of a record: the bare head when there is nothing else."""
     extra: dict[str, Any] = record.info.as_json()
+    if isinstance(extra.get("task"), str):
+        extra["task"] = storable(extra["task"])
     if record.waiting is not None:
         extra["waiting"] = record.waiting.as_json()
+        if isinstance(extra["waiting"].get("reason"), str):
+            extra["waiting"]["reason"] = storable(extra["waiting"]["reason"])
     if record.failure is not None:
         extra["failure"] = record.failure.as_json()
+        extra["failure"]["error"] = storable(extra["failure"]["error"])
     return {"head": record.head, **extra} if extra else record.head
+
+
+def _names_one_of(fragment: bytes, threads: set[str]) -> bool:
+    """Whether a history line cut short names (as far as it goes) one of ``threads``."""
+    found = re.search(_THREAD_FIELD, fragment)
+    if found is None:
+        return False
+    prefix = found.group(1).decode()
+    return any(thread.startswith(prefix) for thread in threads)
 
 
 def _decode_history(line: bytes | str) -> HistoryEntry | None:
@@ -224,7 +266,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         head=NodeHash(entry["head"]),
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
-        task=task if isinstance(task, str) else None,
+        task=storable(task) if isinstance(task, str) else None,
     )
 
 
@@ -241,7 +283,13 @@ class FsThreads(RecordThreads):
 
     def __init__(self, root: Path, nodes: Store) -> None:
         super().__init__(nodes)
-        self.file = MappingFile(root / "threads.yaml", THREADS_HEADER, is_thread_id, _decode_thread)
+        self.file = MappingFile(
+            root / "threads.yaml",
+            THREADS_HEADER,
+            is_thread_id,
+            _decode_thread,
+            ("thread id", "head"),
+        )
         self.history_path = root / "history.jsonl"
 
     # -- reading ----------------------------------------------------------------------
@@ -279,11 +327,28 @@ class FsThreads(RecordThreads):
         return list(self._read().values())
 
     def history(self) -> list[HistoryEntry]:
+        """Every archived thread, in order. A line that is not a whole entry is damage (an
+        error naming the file), unless it is the fragment of an archive that failed (a
+        crash or a full disk mid-append) of a thread that is still active or was archived
+        again since: a thread lost from the history would read as never archived, and
+        ``cas gc`` would collect it."""
         data = fsio.read_bytes(self.history_path)
         if not data:
             return []
-        entries = (_decode_history(line) for line in data.splitlines())
-        return [entry for entry in entries if entry is not None]
+        entries, torn = [], []
+        for number, line in enumerate(data.splitlines(), 1):
+            entry = _decode_history(line)
+            if entry is not None:
+                entries.append(entry)
+            elif line.strip():
+                torn.append((number, line))
+        if torn:
+            known = {e.thread for e in entries} | set(self.file.read())
+            for number, line in torn:
+                if not _names_one_of(line, known):
+                    shown = describe(line[:60].decode("utf-8", "replace"), 60)
+                    raise damaged(self.history_path, f"line {number} is not a whole entry: {shown}")
+        return entries
 
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         found = None
@@ -331,7 +396,9 @@ class FsRegistry(Registry):
     """``registry.yaml``: one ``"<name>": "<hash>"`` line per workflow."""
 
     def __init__(self, root: Path) -> None:
-        self.file = MappingFile(root / "registry.yaml", REGISTRY_HEADER, bool, _decode_hash)
+        self.file = MappingFile(
+            root / "registry.yaml", REGISTRY_HEADER, bool, _decode_hash, ("name", "hash")
+        )
 
     def read(self) -> dict[str, NodeHash]:
         return self.file.read()

@@ -21,8 +21,9 @@ from uwf.backend.base import (
 )
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
-from uwf.util.base32 import NodeHash
-from uwf.util.errors import Conflict
+from uwf.util.base32 import NodeHash, describe, is_hash
+from uwf.util.errors import Conflict, Damaged
+from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
 
 # the columns of a thread's last failure (docs/format.md, "The PostgreSQL backend")
@@ -44,8 +45,21 @@ def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
     )
 
 
+REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
+
+
+def _hash(value: Any, table: str, what: str) -> NodeHash:
+    """A hash read from ``table``; one that is not a hash (a hand edit) is damage."""
+    if not is_hash(value):
+        raise Damaged(
+            f"table {table} is damaged: {what} is not a hash: {describe(str(value), 60)}; {REPAIR}"
+        )
+    return NodeHash(value)
+
+
 def _record(row: tuple[Any, ...]) -> ActiveThread:
     thread, head, workflow, task, role, since, wait_head, reason = row[:8]
+    head = _hash(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = Waiting(role, int(since), NodeHash(head), reason)
@@ -55,6 +69,7 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     thread, workflow, head, at, status, task = row
+    head = _hash(head, "uwf_history", f"the head of thread {thread}")
     return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task)
 
 
@@ -84,7 +99,7 @@ class PgThreads(ThreadTable):
         row = self.db.one(
             "INSERT INTO uwf_threads (thread, head, workflow, task, moved)"
             " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, info.task, now_ms()),
+            (thread, head, info.workflow, storable(info.task), now_ms()),
         )
         if row is None:
             raise Conflict(f"thread {thread} already exists")
@@ -105,7 +120,14 @@ class PgThreads(ThreadTable):
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
             " wait_reason = %s WHERE thread = %s AND head = %s RETURNING 1",
-            (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
+            (
+                waiting.role,
+                waiting.since,
+                waiting.head,
+                storable(waiting.reason),
+                thread,
+                waiting.head,
+            ),
         )
         return (True, waiting.head) if row is not None else (False, self.head(thread))
 
@@ -120,7 +142,7 @@ class PgThreads(ThreadTable):
             " WHERE thread = %s AND head = %s RETURNING fail_attempts, fail_since",
             (
                 failure.at,
-                failure.error,
+                storable(failure.error),
                 failure.code,
                 failure.at,
                 failure.role,
@@ -181,7 +203,7 @@ class PgRegistry(Registry):
 
     def read(self) -> dict[str, NodeHash]:
         rows = self.db.all("SELECT name, hash FROM uwf_registry ORDER BY name")
-        return {name: NodeHash(h) for name, h in rows}
+        return {name: _hash(h, "uwf_registry", f"the hash of workflow {name}") for name, h in rows}
 
     def get(self, name: str) -> NodeHash | None:
         row = self.db.one("SELECT hash FROM uwf_registry WHERE name = %s", (name,))

@@ -152,13 +152,16 @@ def check_model(
 ) -> ModelCheck:
     """A one-token chat completion: ``{"ok": True}``, or ``ok: false`` and the error line."""
     from uwf.adapters import llm
+    from uwf.util import secrets
 
     seconds = llm.resolve_timeout(llm.CHECK_TIMEOUT, timeout)
     client = llm.Client(base_url, api_key, model, timeout=seconds)
     try:
         client.chat([{"role": "user", "content": "hi"}], max_tokens=1)
     except llm.LLMError as exc:
-        return {"ok": False, "error": exc.message}
+        # a server may echo the key it was sent: never printed (docs/architecture.md)
+        secrets.add(api_key)
+        return {"ok": False, "error": secrets.redact(exc.message)}
     finally:
         client.close()
     return {"ok": True}

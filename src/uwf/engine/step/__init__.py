@@ -27,6 +27,7 @@ from uwf.engine.step.run import (
     artifacts_dir,
     defer,
     process_runner,
+    prompt_file,
 )
 from uwf.model.threads import not_active, require_active
 from uwf.util.errors import (
@@ -179,8 +180,8 @@ def _run(
     lock.note(role=plan.role, agent=plan.argv[0])
     log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})
-    with artifacts_dir(backend, plan) as artifacts:
-        env = {**agent_env(backend, plan, artifacts), **span.child_env()}
+    with artifacts_dir(backend, plan) as artifacts, prompt_file(backend, plan) as prompt:
+        env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
         finished = runner(plan, env, _stop_when(backend, plan, should_stop))
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)

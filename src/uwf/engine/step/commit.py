@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
 from uwf.engine.step.plan import StepPlan, decide
-from uwf.model import chain
+from uwf.model import artifacts, chain
 from uwf.moderator.evaluate import ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import AgentFailed, NotActive
+from uwf.util.errors import AgentFailed, InvalidInput, NotActive
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -74,6 +74,13 @@ def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
         problems.append(f"depth is {step.depth}, expected {plan.depth + 1}")
     if problems:
         raise AgentFailed(f"agent returned StepNode {h} for another step: {'; '.join(problems)}")
+    listed = artifacts.of_detail(store, step.payload.get("detail"))
+    try:  # names `step artifacts --extract` could not write back are refused now, not then
+        artifacts.check_names([a.path for a in listed])
+    except InvalidInput as exc:
+        raise AgentFailed(
+            f"agent returned StepNode {h} with bad artifacts: {exc.message}"
+        ) from None
     return step
 
 

@@ -18,6 +18,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Protocol
 
 from uwf.adapters import process
@@ -29,9 +30,12 @@ from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import AgentFailed, Deferred, UwfError
 from uwf.util.log import ProcessLog
+from uwf.util.secrets import redact
 from uwf.util.ulid import now_ms
 
 TTY_ENV = "UWF_TTY"
+PROMPT_ENV = "UWF_EDGE_PROMPT"
+PROMPT_FILE_ENV = "UWF_EDGE_PROMPT_FILE"  # set instead when the prompt is too long for it
 
 
 class Runner(Protocol):
@@ -59,28 +63,82 @@ def process_runner(
 @contextlib.contextmanager
 def artifacts_dir(backend: Backend, plan: StepPlan) -> Iterator[str]:
     """A fresh, empty directory for the artifacts of one run of ``plan.thread``, removed with
-    what it holds after it. The caller holds the thread's step lock."""
-    path = backend.root / "cache" / "artifacts" / plan.thread
-    shutil.rmtree(path, ignore_errors=True)  # a step killed before it could clean up
+    what it holds after it. The caller holds the thread's step lock.
+
+    Whatever an agent left at that path — the directory, files in it, or a symbolic link it
+    put in its place (which is removed, never followed) — is gone before the run starts, so
+    that no step inherits another's files and a link cannot wedge the thread."""
+    parent = backend.root / "cache" / "artifacts"
+    path = parent / plan.thread
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(parent)
+        _remove(path)  # a step killed before it could clean up, or an agent's link
         path.mkdir(mode=0o700)
     except OSError as exc:
         raise UwfError(f"cannot create {path}: {exc.strerror or exc}") from None
     try:
         yield str(path)
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            _remove(path)
 
 
-def agent_env(backend: Backend, plan: StepPlan, artifacts: str | None = None) -> dict[str, str]:
+def _private_dir(path: Path) -> None:
+    """``path`` as a real directory of ours (a symbolic link there is replaced, not used)."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` whatever it is, never following a symbolic link."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+@contextlib.contextmanager
+def prompt_file(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
+    """The path of a file holding the edge prompt when it is too long for an environment
+    variable (Linux takes at most 128 KiB per ``NAME=value``), else None; the file is private
+    to the user and removed after the run (docs/format.md, "The agent protocol")."""
+    if process.fits_env(PROMPT_ENV, plan.prompt):
+        yield None
+        return
+    directory = backend.root / "cache" / "prompts"
+    path = directory / plan.thread
+    try:
+        _private_dir(directory)
+        _remove(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(plan.prompt.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        raise UwfError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        yield str(path)
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def agent_env(
+    backend: Backend, plan: StepPlan, artifacts: str | None = None, prompt: str | None = None
+) -> dict[str, str]:
     """uwf's environment, plus ``<root>/.env`` where unset, plus the step's own variables
-    (``artifacts``: the run's directory from ``artifacts_dir``)."""
+    (``artifacts``: the run's directory from ``artifacts_dir``; ``prompt``: the file of an
+    edge prompt too long for ``UWF_EDGE_PROMPT``, from ``prompt_file``)."""
     env = dict(os.environ)
     for key, value in load_dotenv(backend.root).items():
         env.setdefault(key, value)
     env.update(backend.env())
-    env["UWF_EDGE_PROMPT"] = plan.prompt
+    env.pop(PROMPT_ENV, None)
+    env.pop(PROMPT_FILE_ENV, None)  # never one of another step (a uwf run by an agent)
+    if prompt is None:
+        env[PROMPT_ENV] = plan.prompt
+    else:
+        env[PROMPT_FILE_ENV] = prompt
     env.pop(TTY_ENV, None)
     tty = terminal()
     if tty is not None:
@@ -106,7 +164,8 @@ def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> D
     """The agent deferred its step (exit 75): record that the thread waits at its head for the
     role (since the first deferral at this head) and return the error the step fails with."""
     assert plan.role is not None
-    reason = stderr_summary(run.stderr_tail, 300).removeprefix("error: ") or None
+    said = redact(stderr_summary(run.stderr_tail, 300).removeprefix("error: "))
+    reason = said or None  # stored: a secret the agent printed is masked (util.secrets)
     record = backend.threads.get(plan.thread)
     known = record.waiting if record is not None else None
     since = now_ms()

@@ -129,7 +129,14 @@ def walk(backend: Backend, h: str) -> Walked:
 def reindex(backend: Backend) -> Reindexed:
     """Rebuild the type index from the nodes themselves (the only fix for a lost or stale index)."""
     counts = ops.reindex(backend.nodes)
-    return {"status": "reindexed", "nodes": counts["nodes"], "types": counts["types"]}
+    out: Reindexed = {
+        "status": "reindexed",
+        "nodes": counts["nodes"],
+        "types": counts["types"],
+    }
+    if counts.get("repaired"):
+        out["repaired"] = counts["repaired"]  # pack indexes rebuilt from their records
+    return out
 
 
 def pack(backend: Backend) -> Packed:
@@ -143,8 +150,17 @@ def pack(backend: Backend) -> Packed:
 
 
 def verify(backend: Backend) -> Verified:
-    """Re-hash every node and check its type and refs: ``{"scanned","ok","damaged"}``."""
-    return ops.verify(backend.nodes)
+    """Re-hash every node and check its type and refs, then the roots — the state files are
+    whole, and every active head, archived head and registry entry resolves to a node of its
+    kind: ``{"scanned","ok","damaged"}`` (docs/reliability.md, "Repairing damaged state")."""
+    from uwf.engine.store import roots
+
+    result = ops.verify(backend.nodes)
+    damaged, state = roots.state_problems(backend)
+    damaged += roots.problems(backend.nodes, state["active"], state["history"], state["registry"])
+    result["damaged"] = [*result["damaged"], *damaged]
+    result["ok"] = not result["damaged"]
+    return result
 
 
 def _title(payload: Any) -> str:

@@ -8,6 +8,11 @@ meta-schema and uwf's own schemas; the pending ``thread compact`` requests. Work
 are found through the Workflow type indexes and, so that a lost index line cannot cost a
 version, also among the unreachable nodes the sweep reads.
 
+**Doubt.** A root in doubt stops gc before anything is deleted: a state file uwf cannot
+read as its own (emptied, cut, a head that is not a hash: an error naming the file), a head
+or registry entry whose node is missing or of another kind, a pack that lost its index
+(``engine/store/roots.py``, ``Store.storage_doubts``). What such a root reaches is unknown.
+
 **Mark.** From the roots, follow every ``cas_ref`` (``uwf.cas.refs``), each reached node's
 type and the type's type (the meta-schema). A reachable node that cannot be read (corrupt)
 stops gc before anything is deleted: its references are unknown.
@@ -60,7 +65,7 @@ from uwf.cas.store import Store
 from uwf.model import compact
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import CorruptNode, InvalidInput, UwfError
+from uwf.util.errors import CorruptNode, Damaged, InvalidInput, UwfError
 from uwf.util.ulid import ThreadId, now_ms
 
 if TYPE_CHECKING:
@@ -101,7 +106,9 @@ def gc(backend: Backend, *, grace: str = DEFAULT_GRACE, dry_run: bool = False) -
     """
     grace_ms = parse_grace(grace)
     swept, locks, temp_files = _Swept(), 0, 0
-    if next(iter(backend.nodes.iter_hashes()), None) is not None:  # else: create nothing
+    store = backend.nodes
+    if next(iter(store.iter_hashes()), None) is not None or store.storage_doubts():
+        # (nothing stored and nothing in doubt: create nothing)
         with backend.locks.gc():
             cutoff = now_ms() - grace_ms
             in_flight = backend.locks.running()  # before the heads: see the module doc
@@ -149,6 +156,7 @@ def _gc(
             cutoff = min(cutoff, _first_put(store, head))
     archived = [entry.head for entry in history]
     registry = backend.registry.read()
+    _refuse_doubt(store, active, history, registry)
 
     h = schemas.hashes()
     roots = [*h.every, *registry.values(), *active.values(), *archived]
@@ -189,6 +197,31 @@ def _gc(
     else:
         collected, freed, packed = _sweep(store, old, cutoff)
     return _Swept(len(scanned), reachable, collected, freed, packed)
+
+
+def _refuse_doubt(
+    store: Store,
+    active: dict[ThreadId, NodeHash],
+    history: list[HistoryEntry],
+    registry: dict[str, NodeHash],
+) -> None:
+    """Stop before anything is deleted while a root is in doubt — a head or registry entry
+    whose node is missing or of another kind, or nodes the store cannot list (a pack that
+    lost its index): what such a root reaches is unknown, and would be collected. (A state
+    file uwf cannot read as its own already stopped gc when it was read.)"""
+    from uwf.engine.store import roots
+
+    doubts = [d["problem"] for d in store.storage_doubts()]
+    doubts += [
+        f"{d.get('thread') or d.get('workflow')}: {d['problem']}"
+        for d in roots.problems(store, active, history, registry, corrupt=False)
+    ]
+    if doubts:
+        more = f" (and {len(doubts) - 3} more)" if len(doubts) > 3 else ""
+        raise Damaged(
+            f"cas gc stopped, nothing was deleted: a root is in doubt: {'; '.join(doubts[:3])}"
+            f'{more}; see uwf cas verify and docs/reliability.md, "Repairing damaged state"'
+        )
 
 
 def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int, int]:

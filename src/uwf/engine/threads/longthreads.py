@@ -74,20 +74,30 @@ def step_artifacts(backend: Backend, step_hash: str) -> list[ArtifactListed]:
 def extract_artifacts(backend: Backend, step_hash: str, directory: Path) -> list[ArtifactExtracted]:
     """Write a step's artifacts under ``directory`` (created if missing) byte for byte.
 
-    Every artifact is read and checked, and every target checked, before the first file is
-    written; an existing file is never overwritten. Returns the list with each ``file``.
+    Every name is checked (``artifacts.check_names``: lengths, duplicates, a file that
+    another would need as a directory), every artifact read and checked, and every target
+    checked, before the first file is written; an existing file is never overwritten.
+    Returns the list with each ``file``.
     """
     store = backend.nodes
     step = chain.require_step(store, step_hash)
     found = artifacts.of_detail(store, step.payload.get("detail"))
+    artifacts.check_names([a.path for a in found])
     base = directory.resolve()
     planned: list[tuple[Path, bytes, ArtifactExtracted]] = []
     for artifact in found:
-        target = base / artifacts.check_path(artifact.path)
-        if target.exists() or target.is_symlink():
-            raise InvalidInput(f"{target} exists; --extract never overwrites a file")
-        if not target.parent.resolve().is_relative_to(base):
-            raise InvalidInput(f"{target} is outside {base} (a symbolic link on the way)")
+        target = base / artifact.path
+        try:
+            if target.exists() or target.is_symlink():
+                raise InvalidInput(f"{target} exists; --extract never overwrites a file")
+            if not target.parent.resolve().is_relative_to(base):
+                raise InvalidInput(f"{target} is outside {base} (a symbolic link on the way)")
+            for above in target.relative_to(base).parents:
+                where = base / above
+                if where.exists() and not where.is_dir():
+                    raise InvalidInput(f"{where} exists and is not a directory")
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {target}: {exc.strerror or exc}") from None
         data = artifacts.decode(store, artifact)
         planned.append((target, data, {**artifact.as_json(), "file": str(target)}))
     for target, data, _ in planned:

@@ -9,7 +9,12 @@
     if (!(el instanceof HTMLDetailsElement) || !el.open || !el.dataset.src || el.dataset.loaded) return;
     el.dataset.loaded = "1";
     fetch(el.dataset.src).then(function (r) { return r.text(); }).then(function (html) {
-      el.querySelector(".body").innerHTML = html;
+      if (el.dataset.replace) {  // a folded output: the whole one takes the place of its start
+        el.previousElementSibling.innerHTML = html;
+        el.remove();
+      } else {
+        el.querySelector(".body").innerHTML = html;
+      }
     });
   }, true);
 
