@@ -82,6 +82,11 @@ MIGRATIONS: list[str] = [
         ADD COLUMN log text,
         ADD COLUMN stop_requested boolean NOT NULL DEFAULT false;
     """,
+    # 2 -> 3: a thread's working directory (thread start --cwd), kept when it is archived
+    """
+    ALTER TABLE uwf_threads ADD COLUMN cwd text;
+    ALTER TABLE uwf_history ADD COLUMN cwd text;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 
