@@ -151,7 +151,7 @@ def build_output_format_instruction(schema: Any, key: str | None = None) -> str:
     """
     if schema is None:
         return ""
-    fields = emits.fields(schema)
+    fields = emits.fields(schema if key is None else _without_suspend(schema, key))
     if key is not None:
         fields = [_routing_field(f, schema, key) if f.name == key else f for f in fields]
     if fields:
@@ -181,6 +181,25 @@ def build_output_format_instruction(schema: Any, key: str | None = None) -> str:
         "Focus exclusively on YOUR role's deliverable. "
         "Do not perform actions outside your role's scope."
     ) + (_version1_notes(schema, key) if key is not None else "")
+
+
+def _suspends(shape: Any, key: str) -> bool:
+    """A schema branch that only says how to suspend (``key: $SUSPEND``)."""
+    props = shape.get("properties") if isinstance(shape, dict) else None
+    spec = props.get(key) if isinstance(props, dict) else None
+    return spec is not None and emits.Field(key, spec, True).choices == [SUSPEND]
+
+
+def _without_suspend(schema: Any, key: str) -> Any:
+    """The schema without its ``$SUSPEND`` branches: their fields are asked for apart."""
+    if not isinstance(schema, dict) or isinstance(schema.get("properties"), dict):
+        return schema
+    out = dict(schema)
+    for union in ("anyOf", "oneOf"):
+        members = schema.get(union)
+        if isinstance(members, list):
+            out[union] = [m for m in members if not _suspends(m, key)]
+    return out
 
 
 def _routing_field(field: emits.Field, schema: Any, key: str) -> emits.Field:
