@@ -66,7 +66,14 @@ def test_yaml_is_only_loaded_with_the_safe_loader() -> None:
                 and node.func.attr in ("load", "load_all", "safe_load", "safe_load_all", "compose")
             ):
                 loads.append(f"{path.relative_to(SRC)}:{ast.unparse(node)}")
-    assert loads == ["util/yamlio.py:yaml.load(text, Loader=_loader())"]
+    # ``loader``: the safe loader's subclass with !include (uwf.util.includes), or None
+    assert loads == ["util/yamlio.py:yaml.load(text, Loader=loader or _loader())"]
+    from uwf.util import includes, yamlio
+
+    assert includes._Loader.__mro__[1] is yamlio.safe_loader()  # one tag more, nothing else
+    assert set(includes._Loader.yaml_constructors) - set(
+        yamlio.safe_loader().yaml_constructors
+    ) == {includes.TAG}
     from uwf.util import yamlio
 
     assert yamlio._loader().__name__ in ("CSafeLoader", "SafeLoader")
