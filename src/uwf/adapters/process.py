@@ -510,4 +510,7 @@ def spawn_detached(
     if said is None:
         kill_group(proc)
         raise UwfError(f"{what} did not start within {ready_timeout:g}s; see {log}")
+    # Still our child: a daemon thread reaps it when it ends, so that a caller that lives on
+    # (uwf ui, the CLI run in-process) keeps no zombie and never drops a running Popen.
+    threading.Thread(target=proc.wait, daemon=True).start()
     return proc.pid, said.decode("utf-8", "replace")
