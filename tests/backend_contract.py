@@ -506,6 +506,26 @@ class BackendContract:
         assert backend.threads.history_entry(_thread(1)) == entry
         assert entry.as_json()["task"] == "Fix the bug"
 
+    def test_a_working_directory_is_kept_through_moves_waits_and_the_archive(
+        self, backend: Backend
+    ) -> None:
+        """``thread start --cwd`` (docs/format.md, "Working directories"): the thread's
+        directory is part of its info, kept by every change and by its history entry."""
+        a, b, wf = (_chain_node(backend, x) for x in ("a", "b", "wf"))
+        t = _thread(1)
+        odd = '/srv/a "quoted" dir/ü: #x'  # JSON- and YAML-significant characters
+        info = ThreadInfo(wf, "Fix the bug", odd)
+        backend.threads.create(t, a, info)
+        backend.threads.wait(t, Waiting("reviewer", 1, a))
+        backend.threads.move(t, a, b)
+        assert backend.threads.get(t) == ActiveThread(t, b, info)
+        assert backend.threads.active() == [ActiveThread(t, b, info)]
+        backend.threads.archive(t, wf, "completed", 9)
+        entry = HistoryEntry(t, wf, b, 9, "completed", "Fix the bug", odd)
+        assert backend.threads.history_entry(t) == entry
+        assert backend.threads.history() == [entry]
+        assert entry.as_json()["cwd"] == odd
+
     def test_archive_with_an_expected_head(self, backend: Backend) -> None:
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
         t = _thread(1)

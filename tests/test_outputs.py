@@ -15,6 +15,7 @@ from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
 
+import version1
 from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 from uwf.protocol import schemas
 from uwf.util import outputs
@@ -186,6 +187,26 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread compact", printed(cli("thread", "compact", waits, "--text", summary)), o.Compacted)
     html = tmp_path / "thread.html"
     c("thread export", printed(cli("thread", "export", waits, "--html", html)), o.Exported)
+
+    project = tmp_path / "cwd"  # a version-1 workflow, a thread with a working directory
+    version1.write_review(project)
+    v1_mock = scenario(
+        {
+            "planner": [{"attempts": [version1.SUSPEND, version1.PLAN]}, version1.PLAN],
+            "builder": [version1.BUILT],
+            "reviewer": [version1.APPROVED],
+        }
+    )
+    suspends = printed(cli("thread", "start", "review", "-p", "Add", "--cwd", project))["thread"]
+    assert cli("thread", "step", suspends, "--agent", v1_mock).code == 6
+    c("thread show (cwd, waiting)", printed(cli("thread", "show", suspends)), o.ThreadShown)
+    resumed = cli("thread", "resume", suspends, "-p", "main", "--agent", v1_mock)
+    c("thread resume", lines(resumed), list[o.ResumeLine])
+    in_work = cli("thread", "step", suspends, "--dry-run", "--agent", v1_mock)
+    c("thread step --dry-run (cwd)", printed(in_work), o.DryRun)
+    assert cli("thread", "step", suspends, "-c", "3", "--agent", v1_mock).code == 0
+    again = cli("thread", "resume", suspends, "-p", "more", "--agent", v1_mock)
+    c("thread resume (an ended thread)", lines(again), list[o.ResumeLine])
 
     slow = agent_script("time.sleep(30)")
     running = printed(cli("thread", "start", "solve-issue", "-p", "Run in the background"))

@@ -487,3 +487,37 @@ def test_correction_message_is_three_lines() -> None:
 
 def test_module_reads_no_heavy_dependency_at_import() -> None:
     assert not hasattr(prompts, "yaml") and not hasattr(prompts, "jsonschema")
+
+
+def test_a_version_1_role_is_told_every_status_its_fields_and_how_to_suspend() -> None:
+    """docs/format.md, "Suspending and resuming": the deliverable format of a version-1 role
+    lists every ``$status`` of its ``oneOf`` branches, each status's fields, and ``$SUSPEND``
+    (whose branch's fields are not asked for with the others)."""
+    from uwf.agent_kit.prompts import build_output_format_instruction
+
+    def branch(status: str, **props: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"$status": {"const": status}, **props},
+            "required": ["$status", *props],
+        }
+
+    schema = {
+        "oneOf": [
+            branch("planned", specFiles={"type": "array", "items": {"type": "string"}}),
+            branch("blocked", why={"type": "string"}),
+            branch("$SUSPEND", reason={"type": "string"}),
+        ]
+    }
+    text = build_output_format_instruction(schema, "$status")
+    assert "---\n$status: planned  # required | planned | blocked\n" in text
+    assert "reason:" not in text.split("```")[1]  # the example shows no suspension field
+    assert text.endswith(
+        "Each status asks for its own fields:\n\n"
+        "  - `$status: planned`: `specFiles` (required)\n"
+        "  - `$status: blocked`: `why` (required)\n\n"
+        "If you cannot finish without something only a person can give you (an answer, an "
+        "access, a decision), answer instead with `$status: $SUSPEND` and `reason: <what you "
+        "need>`: the thread then waits until a person resumes it with what you asked for."
+    )
+    assert build_output_format_instruction(schema) == build_output_format_instruction(schema, None)

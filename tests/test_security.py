@@ -66,7 +66,14 @@ def test_yaml_is_only_loaded_with_the_safe_loader() -> None:
                 and node.func.attr in ("load", "load_all", "safe_load", "safe_load_all", "compose")
             ):
                 loads.append(f"{path.relative_to(SRC)}:{ast.unparse(node)}")
-    assert loads == ["util/yamlio.py:yaml.load(text, Loader=_loader())"]
+    # ``loader``: the safe loader's subclass with !include (uwf.util.includes), or None
+    assert loads == ["util/yamlio.py:yaml.load(text, Loader=loader or _loader())"]
+    from uwf.util import includes, yamlio
+
+    assert includes._Loader.__mro__[1] is yamlio.safe_loader()  # one tag more, nothing else
+    assert set(includes._Loader.yaml_constructors) - set(
+        yamlio.safe_loader().yaml_constructors
+    ) == {includes.TAG}
     from uwf.util import yamlio
 
     assert yamlio._loader().__name__ in ("CSafeLoader", "SafeLoader")
@@ -88,11 +95,20 @@ def test_no_shell() -> None:
     """No ``shell=`` for a subprocess (nor ``shell=True`` anywhere), ``os.system`` or
     ``os.popen``. The one ``/bin/sh -c`` is the builtin agent's run_command tool, whose purpose
     is the model's shell commands. (``shell=`` naming the shell a completion script is for, in
-    ``typer.completion``'s calls, runs nothing.)"""
+    ``typer.completion``'s calls, runs nothing; nor does ``SHELLS``, the names of the shells
+    whose completion scripts ``uwf --show-completion`` prints.)"""
     sh: list[str] = []
     for path, text, tree in sources():
         assert "os.system(" not in text and "os.popen(" not in text, path
+        names = {
+            id(const)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["SHELLS"]
+            for const in ast.walk(node.value)
+        }
         for node in ast.walk(tree):
+            if id(node) in names:
+                continue
             shell_true = isinstance(node, ast.keyword) and node.arg == "shell"
             if shell_true and isinstance(node.value, ast.Constant) and node.value.value is True:
                 pytest.fail(f"{path}: shell=True")

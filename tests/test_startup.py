@@ -30,6 +30,7 @@ HEAVY = (
     "pydantic",
     "rich",
     "chevron_blue",  # the template library
+    "liquid",  # only for the prompts of a version-1 workflow
     "psycopg",  # only for a postgresql:// store
     "uwf.agent_kit",
     "uwf.agents",
@@ -158,6 +159,23 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
     assert among(modules, [*heavy, *others, *unused]) == []
+
+
+def test_a_version_1_step_renders_liquid_and_loads_no_mustache(
+    tmp_path: Path, cli: Any, scenario: Any
+) -> None:
+    import version1
+
+    version1.write_review(tmp_path / "cwd")
+    started = cli("thread", "start", "review", "-p", "Add a flag")
+    assert started.code == 0, started.err
+    agent = scenario({"planner": [version1.PLAN]})
+    modules = loaded_modules(
+        "thread", "step", started.json()["thread"], "--agent", agent, spawn=True
+    )
+    assert "liquid" in modules  # the $START.new prompt is Liquid
+    heavy = [h for h in HEAVY if h != "liquid"]
+    assert among(modules, heavy) == []
 
 
 def test_config_yaml_is_checked_without_jsonschema(

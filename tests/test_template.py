@@ -50,6 +50,6 @@ def test_values_are_data_never_templates() -> None:
 
 
 def test_an_unknown_dialect_is_refused() -> None:
-    with pytest.raises(template.TemplateError, match="unknown template dialect 'liquid'"):
-        template.render("{{ x }}", {}, dialect="liquid")
-    assert template.check("x", dialect="liquid") == "unknown template dialect 'liquid'"
+    with pytest.raises(template.TemplateError, match="unknown template dialect 'jinja'"):
+        template.render("{{ x }}", {}, dialect="jinja")
+    assert template.check("x", dialect="jinja") == "unknown template dialect 'jinja'"

@@ -182,9 +182,18 @@ def test_wrong_top_level_type(tmp_path: Path, key: str, value: Any, line: str) -
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     doc = base()
+    doc["versio"] = 1
+    assert problems(tmp_path, doc) == [
+        'versio: unknown key "versio" (known keys: name, description, roles, graph, compactAfter)'
+    ]
+
+
+def test_unknown_version(tmp_path: Path) -> None:
+    doc = base()
     doc["version"] = 2
     assert problems(tmp_path, doc) == [
-        'version: unknown key "version" (known keys: name, description, roles, graph, compactAfter)'
+        "version: uwf-py reads version 1 files (uwf 0.8's format) and files without a version "
+        "(uwf 0.5's), got 2"
     ]
 
 

@@ -8,24 +8,39 @@ Callers name a template's dialect and never the library behind it:
   ``{{a.b}}``; not a name inside a section, which may be a field of the section's value);
 - ``render(text, values)``: the text, or ``TemplateError`` with the reason.
 
-Each takes ``dialect`` (``MUSTACHE``, the only one so far): a dialect is one entry of
-``DIALECTS``, so another (Liquid, for the workflow files of uwf 0.8) is added here without
-changing a caller.
+Each takes ``dialect``: ``MUSTACHE`` (uwf 0.5's workflow files, the default) or ``LIQUID``
+(the edge prompts of version-1 workflow files, uwf 0.8's); a dialect is one entry of
+``DIALECTS``, so another is added here without changing a caller.
 
 Mustache is rendered as uwf v0.5.0 (mustache.js) did: HTML escaping off (prompts are not
 HTML), values as JavaScript prints them (``true``, ``1``, ``0.5``, ``a,b`` for a list,
 ``[object Object]`` for a mapping, nothing for null), partials never read from files. The
 library is chevron-blue, a maintained fork of chevron, through its public ``render`` (with
 ``no_escape``) and ``ChevronError``; it is imported on first use.
+
+Liquid is standard Liquid on python-liquid (imported on first use), strict about filters: a
+value prints as Liquid prints it (``true``, nothing for null, a list's items one after the
+other) except a mapping, which prints as compact JSON (``{"a":1}``) rather than as a Python
+dict. ``names`` lists what a template reads from its values at its top level (not a loop's
+variable, nor one it assigns); a filter Liquid does not have, or a tag that reads another
+template (``include``, ``render``: prompts never read files), does not parse. Rendering is
+bounded: at most ``LOOP_LIMIT`` loop iterations and ``OUTPUT_LIMIT`` characters of output, so
+a prompt cannot grow without end from what an agent wrote.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 MUSTACHE = "mustache"
+LIQUID = "liquid"
+LOOP_LIMIT = 10_000  # Liquid: loop iterations of one rendering
+OUTPUT_LIMIT = 1 << 20  # Liquid: characters of one rendering
+NO_FILES = ("include", "render")  # Liquid tags that would read another template
 
 
 class TemplateError(Exception):
@@ -162,4 +177,70 @@ class Mustache:
             raise TemplateError(" ".join(str(exc).split()) or type(exc).__name__) from None
 
 
-DIALECTS: dict[str, Dialect] = {MUSTACHE: Mustache()}
+# -- Liquid ----------------------------------------------------------------------------
+
+
+class _Json(dict[str, Any]):
+    """A mapping that prints as compact JSON."""
+
+    def __str__(self) -> str:
+        return json.dumps(self, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _liquid_values(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _Json({k: _liquid_values(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_liquid_values(v) for v in value]
+    return value
+
+
+def _liquid_reason(exc: Exception) -> str:
+    """The library's message, on one line, without the source excerpt it adds."""
+    message = getattr(exc, "message", None) or (str(exc).splitlines() or [""])[0]
+    return " ".join(str(message).split()) or type(exc).__name__
+
+
+class Liquid:
+    @functools.cached_property
+    def _env(self) -> Any:
+        import liquid
+
+        class Env(liquid.Environment):
+            loop_iteration_limit = LOOP_LIMIT
+            output_stream_limit = OUTPUT_LIMIT
+
+        return Env()
+
+    def _parse(self, text: str) -> tuple[Any, Any]:
+        import liquid
+
+        env = self._env
+        try:
+            template = env.from_string(text)
+            found = template.analyze(include_partials=False)
+        except liquid.exceptions.LiquidError as exc:
+            raise TemplateError(_liquid_reason(exc)) from None
+        for tag in NO_FILES:
+            if tag in found.tags:
+                raise TemplateError(f"the {tag} tag is not supported (edge prompts read no files)")
+        for name in found.filters:
+            if name not in env.filters:
+                raise TemplateError(f"unknown filter '{name}'")
+        return template, found
+
+    def names(self, text: str) -> list[str]:
+        _, found = self._parse(text)
+        return [str(name) for name in found.globals]
+
+    def render(self, text: str, values: Mapping[str, Any]) -> str:
+        import liquid
+
+        template, _ = self._parse(text)
+        try:
+            return str(template.render(**_liquid_values(dict(values))))
+        except liquid.exceptions.LiquidError as exc:
+            raise TemplateError(_liquid_reason(exc)) from None
+
+
+DIALECTS: dict[str, Dialect] = {MUSTACHE: Mustache(), LIQUID: Liquid()}

@@ -90,6 +90,13 @@ class AgentContext:
     def task(self) -> str:
         return self.start.prompt
 
+    @property
+    def routing_key(self) -> str:
+        """The output field routing reads: ``status``, or ``$status`` (a version-1 workflow)."""
+        from uwf.moderator.evaluate import rules_of
+
+        return rules_of(self.workflow).key
+
     def _walk_to_last_visit(self) -> tuple[list[StepView], StepView | None]:
         if self._since is None:
             since: list[StepView] = []

@@ -168,6 +168,32 @@ def _offer_of(block: str, schema: Any) -> tuple[dict[str, Any] | None, list[str]
     return out, []
 
 
+#: How long a suspension's reason may be (it is one line of the thread's state).
+REASON_LIMIT = 300
+
+
+def suspension(raw: str, key: str) -> str | None:
+    """The reason of an answer that suspends its step — its frontmatter's ``key`` (``status``
+    or ``$status``) is ``$SUSPEND`` — else None. The reason is the block's ``reason``, else the
+    first line of the text after it, on one line."""
+    from uwf.moderator.evaluate import SUSPEND
+
+    block, body = split(raw)
+    if block is None:
+        return None
+    try:
+        data = _mapping(block)
+    except Exception:
+        return None
+    if not isinstance(data, dict) or data.get(key) != SUSPEND:
+        return None
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        reason = next((line for line in body.splitlines() if line.strip()), "")
+    text = " ".join(reason.split()) or "no reason given"
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+
+
 def candidate(block: str, schema: Any) -> dict[str, Any] | None:
     """The output object the block offers for a role schema; None if the block is unusable.
 

@@ -117,6 +117,7 @@ def _extract(
         return first.output_hash, first
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
+        _suspend_if_asked(result.output, ctx.routing_key)
         found = frontmatter.offer(result.output, ctx.schema_hash, ctx.store)
         if found.hash is not None:
             span.event("extract", {"method": "frontmatter", "corrections": attempt})
@@ -148,6 +149,18 @@ def _extract(
         f"{what}, and no extract model is configured (set models.extract or defaultModel in "
         f"config.yaml). Raw output (first 500 chars): {raw}"
     )
+
+
+def _suspend_if_asked(answer: str, key: str) -> None:
+    """``Deferred`` when the answer's frontmatter says ``<key>: $SUSPEND`` (any role may): the
+    agent exits 75 with ``$SUSPEND: <reason>`` and the thread waits (docs/format.md,
+    "Suspending and resuming")."""
+    from uwf.agent_kit import frontmatter
+    from uwf.util.errors import Deferred
+
+    reason = frontmatter.suspension(answer, key)
+    if reason is not None:
+        raise Deferred(f"$SUSPEND: {reason}")
 
 
 def cost_fields(ctx: AgentContext, *, duration: bool = True) -> dict[str, Any]:
@@ -240,7 +253,9 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
             apply_dotenv(backend.root)
             ctx = build_context(backend, thread, role, edge_prompt)
             if ctx.schema is not None:
-                ctx.format_instruction = prompts.build_output_format_instruction(ctx.schema)
+                ctx.format_instruction = prompts.build_output_format_instruction(
+                    ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None
+                )
             h = _step_node(agent, ctx, span)
         except UwfError as exc:
             span.set("uwf.exit_code", exc.exit_code)

@@ -52,9 +52,11 @@ class ThreadInfo(NamedTuple):
 
     workflow: NodeHash | None = None  # the Workflow the thread runs
     task: str | None = None  # the first line of its task, shortened (for listings)
+    cwd: str | None = None  # the directory its agents work in (``thread start --cwd``)
 
     def as_json(self) -> dict[str, str]:
-        return {k: v for k, v in (("workflow", self.workflow), ("task", self.task)) if v}
+        pairs = (("workflow", self.workflow), ("task", self.task), ("cwd", self.cwd))
+        return {k: v for k, v in pairs if v}
 
 
 class Waiting(NamedTuple):
@@ -131,10 +133,12 @@ class ActiveThread(NamedTuple):
 
 
 class HistoryEntry(NamedTuple):
-    """One archived thread: ``{"thread","workflow","head","completedAt","status","task"?}``.
+    """One archived thread:
+    ``{"thread","workflow","head","completedAt","status","task"?,"cwd"?}``.
 
-    ``task`` is the active record's task line, carried over when the thread is archived (so
-    that listings read no node); entries written by older versions have none.
+    ``task`` is the active record's task line and ``cwd`` its working directory, carried
+    over when the thread is archived (so that listings read no node, and a resumed thread
+    works where the ended one did); entries written by older versions have neither.
     """
 
     thread: ThreadId
@@ -143,6 +147,7 @@ class HistoryEntry(NamedTuple):
     completed_at: int  # unix ms
     status: str  # one of HISTORY_STATUSES
     task: str | None = None
+    cwd: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -154,6 +159,8 @@ class HistoryEntry(NamedTuple):
         }
         if self.task is not None:
             out["task"] = self.task
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
         return out
 
 
@@ -252,7 +259,8 @@ class ThreadTable(abc.ABC):
         expected: NodeHash | None = None,
     ) -> NodeHash:
         """Move an active thread to the archive with ``status``; return its head. The entry
-        keeps the task line the thread was created with (``ThreadInfo.task``).
+        keeps the task line and the working directory the thread was created with
+        (``ThreadInfo.task``, ``ThreadInfo.cwd``).
 
         With ``expected``, only if the head is still that (else Conflict). NotActive when the
         thread is not active. A crash in the middle may leave the thread both active and

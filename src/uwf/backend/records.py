@@ -75,7 +75,8 @@ class RecordThreads(ThreadTable):
             record = records.get(thread)
             if record is None or (expected is not None and record.head != expected):
                 return False, record.head if record is not None else None
-            task = storable(record.info.task)
-            self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task))
+            info = record.info
+            task = storable(info.task)
+            self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task, info.cwd))
             del records[thread]
             return True, record.head

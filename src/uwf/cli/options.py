@@ -163,6 +163,15 @@ TimeoutOpt = Annotated[
         show_default=False,
     ),
 ]
+CwdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cwd",
+        metavar="DIR",
+        help="The thread's working directory: its agents start there (recorded with it).",
+        show_default=False,
+    ),
+]
 WorkflowFilterOpt = Annotated[
     str | None,
     typer.Option(

@@ -92,7 +92,11 @@ def answer(
     thread: ThreadArg,
     status: Annotated[
         str | None,
-        typer.Option("--status", help="The output's status field.", show_default=False),
+        typer.Option(
+            "--status",
+            help="The output's status field ($status in a version-1 workflow).",
+            show_default=False,
+        ),
     ] = None,
     sets: Annotated[
         list[str] | None,
@@ -122,22 +126,52 @@ def answer(
 ) -> None:
     """Write the step of the role a thread waits for, as a person.
 
-    The role is the one the thread waits for (status waiting: its agent deferred), or else
-    the one that runs next. The output is --file's frontmatter, then --status and --set over
-    it; the content is -m or --file's body. It is checked like an agent's step — the role's
-    schema (a rejection names the field), the graph's routing, the step lock — and
-    committed. Prints the step's line, as thread step does, with the same exit codes.
+    The role is the one the thread waits for (status waiting: its agent deferred or
+    suspended), or else the one that runs next. The output is --file's frontmatter, then
+    --status and --set over it; the content is -m or --file's body. It is checked like an
+    agent's step — the role's schema (a rejection names the field), the graph's routing, the
+    step lock — and committed. Prints the step's line, as thread step does, with the same
+    exit codes.
     """
     from uwf.engine.threads import steer
 
     if message is not None and file is not None:
         raise UsageError("give -m or --file, not both")
     fields = steer.parse_sets(sets or [])
-    if status is not None:
-        fields["status"] = status
     text = read_input(file, "answer") if file is not None else None
     with loop_contract():
         result = steer.answer_step(
-            backend(), thread, fields=fields, text=text, message=message, wait=wait
+            backend(), thread, fields=fields, text=text, message=message, wait=wait, status=status
         )
         emit_stream(result.as_json(), fmt)
+
+
+def resume(
+    thread: ThreadArg,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="What the person adds: the answer the agent asked for ('-' reads stdin).",
+            show_default=False,
+        ),
+    ] = None,
+    agent: AgentOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Continue a waiting thread, or one that has ended, with a person's text.
+
+    A thread that waits (its agent suspended the step with $SUSPEND, or deferred it): the
+    role it waits for runs again, its prompt followed by why it waited and the text of -p.
+    A thread that has ended, whose workflow has a $START.resume edge: a new thread continues
+    its chain through $START.resume (the ended thread is never changed); its line then has
+    "resumedFrom". Prints the step's line, as thread step does, with the same exit codes (6:
+    it waits again). `thread answer` writes the role's output by hand instead.
+    """
+    from uwf.engine.threads.resume import resume as resume_thread
+
+    text = read_input("-", "prompt") if prompt == "-" else prompt
+    with loop_contract():
+        emit_stream(resume_thread(backend(), thread, text, agent=agent, timeout=timeout), fmt)

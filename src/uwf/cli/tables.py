@@ -70,6 +70,8 @@ def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
         ["head", shown["head"]],
         ["cost", f"{cost.get('totalTokens', 0)} tokens, {cost.get('calls', 0)} model calls"],
     ]
+    if "cwd" in shown:
+        rows.insert(5, ["working directory", shown["cwd"]])
     waiting = shown.get("waiting")
     if waiting:
         reason = f": {waiting['reason']}" if waiting.get("reason") else ""
@@ -83,9 +85,14 @@ def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
     return None, rows
 
 
-def steps_rows(listed: "ThreadSteps") -> Rows:
+def steps_rows(backend: "Backend", listed: "ThreadSteps") -> Rows:
     """``thread steps``: number, hash, role, status, agent, time taken, tokens, age (the task
-    first, as step 0)."""
+    first, as step 0); the status is the field the workflow routes on (``$status`` in a
+    version-1 workflow)."""
+    from uwf.moderator.evaluate import rules_of
+
+    node = backend.nodes.get(listed["workflow"])
+    key = rules_of(node.payload if node is not None else None).key
     now = _now()
     start, *steps = listed["steps"]
     rows: list[list[object]] = [
@@ -93,7 +100,7 @@ def steps_rows(listed: "ThreadSteps") -> Rows:
     ]
     for n, step in enumerate(cast("list[StepEntry]", steps), start=1):  # the StartNode is first
         output = step["output"]
-        status = output.get("status", "") if isinstance(output, dict) else ""
+        status = output.get(key, "") if isinstance(output, dict) else ""
         took = step["durationMs"]
         usage = step["usage"]
         rows.append(

@@ -10,6 +10,7 @@ import typer
 
 from uwf.cli.lazy import App
 from uwf.cli.options import (
+    CwdOpt,
     Format,
     FormatOpt,
     GraphFormat,
@@ -62,13 +63,18 @@ def start(
             show_default=False,
         ),
     ] = None,
+    cwd: CwdOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """Create a thread for a workflow and a task. Runs nothing."""
+    """Create a thread for a workflow and a task. Runs nothing.
+
+    With --cwd the thread records its working directory: its agents start there (an edge's
+    location is relative to it), and a project workflow name is looked up from there.
+    """
     from uwf.engine.threads import lifecycle as threads
 
     text = read_input("-", "task") if prompt == "-" else prompt
-    emit(threads.start(backend(), workflow, text, max_rounds), fmt)
+    emit(threads.start(backend(), workflow, text, max_rounds, cwd), fmt)
 
 
 def _register_stepping() -> None:
@@ -176,8 +182,9 @@ def _steps(thread: ThreadArg, fmt: TableFormatOpt = None) -> None:
     from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
 
-    listed = threads.steps(backend(), thread)
-    emit_listing(listed, fmt, lambda: tables.steps_rows(listed))
+    storage = backend()
+    listed = threads.steps(storage, thread)
+    emit_listing(listed, fmt, lambda: tables.steps_rows(storage, listed))
 
 
 app.command("steps")(_steps)
@@ -275,6 +282,7 @@ def _fork(
             show_default=False,
         ),
     ] = None,
+    cwd: CwdOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Start a new thread whose head is an existing node (nothing is copied).
@@ -289,6 +297,8 @@ def _fork(
     """
     from uwf.cli.steering import fork_edited
 
+    if cwd is not None and (workflow is not None or output is not None or edit):
+        raise UsageError("--cwd cannot be combined with --workflow, --output or --edit")
     if workflow is not None:
         if output is not None or edit:
             raise UsageError("--workflow cannot be combined with --output or --edit")
@@ -299,7 +309,7 @@ def _fork(
     from uwf.engine.threads import lifecycle as threads
 
     if output is None and not edit:
-        emit(threads.fork(backend(), step_hash), fmt)
+        emit(threads.fork(backend(), step_hash, cwd), fmt)
         return
     emit(fork_edited(backend(), step_hash, output, edit), fmt)
 
@@ -428,6 +438,7 @@ def _register_steering() -> None:
 
     app.command("rerun")(steering.rerun)
     app.command("answer")(steering.answer)
+    app.command("resume")(steering.resume)
 
 
 _register_steering()

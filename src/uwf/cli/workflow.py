@@ -28,8 +28,11 @@ app = App(
 
 A workflow is a YAML file with name, description, roles and a status-based graph:
 graph[<role or $START>][<status>] = {role: <next role or $END>, prompt: <mustache template>}.
-`put` validates it completely, stores each role's schema and the workflow in the CAS, and
-points the registry entry of its name at the new hash; `check` validates without storing.""",
+A file with `version: 1` (uwf 0.8's format) routes on $status, starts on $START.new (and
+$START.resume) and has Liquid prompts. A workflow may be a folder with index.yaml, and may
+!include files of its directory. `put` validates it completely, stores each role's schema
+and the workflow in the CAS, and points the registry entry of its name at the new hash;
+`check` validates without storing.""",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -38,7 +41,7 @@ FileArg = Annotated[
     Path,
     typer.Argument(
         metavar="FILE",
-        help="Workflow YAML file; its stem must equal its name.",
+        help="Workflow YAML file (its stem must equal its name), or a folder with index.yaml.",
         show_default=False,
     ),
 ]
@@ -73,7 +76,7 @@ FilesArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="FILE...",
-        help="Workflow YAML files; each stem must equal its name.",
+        help="Workflow YAML files (each stem must equal its name), or folders with index.yaml.",
         show_default=False,
     ),
 ]
@@ -111,6 +114,14 @@ def show(
             autocompletion=complete_workflows,
         ),
     ],
+    source: Annotated[
+        bool,
+        typer.Option(
+            "--source",
+            help="Print the file as written instead (version-1 workflows keep their files; "
+            "with !include each file follows a ==> <path> <== line).",
+        ),
+    ] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Show a stored workflow by name or hash.
@@ -122,6 +133,9 @@ def show(
     """
     from uwf.engine.workflows import stored as workflows
 
+    if source:
+        typer.echo(workflows.workflow_source(backend(), ident), nl=False)  # byte for byte
+        return
     emit(workflows.show_workflow(backend(), ident), fmt)
 
 

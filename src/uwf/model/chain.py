@@ -3,6 +3,10 @@
 A head is either a StartNode (no steps yet) or a StepNode; steps link back through ``prev``
 (null on the first step) and each names its StartNode in ``start``. ``iter_steps`` yields
 newest first and stops where the caller stops, so a bounded read costs bounded I/O.
+
+A StartNode (resume) continues an ended thread (docs/format.md, "Resuming an ended thread"):
+its ``resumes`` is that thread's last head, so the walk goes on through it — the steps of the
+ended thread come before the first step after the resume, and depths count on from them.
 """
 
 from __future__ import annotations
@@ -65,6 +69,18 @@ class Start(NamedTuple):
         value = self.payload.get("maxRounds")
         return value if isinstance(value, int) else None
 
+    @property
+    def resumes(self) -> NodeHash | None:
+        """The head of the ended thread this start resumes, or None for a new thread."""
+        value = self.payload.get("resumes")
+        return NodeHash(value) if isinstance(value, str) else None
+
+    @property
+    def resume_text(self) -> str:
+        """What the person who resumed the thread wrote (``thread resume -p``)."""
+        value = self.payload.get("resumeText")
+        return value if isinstance(value, str) else ""
+
 
 def require_step(store: Store, h: str) -> Step:
     """The StepNode a user named by hash: checked before it becomes a path, refused when it
@@ -84,7 +100,7 @@ def load_head(store: Store, head: NodeHash) -> Start | Step:
     node = store.get(head)
     if node is None:
         raise NotFound(f"CAS node not found: {head}{store.missing_hint(head)}")
-    if node.type == h.start:
+    if node.type in h.starts:
         return Start(head, node.payload, node.timestamp)
     if node.type in h.steps:
         return Step(head, node.payload, node.timestamp)
@@ -93,7 +109,7 @@ def load_head(store: Store, head: NodeHash) -> Start | Step:
 
 def load_start(store: Store, h: NodeHash) -> Start:
     node = store.get(h)
-    if node is None or node.type != schemas.hashes().start:
+    if node is None or node.type not in schemas.hashes().starts:
         raise NotFound(f"StartNode not found: {h}{store.missing_hint(h)}")
     return Start(h, node.payload, node.timestamp)
 
@@ -102,17 +118,36 @@ def start_of(store: Store, head: Start | Step) -> Start:
     return head if isinstance(head, Start) else load_start(store, head.start)
 
 
+def _resumed(store: Store, start: NodeHash | Start) -> Step | None:
+    """The last step of the ended thread a StartNode (resume) continues, else None."""
+    node = start if isinstance(start, Start) else _start_or_none(store, start)
+    if node is None or node.resumes is None:
+        return None
+    resumed = load_head(store, node.resumes)
+    return resumed if isinstance(resumed, Step) else None
+
+
+def _start_or_none(store: Store, h: NodeHash) -> Start | None:
+    node = store.get(h)
+    if node is None or node.type not in schemas.hashes().starts:
+        return None
+    return Start(h, node.payload, node.timestamp)
+
+
 def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
-    """The steps of the chain ending at ``head``, newest first."""
-    if isinstance(head, Start):
-        return
+    """The steps of the chain ending at ``head``, newest first (through a resume, on into
+    the steps of the thread it resumed)."""
+    current = _resumed(store, head) if isinstance(head, Start) else head
     step_types = schemas.hashes().steps
-    current: Step | None = head
     while current is not None:
         yield current
         prev = current.prev
         if prev is None:
-            return
+            # only a step after a resume has no prev and a depth above 1: a plain first step
+            # (depth 1) costs no read of its StartNode
+            resumed = current.depth is None or current.depth > 1
+            current = _resumed(store, current.start) if resumed else None
+            continue
         node = store.get(prev)
         if node is None:
             raise NotFound(
@@ -152,9 +187,11 @@ def output_of(store: Store, step: Step) -> Any:
 
 
 def depth_of(store: Store, head: Start | Step) -> int:
-    """The number of steps in the chain ending at ``head`` (O(1) when steps carry ``depth``)."""
+    """The number of steps in the chain ending at ``head`` (O(1) when steps carry ``depth``);
+    a StartNode (resume) counts the steps of the thread it resumes."""
     if isinstance(head, Start):
-        return 0
+        resumed = _resumed(store, head)
+        return 0 if resumed is None else depth_of(store, resumed)
     count = 0
     for step in iter_steps(store, head):
         if step.depth is not None:

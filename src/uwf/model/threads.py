@@ -25,6 +25,7 @@ class ThreadRef(NamedTuple):
     workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
     waiting: Waiting | None = None  # an active thread whose agent deferred at this head
     failure: Failure | None = None  # attempts that failed at this head since the last step
+    cwd: str | None = None  # its working directory (``thread start --cwd``)
 
 
 def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
@@ -70,12 +71,20 @@ def locate(backend: Backend, thread: str) -> ThreadRef:
     tid = check_thread_id(thread)
     record = backend.threads.get(tid)
     if record is not None:
+        info = record.info
         return ThreadRef(
-            tid, record.head, True, "active", record.info.workflow, record.waiting, record.failure
+            tid,
+            record.head,
+            True,
+            "active",
+            info.workflow,
+            record.waiting,
+            record.failure,
+            info.cwd,
         )
     entry = backend.threads.history_entry(tid)
     if entry is not None:
-        return ThreadRef(tid, entry.head, False, entry.status, entry.workflow)
+        return ThreadRef(tid, entry.head, False, entry.status, entry.workflow, cwd=entry.cwd)
     raise NotFound(f"thread not found: {thread}")
 
 

@@ -166,23 +166,24 @@ def _status_values(spec: Any, depth: int = 0) -> tuple[list[Any], bool] | None:
     return None
 
 
-def statuses(schema: Any) -> Statuses:
-    """The statuses a role with this output schema can route on (see the module docstring)."""
+def statuses(schema: Any, key: str = "status") -> Statuses:
+    """The statuses a role with this output schema can route on (see the module docstring);
+    ``key`` is the field routing reads (``$status`` in a version-1 workflow)."""
     found = shapes(schema)
     if not found:
         return OPEN
     raw: list[Any] = []
     unit = declared = False
     for shape in found:
-        if "status" not in shape.properties:
+        if key not in shape.properties:
             unit = True
             continue
         declared = True
-        decl = _status_values(shape.properties["status"])
+        decl = _status_values(shape.properties[key])
         if decl is None:
             return Statuses(known=False, open_status=True)
         raw.extend(decl[0])
-        unit = unit or decl[1] or "status" not in shape.required
+        unit = unit or decl[1] or key not in shape.required
     if not declared:
         return Statuses(known=True, unit_possible=True, declared=False)
     values = tuple(dict.fromkeys(v for v in raw if isinstance(v, str)))

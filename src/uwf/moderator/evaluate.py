@@ -6,6 +6,12 @@ status is the unit status ``_`` after ``$START`` (or when the output has no stri
 escaping off and JavaScript value rendering (``true``, ``1``, ``a,b``, ``[object Object]``;
 ``uwf.adapters.template`` renders). No I/O, no state: the same inputs always give the same
 decision.
+
+A workflow read from a version-1 file (uwf 0.8's format) routes by other ``Rules``
+(``rules_of``): on the output's ``$status``, ``$START`` on ``new`` (a new thread) or
+``resume`` (a thread that resumes an ended one: the caller says which, as the start's
+``$status``), and its prompts are Liquid templates (the adapter's Liquid dialect). An edge of
+such a workflow may name its agent's working directory (``Decision.location``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,33 @@ from uwf.util.errors import UwfError
 START = "$START"
 END = "$END"
 UNIT = "_"
+#: The status with which any agent suspends its step: never routed, the thread waits
+#: (docs/format.md, "Suspending and resuming").
+SUSPEND = "$SUSPEND"
+#: In a version-1 prompt: the text of the output (its markdown after the frontmatter).
+BODY = "_body"
+MUSTACHE = template_adapter.MUSTACHE
+LIQUID = template_adapter.LIQUID
+
+
+class Rules(NamedTuple):
+    """How a workflow routes: its version, the output field routing reads, the template
+    language of its prompts, and the statuses ``$START`` routes on (the first: a new
+    thread's)."""
+
+    version: int
+    key: str
+    dialect: str
+    start: tuple[str, ...]
+
+
+V05 = Rules(0, "status", MUSTACHE, (UNIT,))
+V1 = Rules(1, "$status", LIQUID, ("new", "resume"))
+
+
+def rules_of(workflow: Any) -> Rules:
+    """The rules of a Workflow payload: version 1's when it says ``version: 1``."""
+    return V1 if isinstance(workflow, dict) and workflow.get("version") == 1 else V05
 
 
 class ModeratorError(UwfError):
@@ -28,21 +61,26 @@ class Decision(NamedTuple):
     role: str
     prompt: str
     status: str
+    location: str | None = None  # the edge's working directory (version 1), as written
 
     @property
     def done(self) -> bool:
         return self.role == END
 
 
-def status_of(last_role: str, last_output: Any) -> str:
-    if last_role == START:
+def status_of(last_role: str, last_output: Any, rules: Rules = V05) -> str:
+    """The status an output routes on: its ``rules.key`` when a string, else ``_``; after
+    ``$START`` always ``_`` under uwf 0.5's rules."""
+    if last_role == START and rules.start == (UNIT,):
         return UNIT
-    status = last_output.get("status") if isinstance(last_output, dict) else None
+    status = last_output.get(rules.key) if isinstance(last_output, dict) else None
     return status if isinstance(status, str) else UNIT
 
 
-def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decision:
-    status = status_of(last_role, last_output)
+def evaluate(
+    graph: dict[str, Any], last_role: str, last_output: Any, rules: Rules = V05
+) -> Decision:
+    status = status_of(last_role, last_output, rules)
     edges = graph.get(last_role)
     if not isinstance(edges, dict):
         raise ModeratorError(f'no transitions defined for role "{last_role}"')
@@ -50,24 +88,27 @@ def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decisio
     if not isinstance(target, dict) or not isinstance(target.get("role"), str):
         raise ModeratorError(f'no transition for role "{last_role}" with status "{status}"')
     view = last_output if isinstance(last_output, dict) else {}
-    return Decision(target["role"], render(str(target.get("prompt", "")), view), status)
+    prompt = render(str(target.get("prompt", "")), view, rules.dialect)
+    location = target.get("location")
+    return Decision(target["role"], prompt, status, location if isinstance(location, str) else None)
 
 
-def check_template(template: str) -> str | None:
-    """None if ``template`` parses as Mustache, else the parser's message."""
-    return template_adapter.check(template)
+def check_template(template: str, dialect: str = MUSTACHE) -> str | None:
+    """None if ``template`` parses (as Mustache, or ``dialect``), else the parser's message."""
+    return template_adapter.check(template, dialect)
 
 
-def output_names(template: str) -> list[str]:
+def output_names(template: str, dialect: str = MUSTACHE) -> list[str]:
     """The output fields a template looks up, in order: the first part of each variable and
     section name outside any section (``a`` of ``{{a.b}}``). Inside a section a name may be
     a field of the section's value, so those are not listed. The template must parse."""
-    return template_adapter.names(template)
+    return template_adapter.names(template, dialect)
 
 
-def render(template: str, view: dict[str, Any]) -> str:
-    """Render a Mustache template, HTML escaping off, values rendered the JavaScript way."""
+def render(template: str, view: dict[str, Any], dialect: str = MUSTACHE) -> str:
+    """Render a Mustache template, HTML escaping off, values rendered the JavaScript way (or a
+    template of ``dialect``)."""
     try:
-        return template_adapter.render(template, view)
+        return template_adapter.render(template, view, dialect)
     except template_adapter.TemplateError as exc:
         raise ModeratorError(f"prompt template error: {exc}") from None

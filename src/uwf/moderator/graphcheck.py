@@ -1,7 +1,11 @@
 """The workflow validator's checks of the graph: every edge, ``$START``, and the agreement
 between a role's edges and the statuses its schema lets it emit (``uwf.moderator.emits``).
 
-Each function adds what it finds to a :class:`Problems`; nothing here raises.
+Each function adds what it finds to a :class:`Problems`; nothing here raises. Each takes the
+workflow's ``Rules`` (``uwf.moderator.evaluate``): a version-1 file routes on ``$status``,
+``$START`` on ``new`` and ``resume``, its prompts are Liquid and an edge may carry
+``location``. ``$SUSPEND`` is never routed, in either format: an output with it suspends the
+thread, so no edge may be keyed by it and no role needs one for it.
 """
 
 from __future__ import annotations
@@ -10,11 +14,23 @@ import json
 from typing import Any
 
 from uwf.moderator import emits
-from uwf.moderator.evaluate import END, START, UNIT, check_template, output_names
+from uwf.moderator.evaluate import (
+    BODY,
+    END,
+    START,
+    SUSPEND,
+    UNIT,
+    V05,
+    Rules,
+    check_template,
+    output_names,
+)
 from uwf.moderator.problems import Problems, key_text, kind, loc, seg
 from uwf.protocol import schemas
 
 TARGET_FIELDS = tuple(schemas.TARGET["properties"])  # role, prompt
+TARGET_FIELDS_V1 = tuple(schemas.TARGET_V1["properties"])  # role, prompt, location
+TEMPLATE_NAMES = {0: "mustache template", 1: "Liquid template"}
 
 
 def _target_role(
@@ -36,20 +52,42 @@ def _target_role(
     return False
 
 
-def _target_prompt(p: Problems, where: str, prompt: Any) -> bool:
-    if not isinstance(prompt, str) or not prompt.strip():
+def _target_prompt(p: Problems, where: str, prompt: Any, rules: Rules) -> bool:
+    if rules.version == 1 and prompt is None:
+        return True  # a version-1 edge may leave its prompt out: an empty instruction
+    if not isinstance(prompt, str) or (rules.version == 0 and not prompt.strip()):
         return False  # missing or blank: the file schema said so
-    problem = check_template(prompt)
+    problem = check_template(prompt, rules.dialect)
     if problem is not None:
         p.add(f"{where}.prompt", f"prompt template does not parse: {problem}")
         return False
     return True
 
 
+def _target_location(p: Problems, where: str, location: Any) -> bool:
+    """A version-1 edge's ``location``: a literal directory (the file schema checks its type)."""
+    if location is None:
+        return True
+    if not isinstance(location, str):
+        return False
+    if "{{" in location or "{%" in location:
+        p.add(
+            f"{where}.location",
+            "is a template; uwf-py takes location as a literal directory "
+            "(what an agent wrote never chooses where the next agent works)",
+        )
+        return False
+    if not location.isprintable():
+        p.add(f"{where}.location", "must be one line of printable characters")
+        return False
+    return True
+
+
 def _check_target(
-    p: Problems, node: str, status: Any, target: Any, roles: set[str]
+    p: Problems, node: str, status: Any, target: Any, roles: set[str], rules: Rules = V05
 ) -> dict[str, str] | None:
-    """One edge ``graph[node][status]``, normalised to ``{role, prompt}``; None when broken.
+    """One edge ``graph[node][status]``, normalised to ``{role, prompt}`` (and ``location``
+    when a version-1 edge has one); None when broken.
 
     Its shape (a mapping of exactly ``role`` and ``prompt``, both strings) is the file
     schema's to report (``uwf.moderator.validate``); this checks where it routes."""
@@ -63,13 +101,27 @@ def _check_target(
     if status == "":
         p.add(where, "a status must be a non-empty string")
         return None
+    if status == SUSPEND:
+        p.add(
+            where,
+            f"{SUSPEND} is never routed: an output with it suspends the thread until "
+            "`uwf thread resume` (remove this edge)",
+        )
+        return None
     if not isinstance(target, dict):
         return None
     good_role = _target_role(p, where, node, target, roles)
-    good_prompt = _target_prompt(p, where, target.get("prompt"))
-    if any(key not in TARGET_FIELDS for key in target) or not good_role or not good_prompt:
+    good_prompt = _target_prompt(p, where, target.get("prompt"), rules)
+    fields = TARGET_FIELDS_V1 if rules.version == 1 else TARGET_FIELDS
+    good_location = rules.version == 0 or _target_location(p, where, target.get("location"))
+    if any(key not in fields for key in target) or not (good_role and good_prompt):
         return None
-    return {"role": str(target["role"]), "prompt": str(target["prompt"])}
+    if not good_location:
+        return None
+    out = {"role": str(target["role"]), "prompt": str(target.get("prompt") or "")}
+    if isinstance(target.get("location"), str):
+        out["location"] = target["location"]
+    return out
 
 
 def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
@@ -92,7 +144,9 @@ def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
     return isinstance(edges, dict)
 
 
-def check_graph(p: Problems, graph: dict[Any, Any], roles: set[str]) -> dict[str, Any]:
+def check_graph(
+    p: Problems, graph: dict[Any, Any], roles: set[str], rules: Rules = V05
+) -> dict[str, Any]:
     """Normalise the graph (targets rebuilt as {role, prompt}); report every broken edge."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     for node, edges in graph.items():
@@ -100,16 +154,19 @@ def check_graph(p: Problems, graph: dict[Any, Any], roles: set[str]) -> dict[str
             continue
         out[node] = {}
         for status, target in edges.items():
-            checked = _check_target(p, node, status, target, roles)
+            checked = _check_target(p, node, status, target, roles, rules)
             if checked is not None:
                 out[node][status] = checked
     return out
 
 
-def check_start(p: Problems, graph: dict[Any, Any]) -> None:
-    """``$START`` exists and routes on exactly the unit status."""
+def check_start(p: Problems, graph: dict[Any, Any], rules: Rules = V05) -> None:
+    """``$START`` exists and routes on exactly the unit status (version 1: on ``new``, and
+    maybe ``resume``)."""
     start = graph.get(START)
-    if START not in graph:
+    if rules.version == 1:
+        _check_start_v1(p, graph, rules)
+    elif START not in graph:
         p.add(
             "graph",
             "no $START edge (add graph.$START._ = {role: <first role>, prompt: <template>})",
@@ -122,22 +179,42 @@ def check_start(p: Problems, graph: dict[Any, Any]) -> None:
             p.add(loc("graph", START), 'no edge for the unit status "_"')
 
 
+def _check_start_v1(p: Problems, graph: dict[Any, Any], rules: Rules) -> None:
+    new, resume = rules.start
+    start = graph.get(START)
+    if START not in graph:
+        p.add(
+            "graph",
+            f"no $START edge (add graph.$START.{new} = {{role: <first role>, prompt: <template>}})",
+        )
+    elif isinstance(start, dict):
+        for status in start:
+            if status not in rules.start:
+                p.add(
+                    loc("graph", START, status),
+                    f'$START routes only on "{new}" (a new thread) and "{resume}" '
+                    "(a thread resuming an ended one)",
+                )
+        if new not in start:
+            p.add(loc("graph", START), f'no edge for "{new}" (the edge a new thread takes)')
+
+
 def _no_status(
-    p: Problems, role: str, edges: list[str], raw: dict[Any, Any], meta_loc: str
+    p: Problems, role: str, edges: list[str], raw: dict[Any, Any], meta_loc: str, key: str
 ) -> None:
     """A role whose schema has fields but no status: it always routes on ``_``."""
     for status in edges:
         if status != UNIT:
             p.add(
                 loc("graph", role, status),
-                f"{meta_loc} declares no status property, "
+                f"{meta_loc} declares no {key} property, "
                 'so the role always routes on "_"; '
-                f"declare properties.status.enum to route on {json.dumps(status)}",
+                f"declare properties.{key}.enum to route on {json.dumps(status)}",
             )
     if UNIT not in raw:
         p.add(
             loc("graph", role),
-            f'no edge for status "_" ({meta_loc} declares no status property, '
+            f'no edge for status "_" ({meta_loc} declares no {key} property, '
             'so the role always routes on "_")',
         )
 
@@ -145,7 +222,8 @@ def _no_status(
 def _declared(
     p: Problems, role: str, st: emits.Statuses, edges: list[str], raw: dict[Any, Any], meta_loc: str
 ) -> None:
-    """A role whose schema lists its statuses: one edge each, and no other."""
+    """A role whose schema lists its statuses: one edge each, and no other (``$SUSPEND``
+    needs none: it is never routed)."""
     allowed = set(st.values) | ({UNIT} if st.unit_possible else set())
     shown = json.dumps(list(st.values), ensure_ascii=False, separators=(",", ":"))
     for status in edges:
@@ -156,7 +234,7 @@ def _declared(
                 f"(its status values are {shown})",
             )
     for value in st.values:
-        if value not in raw:
+        if value not in raw and value != SUSPEND:
             p.add(
                 loc("graph", role),
                 f"no edge for status {json.dumps(value, ensure_ascii=False)} "
@@ -171,30 +249,35 @@ def _declared(
 
 
 def check_statuses(
-    p: Problems, names: list[str], roles: dict[str, dict[str, Any]], graph: dict[Any, Any]
+    p: Problems,
+    names: list[str],
+    roles: dict[str, dict[str, Any]],
+    graph: dict[Any, Any],
+    rules: Rules = V05,
 ) -> None:
     """Every role has an edge; edges and the statuses its schema declares agree."""
+    key = rules.key
     for role in names:
         if not graph.get(role):
             p.add(
                 loc("roles", role),
                 f"has no outgoing edge (add graph{seg(role)}[<status>] = "
-                "{role: <next role or $END>, prompt: <mustache template>})",
+                f"{{role: <next role or $END>, prompt: <{TEMPLATE_NAMES[rules.version]}>}})",
             )
             continue
         if role not in roles or not isinstance(graph[role], dict):
             continue
-        st = emits.statuses(roles[role]["meta"])
-        meta_loc = loc("roles", role, "meta")
+        st = emits.statuses(roles[role]["meta"], key)
+        meta_loc = loc("roles", role, roles[role].get("schemaKey", "meta"))
         if st.open_status:
             p.warn(
                 meta_loc,
-                "properties.status has no enum, so its edges cannot be checked: a step whose "
-                "status has no edge fails at run time (list the statuses in status.enum)",
+                f"properties.{key} has no enum, so its edges cannot be checked: a step whose "
+                f"status has no edge fails at run time (list the statuses in {key}.enum)",
             )
         if not st.known:
             continue
-        edges = [s for s in graph[role] if isinstance(s, str) and s]
+        edges = [s for s in graph[role] if isinstance(s, str) and s and s != SUSPEND]
         for value in st.bad:
             p.add(
                 meta_loc, f"status value {json.dumps(value)} is not a string; quote it in the YAML"
@@ -202,7 +285,7 @@ def check_statuses(
         if st.bad:
             continue  # its edges cannot be checked against values that are not statuses
         if not st.declared:
-            _no_status(p, role, edges, graph[role], meta_loc)
+            _no_status(p, role, edges, graph[role], meta_loc, key)
         else:
             _declared(p, role, st, edges, graph[role], meta_loc)
 
@@ -221,28 +304,36 @@ def unreachable(graph: dict[str, Any], roles: dict[str, Any]) -> list[str]:
     return [r for r in roles if r not in seen]
 
 
-def check_variables(p: Problems, graph: dict[str, Any], roles: dict[str, dict[str, Any]]) -> None:
-    """Warn about prompt variables the source's output cannot have: they render empty."""
+def check_variables(
+    p: Problems, graph: dict[str, Any], roles: dict[str, dict[str, Any]], rules: Rules = V05
+) -> None:
+    """Warn about prompt variables the source's output cannot have: they render empty.
+
+    In a version-1 prompt ``_body`` is always there: the output's text, and on a ``$START``
+    edge the task (``new``) or what the person resuming the thread wrote (``resume``)."""
+    extra = {BODY} if rules.version == 1 else set()
     for node, edges in graph.items():
         if node == START:
-            known: set[str] | None = set()
+            known: set[str] | None = set(extra)
         elif node in roles:
             names = [f.name for f in emits.fields(roles[node]["meta"])]
-            known = set(names) if names else None  # a schema without fields: anything goes
+            # a schema without fields: anything goes
+            known = set(names) | extra if names else None
         else:
             continue
         for status, target in edges.items():
             if known is None:
                 continue
-            for name in output_names(target["prompt"]):
+            for name in output_names(target["prompt"], rules.dialect):
                 if name in known:
                     continue
                 where = loc("graph", node, status, "prompt")
                 if node == START:
                     p.warn(where, f"{{{{{name}}}}} renders empty: $START has no output")
                 else:
+                    meta = roles[node].get("schemaKey", "meta")
                     p.warn(
                         where,
-                        f"{{{{{name}}}}} is not a field of {loc('roles', node, 'meta')}, so it "
+                        f"{{{{{name}}}}} is not a field of {loc('roles', node, meta)}, so it "
                         f"renders empty (its fields: {', '.join(sorted(known))})",
                     )

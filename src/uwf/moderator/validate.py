@@ -30,6 +30,9 @@ that shape, as it words every schema's (``uwf.cas.wording``).
 Warnings, not errors: roles that cannot be reached from ``$START``, prompt variables the
 source role's output cannot have, a ``status`` without ``enum``, and a possible ``_`` status
 with no edge.
+
+A file with ``version: 1`` (uwf 0.8's format) is checked by ``uwf.moderator.version1``, the
+same way with that format's shape and rules; any other ``version`` is refused.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 
 from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import check_schema, problems
-from uwf.cas.wording import where
+from uwf.cas.wording import shown, where
 from uwf.moderator import graphcheck
 from uwf.moderator.problems import Problems, key_text, loc
 from uwf.protocol import schemas
@@ -49,6 +52,7 @@ from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import canonical
 
 EXTENSIONS = (".yaml", ".yml")
+VERSIONS = "uwf-py reads version 1 files (uwf 0.8's format) and files without a version (uwf 0.5's)"
 
 NAME_RULE = "letters, digits, _ and -, starting with a letter or _, at most 64 characters"
 LEGACY = (
@@ -166,14 +170,16 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
     }
 
 
-def _check_name(p: Problems, document: dict[Any, Any], basename: str) -> str | None:
+def check_name(
+    p: Problems, document: dict[Any, Any], basename: str, implied: str | None = None
+) -> str | None:
     name = document.get("name")
     if not isinstance(name, str):
         return None  # missing or not a string: the file schema said so
     problem = workflow_name_problem(name)
     if problem is not None:
         p.add("name", f"{describe(name)} {problem}")
-    implied = stem(basename)
+    implied = stem(basename) if implied is None else implied
     if implied != name:
         p.add(
             "",
@@ -183,7 +189,7 @@ def _check_name(p: Problems, document: dict[Any, Any], basename: str) -> str | N
     return name
 
 
-def _check_roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, Any]]:
+def check_roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, Any]]:
     """The role names (for edges) and the roles that could be read."""
     roles: dict[str, dict[str, Any]] = {}
     names: list[str] = []
@@ -213,15 +219,27 @@ def _check_graph(p: Problems, raw: Any, names: list[str], roles: dict[str, Any])
     return graph
 
 
-def validate(document: dict[Any, Any], basename: str) -> tuple[dict[str, Any], Problems]:
+def validate(
+    document: dict[Any, Any], basename: str, implied: str | None = None
+) -> tuple[dict[str, Any], Problems]:
     """The normalised definition of a workflow document, and every problem and warning.
 
     The definition is ``{name, description, roles, graph}`` (and ``compactAfter`` when the
     file has it) — roles carry their schema inline under ``meta`` (``frontmatter`` renamed),
     targets are ``{role, prompt}`` — and is only complete when no problem was found.
-    ``basename`` is the file's name (its stem must be the workflow's name).
+    ``basename`` is the file's name and ``implied`` the workflow name its path implies (its
+    stem, or a folder workflow's folder): the file's ``name`` must be that. A version-1 file's
+    definition also has ``version`` (``uwf.moderator.version1``).
     """
+    version = document.get("version")
+    if version == 1 and not isinstance(version, bool):
+        from uwf.moderator import version1
+
+        return version1.validate_v1(document, basename, implied or stem(basename))
     p = Problems()
+    if "version" in document:  # checked as a uwf 0.5 file, but for this one problem
+        document = {k: v for k, v in document.items() if k != "version"}
+        p.add("version", f"{VERSIONS}, got {shown(version)}")
     legacy = "conditions" in document or _is_legacy(document.get("graph"))
     shaped = dict(document)
     if legacy:  # one message explains the status-based form instead of its every detail
@@ -229,8 +247,8 @@ def validate(document: dict[Any, Any], basename: str) -> tuple[dict[str, Any], P
         shaped["graph"] = {}
     for path, what in problems(file_schema(), shaped, "uwf:workflow-file"):
         p.add(where(shaped, path), what)
-    name = _check_name(p, document, basename)
-    names, roles = _check_roles(p, document)
+    name = check_name(p, document, basename, implied)
+    names, roles = check_roles(p, document)
     graph = _check_graph(p, None if legacy else document.get("graph"), names, roles)
     if legacy:
         p.add("", LEGACY)

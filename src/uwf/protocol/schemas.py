@@ -150,6 +150,13 @@ WORKFLOW_COMPACT = _extended(
     WORKFLOW, "Workflow (compactAfter)", "compactAfter", {"type": "integer", "minimum": 1}
 )
 
+#: A workflow edge of a version-1 file may name the directory its agent works in
+#: (``location``: a literal path, relative to the thread's working directory).
+TARGET_V1: dict[str, Any] = {
+    **TARGET,
+    "properties": {**TARGET["properties"], "location": {"type": "string", "minLength": 1}},
+}
+
 #: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
 BLOB: dict[str, Any] = {
     "title": "Blob",
@@ -174,6 +181,36 @@ ARTIFACTS: dict[str, Any] = {
     },
 }
 
+#: A Workflow read from a version-1 file (uwf 0.8's format, docs/format.md "Version-1
+#: workflow files"): routing reads ``$status``, edge prompts are Liquid, ``$START`` has the
+#: edges ``new`` and ``resume``, an edge may carry ``location``; ``source`` lists the files it
+#: was read from (Text nodes, as artifacts are listed) for ``workflow show --source``.
+WORKFLOW_V1: dict[str, Any] = {
+    **WORKFLOW,
+    "title": "Workflow (version 1)",
+    "required": ["version", *WORKFLOW["required"]],
+    "properties": {
+        "version": {"const": 1},
+        **WORKFLOW["properties"],
+        "graph": {
+            "type": "object",
+            "additionalProperties": {"type": "object", "additionalProperties": TARGET_V1},
+        },
+        "compactAfter": WORKFLOW_COMPACT["properties"]["compactAfter"],
+        "source": ARTIFACTS,
+    },
+}
+
+#: The StartNode of a thread that resumes an ended one (``thread resume``, docs/format.md
+#: "Resuming an ended thread"): ``resumes`` is the ended thread's head, whose steps the chain
+#: continues, and ``resumeText`` what the person resuming it wrote.
+START_NODE_RESUME = _extended(
+    _extended(START_NODE, "StartNode (resume)", "resumes", CAS_REF),
+    "StartNode (resume)",
+    "resumeText",
+    {"type": "string"},
+)
+
 #: ``uwf thread compact``: a summary to record on the step that follows ``head`` in
 #: ``thread`` (found through the type index; stale once the head has moved).
 COMPACT_REQUEST: dict[str, Any] = {
@@ -195,6 +232,8 @@ class SchemaHashes(NamedTuple):
     workflow_compact: str
     blob: str
     compact_request: str
+    workflow_v1: str
+    start_resume: str
 
     @property
     def steps(self) -> tuple[str, str]:
@@ -202,9 +241,14 @@ class SchemaHashes(NamedTuple):
         return (self.step, self.step_compact)
 
     @property
-    def workflows(self) -> tuple[str, str]:
-        """Both Workflow types: plain, and with ``compactAfter``."""
-        return (self.workflow, self.workflow_compact)
+    def workflows(self) -> tuple[str, str, str]:
+        """Every Workflow type: plain, with ``compactAfter``, and read from a version-1 file."""
+        return (self.workflow, self.workflow_compact, self.workflow_v1)
+
+    @property
+    def starts(self) -> tuple[str, str]:
+        """Both StartNode types: plain, and resuming an ended thread."""
+        return (self.start, self.start_resume)
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -222,6 +266,8 @@ HASHES = SchemaHashes(
     workflow_compact="D6P28VVTPTD2A",
     blob="2WPBX1H8S3QB9",
     compact_request="F2E78Y44BZF8Z",
+    workflow_v1="3D65XQC8SHQR9",
+    start_resume="8EMCBJCKVDG6H",
 )
 
 
@@ -240,6 +286,8 @@ def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
         ("workflow_compact", WORKFLOW_COMPACT),
         ("blob", BLOB),
         ("compact_request", COMPACT_REQUEST),
+        ("workflow_v1", WORKFLOW_V1),
+        ("start_resume", START_NODE_RESUME),
     )
 
 

@@ -141,11 +141,20 @@ class WorkerFailure(TypedDict):
     ms: int
 
 
+class ResumeLine(StepLine):
+    """``thread resume``: the step's line; ``resumedFrom`` when it resumed an ended thread
+    (the line is then the new thread's)."""
+
+    resumedFrom: NotRequired[ThreadId]
+
+
 class DryRun(StepLine):
-    """``thread step --dry-run``: the plan; ``prompt`` and ``agent`` unless the thread ends."""
+    """``thread step --dry-run``: the plan; ``prompt`` and ``agent`` unless the thread ends,
+    ``cwd`` when its agent works in a directory of its own (``--cwd``, ``location``)."""
 
     prompt: NotRequired[str]
     agent: NotRequired[list[str]]
+    cwd: NotRequired[str]
     dryRun: bool
 
 
@@ -231,6 +240,7 @@ class ThreadShown(TypedDict):
     done: bool
     status: str
     steps: int
+    cwd: NotRequired[str]
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
     background: NotRequired[BackgroundShown]

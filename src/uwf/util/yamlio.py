@@ -23,17 +23,25 @@ def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def safe_loader() -> Any:
+    """The safe loader class every YAML document is read with (the C one when there is one)."""
+    return _loader()
+
+
 def load(
     text: str | bytes,
     *,
     source: str = "YAML",
     max_bytes: int = MAX_BYTES,
     path: object = None,
+    loader: Any = None,
 ) -> Any:
     """Parse one YAML document; raise InvalidInput with ``invalid YAML…`` on any problem.
 
     ``path``: the file the text came from, named where the parser's message points at a line
     (``in "/root/config.yaml", line 3, column 1``) instead of PyYAML's ``"<byte string>"``.
+    ``loader``: called with the text instead of the safe loader, to build one that knows a
+    tag more (``uwf.util.includes``: ``!include``); it must be a subclass of ``safe_loader()``.
     """
     import yaml
 
@@ -42,7 +50,7 @@ def load(
         raise InvalidInput(f"{source} is too large: {size} bytes (limit {max_bytes})")
     try:
         _check_depth(text)
-        value = yaml.load(text, Loader=_loader())
+        value = yaml.load(text, Loader=loader or _loader())
     except yaml.YAMLError as exc:
         message = _one_line(exc)
         if path is not None:

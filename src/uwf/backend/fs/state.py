@@ -200,7 +200,7 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
 
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, waiting?, failure?}``.
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, waiting?, failure?}``.
 
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
@@ -210,10 +210,11 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
-    task, waiting = raw.get("task"), raw.get("waiting")
+    task, waiting, cwd = raw.get("task"), raw.get("waiting"), raw.get("cwd")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         storable(task) if isinstance(task, str) else None,
+        cwd if isinstance(cwd, str) else None,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -259,7 +260,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         or not isinstance(entry.get("workflow"), str)
     ):
         return None
-    completed, task = entry.get("completedAt"), entry.get("task")
+    completed, task, cwd = entry.get("completedAt"), entry.get("task"), entry.get("cwd")
     return HistoryEntry(
         thread=ThreadId(entry["thread"]),
         workflow=NodeHash(entry["workflow"]),
@@ -267,6 +268,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
         task=storable(task) if isinstance(task, str) else None,
+        cwd=cwd if isinstance(cwd, str) else None,
     )
 
 

@@ -96,6 +96,11 @@ MIGRATIONS: list[str] = [
         ADD COLUMN fail_agent text,
         ADD COLUMN fail_host text;
     """,
+    # 3 -> 4: a thread's working directory (thread start --cwd), kept when it is archived
+    """
+    ALTER TABLE uwf_threads ADD COLUMN cwd text;
+    ALTER TABLE uwf_history ADD COLUMN cwd text;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

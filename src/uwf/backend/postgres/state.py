@@ -3,7 +3,8 @@
 A head moves by ``UPDATE … WHERE head = <expected>`` in one statement that also checks the
 new head is a stored node; archiving deletes the active row and inserts the history row in
 one transaction, so a thread is never both active and archived, nor neither. Waiting marks,
-the last failure and what a thread was created with (workflow, task) are columns of its row.
+the last failure and what a thread was created with (workflow, task, working directory) are
+columns of its row.
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ _FAIL = (
     "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
     "fail_agent, fail_host"
 )
-_COLUMNS = f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, {_FAIL}"
+_COLUMNS = (
+    f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, {_FAIL}"
+)
 _NO_FAILURE = ", ".join(f"{column} = NULL" for column in _FAIL.split(", "))
+_HISTORY = "thread, workflow, head, completed_at, status, task, cwd"
 
 
 def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
@@ -58,19 +62,21 @@ def _hash(value: Any, table: str, what: str) -> NodeHash:
 
 
 def _record(row: tuple[Any, ...]) -> ActiveThread:
-    thread, head, workflow, task, role, since, wait_head, reason = row[:8]
+    thread, head, workflow, task, role, since, wait_head, reason, cwd = row[:9]
     head = _hash(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = Waiting(role, int(since), NodeHash(head), reason)
-    info = ThreadInfo(workflow, task)
-    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[8:]))
+    info = ThreadInfo(workflow, task, cwd)
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[9:]))
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
-    thread, workflow, head, at, status, task = row
+    thread, workflow, head, at, status, task, cwd = row
     head = _hash(head, "uwf_history", f"the head of thread {thread}")
-    return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task)
+    return HistoryEntry(
+        ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task, cwd
+    )
 
 
 class PgThreads(ThreadTable):
@@ -97,9 +103,9 @@ class PgThreads(ThreadTable):
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, moved)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, storable(info.task), now_ms()),
+            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, moved)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
+            (thread, head, info.workflow, storable(info.task), info.cwd, now_ms()),
         )
         if row is None:
             raise Conflict(f"thread {thread} already exists")
@@ -167,29 +173,24 @@ class PgThreads(ThreadTable):
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
-                " RETURNING head, task",
+                " RETURNING head, task, cwd",
                 (thread, expected, expected),
             )
             if row is None:
                 return False, self.head(thread)
             self.db.execute(
-                "INSERT INTO uwf_history (thread, workflow, head, completed_at, status, task)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (thread, workflow, row[0], at_ms, status, row[1]),
+                f"INSERT INTO uwf_history ({_HISTORY}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (thread, workflow, row[0], at_ms, status, row[1], row[2]),
             )
         return True, NodeHash(row[0])
 
     def history(self) -> list[HistoryEntry]:
-        rows = self.db.all(
-            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
-            " ORDER BY seq"
-        )
+        rows = self.db.all(f"SELECT {_HISTORY} FROM uwf_history ORDER BY seq")
         return [_entry(r) for r in rows]
 
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         row = self.db.one(
-            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
-            " WHERE thread = %s ORDER BY seq DESC LIMIT 1",
+            f"SELECT {_HISTORY} FROM uwf_history WHERE thread = %s ORDER BY seq DESC LIMIT 1",
             (thread,),
         )
         return _entry(row) if row is not None else None

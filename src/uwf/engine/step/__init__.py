@@ -25,6 +25,7 @@ from uwf.engine.step.run import (
     agent_env,
     answered_hash,
     artifacts_dir,
+    check_workdir,
     defer,
     process_runner,
     prompt_file,
@@ -95,7 +96,9 @@ def dry_run(
     """The plan of the next step, as ``thread step --dry-run`` prints it. Runs nothing."""
     check_timeout(timeout)
     tid, head = require_active(backend, thread)
-    return plan_step(backend, tid, head, agent=agent, timeout=timeout).dry_run()
+    record = backend.threads.get(tid)
+    workdir = record.info.cwd if record is not None else None
+    return plan_step(backend, tid, head, agent=agent, timeout=timeout, workdir=workdir).dry_run()
 
 
 def step(
@@ -107,13 +110,21 @@ def step(
     wait: bool = False,
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
+    extra_prompt: str | None = None,
 ) -> StepResult:
     """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
     check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
     with hold(backend, tid, wait=wait) as lock:
         return step_held(
-            backend, lock, tid, agent=agent, timeout=timeout, runner=runner, edge_prompt=edge_prompt
+            backend,
+            lock,
+            tid,
+            agent=agent,
+            timeout=timeout,
+            runner=runner,
+            edge_prompt=edge_prompt,
+            extra_prompt=extra_prompt,
         )
 
 
@@ -127,6 +138,7 @@ def step_held(
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    extra_prompt: str | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
@@ -134,16 +146,25 @@ def step_held(
 
     ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
     the thread's head while the agent runs; when it answers True the agent's process group is
-    killed and the step fails, leaving the head where it was."""
-    head = backend.threads.head(thread)
-    if head is None:  # archived while we waited, or between two steps of a run
+    killed and the step fails, leaving the head where it was. ``extra_prompt`` follows the
+    edge prompt (``thread resume``)."""
+    record = backend.threads.get(thread)
+    if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
+    head = record.head
     log = ProcessLog(backend.root, thread=thread)
     plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
         try:
             plan = plan_step(
-                backend, thread, head, agent=agent, timeout=timeout, edge_prompt=edge_prompt
+                backend,
+                thread,
+                head,
+                agent=agent,
+                timeout=timeout,
+                edge_prompt=edge_prompt,
+                workdir=record.info.cwd,
+                extra_prompt=extra_prompt,
             )
             log.bind(workflow=plan.workflow)
             tracing.planned(span, plan)
@@ -177,6 +198,7 @@ def _run(
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
     log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
+    check_workdir(plan)
     lock.note(role=plan.role, agent=plan.argv[0])
     log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})

@@ -5,6 +5,10 @@ the StepNode is checked and routed by the moderator BEFORE the head moves, so a 
 output has no route fails and leaves the head where it was; the head then moves by the
 backend's compare-and-swap from the head the plan was made from; only then is the thread
 archived if the new head routes to ``$END`` or reaches its round limit.
+
+An output whose status is ``$SUSPEND`` is never routed: the step is not recorded and the
+thread waits for its role, as when an agent defers (docs/format.md, "Suspending and
+resuming"). Agents on the agent kit suspend before they write a step; this is for the others.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
-from uwf.engine.step.plan import StepPlan, decide
-from uwf.model import artifacts, chain
-from uwf.moderator.evaluate import ModeratorError
+from uwf.engine.step.plan import StepPlan
+from uwf.engine.step.run import suspend
+from uwf.model import artifacts, chain, routing
+from uwf.moderator.evaluate import SUSPEND, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import AgentFailed, InvalidInput, NotActive
@@ -106,14 +111,23 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
     store = backend.nodes
     step = check_step_node(store, h, plan)
     workflow = chain.load_workflow(store, plan.workflow)
+    output = chain.output_of(store, step)
+    if routing.step_status(workflow, step.role, output) == SUSPEND:
+        raise suspend(backend, plan, _reason(output), log)
     try:
-        after = decide(store, workflow, step)
+        after = routing.decide(store, workflow, step, output)
     except ModeratorError as exc:
         raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
     backend.threads.move(plan.thread, plan.head, h)
     status = "active"
     if after.done:
         status = archive(backend, plan, "completed", h, log)
-    elif plan.limit is not None and plan.depth + 1 >= plan.limit:
+    elif plan.limit is not None and plan.depth + 1 - plan.rounds_before >= plan.limit:
         status = archive(backend, plan, "max_rounds", h, log)
     return StepResult(plan.workflow, plan.thread, h, plan.role, status != "active", status)
+
+
+def _reason(output: object) -> str | None:
+    """Why an output suspends its step: its ``reason``."""
+    reason = output.get("reason") if isinstance(output, dict) else None
+    return reason if isinstance(reason, str) and reason.strip() else None

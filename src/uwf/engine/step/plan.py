@@ -3,19 +3,21 @@
 ``plan_step`` reads the head, its StartNode and workflow, runs the moderator and looks up the
 agent. The result is a frozen :class:`StepPlan`: either the thread ends here (``archive``:
 its head already routes to ``$END``, or it has reached its round limit), or a role runs
-(``role``, the rendered ``prompt`` and the agent's ``argv``). A dry run prints the plan.
+(``role``, the rendered ``prompt``, the agent's ``argv`` and the directory it works in,
+``cwd``: the thread's working directory, or the edge's ``location`` resolved against it). A
+dry run prints the plan.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from uwf.backend.base import Backend
 from uwf.config.config import Config, agent_command, load_config
-from uwf.model import chain
-from uwf.moderator import evaluate
-from uwf.moderator.evaluate import START, Decision, ModeratorError
+from uwf.model import chain, routing
+from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UwfError
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
         prompt: str
         agent: list[str]
+        cwd: str
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,16 @@ class StepPlan:
     prompt: str = ""
     argv: tuple[str, ...] = ()
     timeout: float | None = None
+    cwd: str | None = None  # where the agent works: None, the directory uwf runs in
+    rounds_before: int = 0  # steps of the ended thread a resumed one continues (not counted)
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
         planned: _Planned = {}
         if self.archive is None:
             planned = {"prompt": self.prompt, "agent": list(self.argv)}
+            if self.cwd is not None:
+                planned["cwd"] = self.cwd
         return {
             "workflow": self.workflow,
             "thread": self.thread,
@@ -67,14 +74,23 @@ class StepPlan:
 
 def decide(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> Decision:
     """The moderator's decision for a head (``$START`` for a thread with no steps yet)."""
-    if isinstance(head, chain.Start):
-        return evaluate(workflow["graph"], START, {})
-    return evaluate(workflow["graph"], head.role, chain.output_of(store, head))
+    return routing.decide(store, workflow, head)
 
 
 def round_limit(start: chain.Start, config: Config) -> int | None:
-    """maxRounds: the thread's own (``--max-rounds`` at start), else config's, else none."""
+    """maxRounds: the thread's own (``--max-rounds`` at start), else config's, else none.
+    It counts the steps since the StartNode: a resumed thread has as many again."""
     return start.max_rounds if start.max_rounds is not None else config.max_rounds
+
+
+def agent_dir(workdir: str | None, location: str | None) -> str | None:
+    """Where the agent of a step works: the edge's ``location`` (absolute, or relative to the
+    thread's working directory, else to uwf's), else the thread's working directory, else
+    None (uwf's own)."""
+    if location is None:
+        return workdir
+    base = workdir if workdir is not None else os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(location)))
 
 
 def plan_step(
@@ -86,11 +102,15 @@ def plan_step(
     timeout: float | None = None,
     edge_prompt: str | None = None,
     by: tuple[str, ...] | None = None,
+    workdir: str | None = None,
+    extra_prompt: str | None = None,
 ) -> StepPlan:
     """Decide the step of ``thread`` at ``head``. Reads a handful of nodes, writes nothing.
 
     ``edge_prompt`` replaces the rendered edge prompt (``thread rerun --edge-prompt``);
-    ``by`` is who writes the step instead of a configured agent (``thread answer``)."""
+    ``extra_prompt`` follows it (``thread resume``: why the step waited and the answer);
+    ``by`` is who writes the step instead of a configured agent (``thread answer``);
+    ``workdir`` is the thread's working directory (``thread start --cwd``)."""
     store = backend.nodes
     node = chain.load_head(store, head)
     start = chain.start_of(store, node)
@@ -108,6 +128,7 @@ def plan_step(
         head=head,
         depth=chain.depth_of(store, node),
         limit=round_limit(start, config),
+        rounds_before=chain.depth_of(store, start) if start.resumes is not None else 0,
     )
     if decision.done:  # e.g. a fork of a step that already routes to $END
         return replace(base, archive="completed")
@@ -116,7 +137,7 @@ def plan_step(
             f"workflow routes to an invalid role name: {describe(decision.role)} "
             "(role names are plain identifiers)"
         )
-    if base.limit is not None and base.depth >= base.limit:
+    if base.limit is not None and base.depth - base.rounds_before >= base.limit:
         return replace(base, archive="max_rounds")
     if by is not None:
         argv: tuple[str, ...] = by
@@ -126,10 +147,14 @@ def plan_step(
             thread,
             decision.role,
         )
+    prompt = decision.prompt if edge_prompt is None else edge_prompt
+    if extra_prompt:
+        prompt = f"{prompt.rstrip()}\n\n{extra_prompt}".lstrip()
     return replace(
         base,
         role=decision.role,
-        prompt=decision.prompt if edge_prompt is None else edge_prompt,
+        prompt=prompt,
         argv=argv,
         timeout=timeout if timeout is not None else config.agent_timeout,
+        cwd=agent_dir(workdir, decision.location),
     )

@@ -28,7 +28,7 @@ from uwf.config.config import load_dotenv
 from uwf.engine.step.plan import StepPlan
 from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import AgentFailed, Deferred, UwfError
+from uwf.util.errors import AgentFailed, Deferred, UwfError, oneline
 from uwf.util.log import ProcessLog
 from uwf.util.secrets import redact
 from uwf.util.ulid import now_ms
@@ -57,6 +57,21 @@ def process_runner(
         stderr_prefix=f"{os.path.basename(plan.argv[0])}: ",
         should_stop=should_stop,
         what="agent command",
+        cwd=plan.cwd,
+    )
+
+
+def check_workdir(plan: StepPlan) -> None:
+    """The agent's working directory exists on this machine, or the step fails (exit 5)
+    before anything runs: a thread started with ``--cwd`` elsewhere, a ``location`` missing
+    here."""
+    if plan.cwd is None or os.path.isdir(plan.cwd):
+        return
+    import socket
+
+    raise AgentFailed(
+        f"thread {plan.thread}: the working directory {oneline(plan.cwd)} of {plan.role} "
+        f"does not exist on this machine ({socket.gethostname()}); the step was not run"
     )
 
 
@@ -139,6 +154,8 @@ def agent_env(
         env[PROMPT_ENV] = plan.prompt
     else:
         env[PROMPT_FILE_ENV] = prompt
+    if plan.cwd is not None:
+        env["PWD"] = plan.cwd  # the agent starts there, not where uwf was run
     env.pop(TTY_ENV, None)
     tty = terminal()
     if tty is not None:
@@ -162,22 +179,51 @@ def terminal() -> str | None:
 
 def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> Deferred:
     """The agent deferred its step (exit 75): record that the thread waits at its head for the
-    role (since the first deferral at this head) and return the error the step fails with."""
-    assert plan.role is not None
-    said = redact(stderr_summary(run.stderr_tail, 300).removeprefix("error: "))
-    reason = said or None  # stored: a secret the agent printed is masked (util.secrets)
-    record = backend.threads.get(plan.thread)
-    known = record.waiting if record is not None else None
-    since = now_ms()
-    if known is not None and known.head == plan.head and known.role == plan.role:
-        since = known.since
-    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
+    role (since the first deferral at this head) and return the error the step fails with.
+
+    A reason that starts ``$SUSPEND:`` is an agent that suspended its step (the agent kit
+    says so for an output whose status is ``$SUSPEND``). The reason is stored with any
+    secret the agent printed masked (``uwf.util.secrets``)."""
+    reason = redact(stderr_summary(run.stderr_tail, 300).removeprefix("error: ")) or None
+    if reason is not None and reason.startswith(SUSPENDED):
+        return suspend(backend, plan, reason.removeprefix(SUSPENDED).strip() or None, log)
+    _wait(backend, plan, reason)
     log.write("D7W2K9M4", f"agent deferred role={plan.role} reason={reason}")
     said = f" ({reason})" if reason else ""
     return Deferred(
         f"thread {plan.thread} waits for {plan.role}: the agent deferred the step{said}; "
         f"answer it with uwf thread answer {plan.thread}, or step it again later"
     )
+
+
+#: How a waiting thread's reason starts when its agent suspended the step.
+SUSPENDED = "$SUSPEND:"
+
+
+def suspend(backend: Backend, plan: StepPlan, reason: str | None, log: ProcessLog) -> Deferred:
+    """The agent's output was ``$SUSPEND``: the thread waits for the role, with the reason
+    it gave (docs/format.md, "Suspending and resuming"); the error the step fails with."""
+    said = " ".join((reason or "no reason given").split())
+    said = said if len(said) <= 300 else said[:299] + "…"
+    _wait(backend, plan, f"{SUSPENDED} {said}")
+    log.write("S4W8P2N6", f"agent suspended role={plan.role} reason={said}")
+    return Deferred(
+        f"thread {plan.thread} waits for {plan.role}: the agent suspended the step ({said}); "
+        f"resume it with uwf thread resume {plan.thread} -p <the answer>, "
+        f"or answer it with uwf thread answer {plan.thread}"
+    )
+
+
+def _wait(backend: Backend, plan: StepPlan, reason: str | None) -> None:
+    """Record that the thread waits at the plan's head for its role (since the first time it
+    waited there for it)."""
+    assert plan.role is not None
+    record = backend.threads.get(plan.thread)
+    known = record.waiting if record is not None else None
+    since = now_ms()
+    if known is not None and known.head == plan.head and known.role == plan.role:
+        since = known.since
+    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
 
 
 def stderr_summary(text: str, limit: int = 500) -> str:

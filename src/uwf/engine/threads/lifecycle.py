@@ -6,6 +6,7 @@ table has its head, and archived once the history has an entry for it.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         """The keys ``thread show`` prints only sometimes (``chain`` is set last, after
         ``cost``: keys print in the order they are set)."""
 
+        cwd: str
         waiting: WaitingShown
         failure: FailureShown
         background: BackgroundShown
@@ -66,14 +68,39 @@ def task_line(prompt: str) -> str:
     return line if len(line) <= TASK_LINE else line[: TASK_LINE - 1] + "…"
 
 
+MAX_CWD_BYTES = 4096
+
+
+def thread_dir(cwd: str | Path) -> str:
+    """A thread's working directory (``--cwd``) as recorded: absolute (``~`` expanded, not
+    resolved through links), an existing directory here, one printable line."""
+    text = str(cwd)
+    if not text.strip() or not text.isprintable():
+        raise InvalidInput(
+            f"working directory must be one line of printable characters: {oneline(text)}"
+        )
+    path = os.path.abspath(os.path.expanduser(text))
+    if len(path.encode("utf-8", "surrogateescape")) > MAX_CWD_BYTES:
+        raise InvalidInput(f"working directory is too long (limit {MAX_CWD_BYTES} bytes)")
+    if not os.path.exists(path):
+        raise InvalidInput(f"working directory does not exist: {oneline(path)}")
+    if not os.path.isdir(path):
+        raise InvalidInput(f"working directory is not a directory: {oneline(path)}")
+    return path
+
+
 def start(
     backend: Backend,
     workflow_ident: str,
     prompt: str,
     max_rounds: int | None = None,
-    cwd: Path | None = None,
+    cwd: str | Path | None = None,
 ) -> ThreadStarted:
-    """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing."""
+    """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing.
+
+    ``cwd`` (``--cwd``) is the thread's working directory: recorded with it, where its agents
+    start (docs/format.md, "Working directories"), and where a project workflow is looked up
+    (else the current directory)."""
     from uwf.engine.workflows import stored as workflows
 
     try:
@@ -86,7 +113,10 @@ def start(
         raise InvalidInput("the task is empty: give it with -p TEXT, or -p - to read it from stdin")
     if max_rounds is not None and max_rounds < 1:
         raise InvalidInput(f"--max-rounds must be a positive integer, got: {max_rounds}")
-    wf_hash = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
+    workdir = thread_dir(cwd) if cwd is not None else None
+    wf_hash = workflows.resolve_for_start(
+        backend, workflow_ident, Path(workdir) if workdir is not None else Path.cwd()
+    )
     store = backend.nodes
     h = schemas.ensure(store)
     payload: dict[str, Any] = {"workflow": wf_hash, "prompt": prompt}
@@ -94,7 +124,7 @@ def start(
         payload["maxRounds"] = max_rounds
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
-    backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt)))
+    backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt), workdir))
     ProcessLog(backend.root, thread=thread, workflow=wf_hash).write(
         "7HNQ4B2X", f"thread created start={start_hash}"
     )
@@ -116,6 +146,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
     if ref.active:
         status = active_status(ref.waiting, holder is not None, ref.failure)
     now: _Now = {}
+    if ref.cwd is not None:
+        now["cwd"] = ref.cwd
     if ref.waiting is not None and ref.active:
         now["waiting"] = waiting_json(ref.waiting)
     if ref.failure is not None and ref.active:
@@ -348,14 +380,17 @@ def _chain_entries(
     return start, out, total
 
 
-def fork(backend: Backend, node_hash: str) -> Forked:
-    """A new active thread whose head is an existing StartNode or StepNode. Copies nothing."""
+def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> Forked:
+    """A new active thread whose head is an existing StartNode or StepNode. Copies nothing.
+    ``cwd``: the new thread's working directory (``--cwd``)."""
     h = check_hash(node_hash)
+    workdir = thread_dir(cwd) if cwd is not None else None
     store = backend.nodes
     head = chain.load_head(store, h)
     start = chain.start_of(store, head)
     thread = new_thread_id()
-    backend.threads.create(thread, h, ThreadInfo(start.workflow, task_line(start.prompt)))
+    info = ThreadInfo(start.workflow, task_line(start.prompt), workdir)
+    backend.threads.create(thread, h, info)
     ProcessLog(backend.root, thread=thread).write("K2V7N4D9", f"thread forked from={h}")
     return {"thread": thread, "forkedFrom": {"step": h}}
 

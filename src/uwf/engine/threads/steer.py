@@ -21,6 +21,7 @@ from uwf.engine.step.run import Runner, process_runner
 from uwf.engine.threads import lifecycle as threads
 from uwf.model import answer, chain
 from uwf.model.threads import not_active, require_active
+from uwf.moderator.evaluate import rules_of
 from uwf.util.base32 import check_hash
 from uwf.util.errors import Deferred, InvalidInput, UwfError, oneline
 from uwf.util.frontmatter import split
@@ -148,10 +149,12 @@ def answer_step(
     text: str | None = None,
     message: str | None = None,
     wait: bool = False,
+    status: str | None = None,
 ) -> StepResult:
     """Write the step of the role ``thread`` waits for (or runs next) from a person's answer:
-    ``text`` (a frontmatter document), then ``fields`` over it, ``message`` as its content;
-    checked and committed under the step lock like an agent's step."""
+    ``text`` (a frontmatter document), then ``fields`` over it, then ``status`` as the field
+    the workflow routes on (``status``, or ``$status`` in a version-1 workflow), ``message``
+    as its content; checked and committed under the step lock like an agent's step."""
     given = answer.parse_answer(text) if text is not None else answer.Answer({}, "")
     output = {**given.output, **fields}
     body = message if message is not None else given.body
@@ -168,9 +171,10 @@ def answer_step(
             )
         lock.note(role=plan.role, agent="uwf thread answer")
         store = backend.nodes
-        output_hash = answer.accept(
-            store, chain.load_workflow(store, plan.workflow), plan.role, output
-        )
+        workflow = chain.load_workflow(store, plan.workflow)
+        if status is not None:
+            output[rules_of(workflow).key] = status
+        output_hash = answer.accept(store, workflow, plan.role, output)
         h = answer.write_step(
             store,
             chain.load_head(store, head),

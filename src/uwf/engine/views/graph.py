@@ -93,7 +93,8 @@ def with_path(graph: Graph, steps: Sequence[tuple[str, str]], state: str) -> Gra
     ``pending``; a killed or max_rounds thread stays at its last role.
     """
     marked = Graph(graph.name, graph.nodes, graph.edges, state=state)
-    source, status = START, UNIT
+    # a version-1 workflow starts on "new" (docs/format.md, "Version-1 workflow files")
+    source, status = START, UNIT if graph.edge_index(START, UNIT) is not None else "new"
     marked.visited.add(START)
     for role, step_status in steps:
         index = graph.edge_index(source, status)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend
-from uwf.model import artifacts, chain
+from uwf.model import artifacts, chain, routing
 from uwf.model.threads import active_status, failure_json, locate, waiting_json
 from uwf.model.turns import last_assistant_content
-from uwf.moderator.evaluate import START, ModeratorError, evaluate, status_of
+from uwf.moderator.evaluate import V05, ModeratorError, Rules, rules_of, status_of
 from uwf.util.errors import UwfError
 
 
@@ -46,14 +46,16 @@ def _duration_ms(detail: Any) -> int | None:
     return None
 
 
-def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, Any]:
+def _record(
+    store: Any, step: chain.Step, number: int, full: bool, rules: Rules = V05
+) -> dict[str, Any]:
     output = chain.output_of(store, step)
     if not full:
         return {
             "hash": step.hash,
             "number": number,
             "role": step.role,
-            "status": status_of(step.role, output),
+            "status": status_of(step.role, output, rules),
             "timestamp": step.timestamp,
         }
     detail_hash = step.payload.get("detail")
@@ -63,7 +65,7 @@ def _record(store: Any, step: chain.Step, number: int, full: bool) -> dict[str, 
         "hash": step.hash,
         "number": number,
         "role": step.role,
-        "status": status_of(step.role, output),
+        "status": status_of(step.role, output, rules),
         "agent": step.payload.get("agent", ""),
         "timestamp": step.timestamp,
         "edgePrompt": step.payload.get("edgePrompt"),
@@ -100,7 +102,8 @@ def timeline(
             boundary = step.timestamp
             break
         newer.append(step)
-    records = [_record(store, step, count - i, full) for i, step in enumerate(newer)]
+    rules = rules_of(workflow)
+    records = [_record(store, step, count - i, full, rules) for i, step in enumerate(newer)]
     records.reverse()
     for record in records:  # time since the previous node: the step's upper bound
         record["elapsedMs"] = max(0, record["timestamp"] - boundary)
@@ -120,6 +123,7 @@ def timeline(
         "thread": thread,
         "workflow": start.workflow,
         "workflowName": workflow.get("name"),
+        "cwd": ref.cwd,
         "head": ref.head,
         "active": ref.active,
         "status": status,
@@ -141,12 +145,13 @@ def answer_line(store: Any, workflow: dict[str, Any], thread: str, role: str) ->
     meta = spec.get("meta") if isinstance(spec, dict) else None
     node = store.get(meta) if isinstance(meta, str) else None
     schema = node.payload if node is not None else None
+    key = rules_of(workflow).key  # the field --status sets: $status in a version-1 workflow
     parts = [f"uwf thread answer {thread}"]
-    found = emits.statuses(schema)
+    found = emits.statuses(schema, key)
     if found.values:
         parts.append(f"--status {'|'.join(found.values)}")
     for field in emits.fields(schema):
-        if field.required and field.name != "status":
+        if field.required and field.name != key:
             parts.append(f"--set {field.name}=…")
     parts.append('-m "…"')
     return " ".join(parts)
@@ -154,10 +159,7 @@ def answer_line(store: Any, workflow: dict[str, Any], thread: str, role: str) ->
 
 def _next(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> dict[str, Any]:
     try:
-        if isinstance(head, chain.Start):
-            decision = evaluate(workflow["graph"], START, {})
-        else:
-            decision = evaluate(workflow["graph"], head.role, chain.output_of(store, head))
+        decision = routing.decide(store, workflow, head)
     except (ModeratorError, KeyError) as exc:
         return {"error": str(exc)}
     return {"role": decision.role, "status": decision.status, "prompt": decision.prompt}

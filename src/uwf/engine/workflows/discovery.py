@@ -1,8 +1,9 @@
 """Project workflows: the one rule ``workflow list`` and ``thread start`` share.
 
-A project workflow is a file ``<name>.yaml`` or ``<name>.yml`` in a ``.workflow/`` or
-``.workflows/`` directory of the current directory or of any directory above it. The closest
-directory wins; in one directory ``.workflow/`` comes before ``.workflows/`` and ``.yaml``
+A project workflow is a file ``<name>.yaml`` or ``<name>.yml`` — or a folder ``<name>/``
+holding ``index.yaml`` or ``index.yml`` — in a ``.workflow/`` or ``.workflows/`` directory of
+the current directory or of any directory above it. The closest directory wins; in one
+directory ``.workflow/`` comes before ``.workflows/``, a file before a folder and ``.yaml``
 before ``.yml``. Only stems that are workflow names count (``schemas.is_workflow_name``):
 only those can be started by name. A project workflow shadows a registered one of the same
 name.
@@ -14,10 +15,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from uwf.engine.workflows.files import INDEX, LOCAL_DIRS
 from uwf.moderator.validate import EXTENSIONS, stem
 from uwf.protocol.schemas import is_workflow_name
 
-LOCAL_DIRS = (".workflow", ".workflows")
+__all__ = ["LOCAL_DIRS", "find", "looks_like_path", "project_workflows"]
 
 
 def looks_like_path(ident: str) -> bool:
@@ -42,6 +44,10 @@ def find(name: str, cwd: Path) -> Path | None:
             candidate = directory / f"{name}{ext}"
             if candidate.is_file():
                 return candidate
+        for index in INDEX:
+            candidate = directory / name / index
+            if candidate.is_file():
+                return candidate
     return None
 
 
@@ -55,8 +61,18 @@ def _names_in(directory: Path) -> list[tuple[str, Path]]:
         name = stem(entry.name)
         if name != entry.name and is_workflow_name(name) and entry.is_file():
             found.append((name, Path(entry.path)))
-    # .yaml before .yml for the same name, as ``find`` has it
-    found.sort(key=lambda pair: (pair[0], not pair[1].name.endswith(".yaml")))
+        elif is_workflow_name(entry.name) and entry.is_dir():
+            indexes = [Path(entry.path, i) for i in INDEX if Path(entry.path, i).is_file()]
+            if indexes:
+                found.append((entry.name, indexes[0]))
+    # a file before a folder, .yaml before .yml for the same name, as ``find`` has it
+    found.sort(
+        key=lambda pair: (
+            pair[0],
+            pair[1].name in INDEX,
+            not pair[1].name.endswith(".yaml"),
+        )
+    )
     return found
 
 

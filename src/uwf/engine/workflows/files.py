@@ -2,29 +2,77 @@
 definition into the Workflow node that ``workflow put`` and ``thread start`` store.
 
 One reader with one set of messages (docs/errors.md, "Workflow files"): a file-level problem
-(missing, unreadable, not UTF-8, not YAML, not a mapping) is one line; problems of the
-content are one header line ``invalid workflow <file>: <n> problems`` followed by one
-``  - <where>: <what>`` line each.
+(missing, unreadable, not UTF-8, not YAML, not a mapping, an ``!include`` that cannot be
+followed) is one line; problems of the content are one header line ``invalid workflow
+<file>: <n> problems`` followed by one ``  - <where>: <what>`` line each.
+
+A workflow is a file, or a folder holding ``index.yaml`` (or ``index.yml``) whose name is the
+workflow's (docs/format.md, "Includes and folder workflows"); ``!include`` reads more files
+from the workflow's directory (``uwf.util.includes``). Files of either format are read here:
+uwf 0.5's, and version 1 (``version: 1``, uwf 0.8's), which the Workflow (version 1) type
+stores with the files it was read from.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from uwf.cas.store import Store
-from uwf.moderator.validate import validate
+from uwf.moderator.validate import EXTENSIONS, stem, validate
 from uwf.protocol import schemas
 from uwf.util import yamlio
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound, oneline
+from uwf.util.includes import IncludeError, Reader, Source
 
 NOT_A_MAPPING = "expected a mapping with name, description, roles and graph"
+INDEX = tuple(f"index{ext}" for ext in EXTENSIONS)  # a folder workflow's file
+LOCAL_DIRS = (".workflow", ".workflows")  # where project workflows live (discovery)
 
 
-def read_document(path: Path) -> dict[Any, Any]:
-    """The parsed YAML mapping of a workflow file; one-line errors for file-level problems."""
+@dataclass
+class Document:
+    """A workflow file as read: its mapping, the name its path implies and every file it was
+    read from (the entry file first, then what it includes)."""
+
+    value: dict[Any, Any]
+    path: Path
+    implied: str
+    sources: list[Source]
+
+    @property
+    def basename(self) -> str:
+        """The file as its name check shows it: ``review.yaml``, or ``review/index.yaml``."""
+        if self.path.name in INDEX and self.implied != stem(self.path.name):
+            return f"{self.implied}/{self.path.name}"
+        return self.path.name
+
+
+def entry_file(path: Path) -> Path:
+    """The file to read for ``path``: itself, or a folder's ``index.yaml``/``index.yml``."""
+    if path.is_dir():
+        for name in INDEX:
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
+def implied_name(path: Path) -> str:
+    """The workflow name a file's path implies: its stem, or for a folder workflow's
+    ``index.yaml`` the folder's name (never a ``.workflows/`` directory's: a file
+    ``.workflows/index.yaml`` is the workflow ``index``)."""
+    folder = Path(os.path.abspath(path)).parent.name
+    if path.name in INDEX and folder and folder not in LOCAL_DIRS:
+        return folder
+    return stem(path.name)
+
+
+def read(path: Path) -> Document:
+    """A workflow file (or folder) as read; one-line errors for file-level problems."""
+    path = entry_file(path)
     shown = oneline(str(path))
     try:
         data = path.read_bytes()
@@ -39,13 +87,23 @@ def read_document(path: Path) -> dict[Any, Any]:
             f"invalid workflow file {shown}: not UTF-8 text "
             f"(byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
+    reader = Reader(Path(os.path.abspath(path)).parent)
+    reader.record(path, text)
     try:
-        document = yamlio.load(text, source=f"workflow file {shown}")
+        document = reader.load_yaml(text, path, source=f"workflow file {shown}", named=False)
+        yamlio.check_limits(document)  # the whole value, included files and all
+    except IncludeError as exc:
+        raise InvalidInput(f"invalid workflow file {shown}: {exc.message}") from None
     except InvalidInput as exc:
         raise InvalidInput(_yaml_message(exc.message, shown)) from None
     if not isinstance(document, dict):
         raise InvalidInput(f"invalid workflow YAML in {shown}: {NOT_A_MAPPING}")
-    return document
+    return Document(document, path, implied_name(path), reader.sources)
+
+
+def read_document(path: Path) -> dict[Any, Any]:
+    """The parsed YAML mapping of a workflow file; one-line errors for file-level problems."""
+    return read(path).value
 
 
 def _yaml_message(message: str, shown: str) -> str:
@@ -67,8 +125,13 @@ class Checked:
 
 
 def check_file(path: Path) -> Checked:
-    """Every check of ``workflow put`` on one file, nothing written; file-level errors raise."""
-    definition, p = validate(read_document(path), path.name)
+    """Every check of ``workflow put`` on one file, nothing written; file-level errors raise.
+
+    A version-1 definition keeps the files it was read from (``sources``), for its node."""
+    document = read(path)
+    definition, p = validate(document.value, document.basename, document.implied)
+    if definition.get("version") == 1:
+        definition["sources"] = document.sources
     return Checked(definition, p.lines, p.warnings)
 
 
@@ -82,7 +145,8 @@ def load_file(path: Path) -> dict[str, Any]:
     checked = check_file(path)
     if checked.problems:
         n = len(checked.problems)
-        header = f"invalid workflow {oneline(str(path))}: {n} problem{'s' if n != 1 else ''}"
+        shown = oneline(str(entry_file(path)))
+        header = f"invalid workflow {shown}: {n} problem{'s' if n != 1 else ''}"
         raise InvalidInput("\n".join([header, *(f"  - {line}" for line in checked.problems)]))
     return {**checked.definition, "warnings": checked.warnings}
 
@@ -91,7 +155,9 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     """Store every role's schema and return the Workflow payload that refers to them.
 
     A schema without a ``title`` gets ``<workflow>.<role>``; the stored role keeps exactly the
-    six fields, ``meta`` being the schema node's hash. The payload itself is not stored here.
+    six fields, ``meta`` being the schema node's hash. A version-1 definition also stores its
+    files as Text nodes (``source``) and keeps ``version`` and its edges' ``location``. The
+    payload itself is not stored here.
     """
     name = definition["name"]
     roles: dict[str, Any] = {}
@@ -107,21 +173,32 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
             "meta": store.put_schema(schema),
         }
     graph = {
-        node: {status: {"role": t["role"], "prompt": t["prompt"]} for status, t in edges.items()}
+        node: {status: dict(target) for status, target in edges.items()}
         for node, edges in definition["graph"].items()
     }
-    payload = {"name": name, "description": definition["description"], "roles": roles}
-    payload["graph"] = graph
+    payload: dict[str, Any] = {}
+    if definition.get("version") == 1:
+        payload["version"] = 1
+    payload.update(name=name, description=definition["description"], roles=roles, graph=graph)
     if "compactAfter" in definition:  # only then the extended type: other hashes stay as they were
         payload["compactAfter"] = definition["compactAfter"]
+    if "sources" in definition:
+        text = schemas.ensure(store).text
+        payload["source"] = [
+            {"path": s.path, "hash": store.put(text, s.text), "size": len(s.text.encode())}
+            for s in definition["sources"]
+        ]
     return payload
 
 
 def store_definition(store: Store, definition: dict[str, Any]) -> NodeHash:
     """Materialise a validated definition and store it as a Workflow node; return its hash.
 
-    A workflow with ``compactAfter`` is a Workflow (compactAfter) node (docs/format.md,
-    "Extended types"); any other keeps the plain Workflow type and its hash."""
+    A workflow with ``compactAfter`` is a Workflow (compactAfter) node, one read from a
+    version-1 file a Workflow (version 1) node (docs/format.md, "Extended types"); any other
+    keeps the plain Workflow type and its hash."""
     h = schemas.ensure(store)
     payload = materialise(store, definition)
+    if payload.get("version") == 1:
+        return store.put(h.workflow_v1, payload)
     return store.put(h.workflow_compact if "compactAfter" in payload else h.workflow, payload)

@@ -130,6 +130,29 @@ def show_workflow(backend: Backend, ident: str) -> WorkflowShown:
     }
 
 
+def workflow_source(backend: Backend, ident: str) -> str:
+    """The files a stored version-1 workflow was read from, as written: the one file's text;
+    several (``!include``) each after a ``==> <path> <==`` line, as ``head`` shows files."""
+    shown = show_workflow(backend, ident)
+    payload = shown["payload"]
+    files = payload.get("source") if isinstance(payload, dict) else None
+    if not isinstance(files, list) or not files:
+        raise InvalidInput(
+            f"workflow {shown['hash']} has no stored source: only a version-1 file's node keeps "
+            "the files it was read from (a uwf 0.5 file's node is its content: "
+            "`uwf workflow show` prints it)"
+        )
+    texts: list[tuple[str, str]] = []
+    for entry in files:
+        node = backend.nodes.get(str(entry.get("hash")))
+        if node is None or not isinstance(node.payload, str):
+            raise NotFound(f"CAS node not found: {entry.get('hash')}")
+        texts.append((str(entry.get("path")), node.payload))
+    if len(texts) == 1:
+        return texts[0][1]
+    return "\n".join(f"==> {path} <==\n{text}" for path, text in texts)
+
+
 def list_workflows(backend: Backend, cwd: Path) -> list[WorkflowListed]:
     """Project workflows first (``uwf.engine.workflows.discovery``), then the registry entries
     they do not shadow. Project files are listed by name, not read."""

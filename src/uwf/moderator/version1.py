@@ -1,0 +1,149 @@
+"""Version-1 workflow files — the format of uwf 0.8 — checked before anything is stored
+(docs/format.md, "Version-1 workflow files"; docs/errors.md, "Workflow files").
+
+A file with ``version: 1`` differs from a uwf 0.5 file in what it may leave out and in how it
+routes; everything else is checked by the same code (``uwf.moderator.validate``,
+``uwf.moderator.graphcheck``) with the version-1 ``Rules``:
+
+* ``name`` may be left out: it is then the name the file's path implies (its stem, or a
+  folder workflow's folder); ``description`` and each role's ``description``, ``goal``,
+  ``capabilities``, ``procedure`` and ``output`` may be left out (empty). A role's output
+  schema is its ``frontmatter`` (``meta`` is accepted too), often ``oneOf`` branches each
+  keyed by a ``$status`` const.
+* Routing reads ``$status``; ``$START`` routes on ``new`` (a new thread, required) and
+  ``resume`` (a thread resuming an ended one); prompts are Liquid templates and may be left
+  out; an edge may name its agent's working directory, ``location`` (a literal path).
+
+**The shape** has one source, as for uwf 0.5 files: the Workflow (version 1) node's schema
+(``schemas.WORKFLOW_V1``), read through :func:`file_schema`, which relaxes what a file may
+leave out and drops ``source`` (what uwf records of the files, never written in one). A key
+uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
+problem that names its place and the keys it could have been.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from uwf.cas.fastschema import EXPECTED
+from uwf.cas.schema import problems
+from uwf.cas.wording import where
+from uwf.moderator import graphcheck, validate
+from uwf.moderator.evaluate import V1
+from uwf.moderator.problems import Problems, loc
+from uwf.protocol import schemas
+from uwf.protocol.schemas import workflow_name_problem
+from uwf.util.base32 import describe
+
+VERSION = 1
+#: What a version-1 role may leave out, and what it is then.
+ROLE_DEFAULTS: dict[str, Any] = {
+    "description": "",
+    "goal": "",
+    "capabilities": [],
+    "procedure": "",
+    "output": "",
+}
+
+
+@functools.cache
+def file_schema() -> dict[str, Any]:
+    """The JSON Schema of a version-1 file: the Workflow (version 1) node's, as a file
+    writes it (the uwf 0.5 file's role, with every field but the schema optional)."""
+    node, target = schemas.WORKFLOW_V1, schemas.TARGET_V1
+    base = validate.file_schema()["properties"]
+    role = {**base["roles"]["additionalProperties"], "required": []}
+    to = target["properties"]
+    file_target = {
+        **target,
+        EXPECTED: "a mapping {role, prompt, location}",
+        "required": ["role"],
+        "properties": {
+            "role": {**to["role"], EXPECTED: "a role name or $END"},
+            "prompt": {**to["prompt"], EXPECTED: "a Liquid template"},
+            "location": {**to["location"], EXPECTED: "a directory path"},
+        },
+    }
+    edges = {
+        **base["graph"]["additionalProperties"],
+        EXPECTED: "a mapping of <status> -> {role, prompt, location}",
+        "additionalProperties": file_target,
+    }
+    top = {key: spec for key, spec in node["properties"].items() if key != "source"}
+    return {
+        **node,
+        "required": ["version", "roles", "graph"],
+        "properties": {
+            **top,
+            "version": {**top["version"], EXPECTED: "1"},
+            "name": base["name"],
+            "description": base["description"],
+            "roles": {**base["roles"], "additionalProperties": role},
+            "graph": {
+                **base["graph"],
+                EXPECTED: "a mapping of <role or $START> -> <status> -> {role, prompt, location}",
+                "additionalProperties": edges,
+            },
+            "compactAfter": base["compactAfter"],
+        },
+    }
+
+
+def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
+    """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
+    if "name" in document:
+        return validate.check_name(p, document, basename, implied)
+    problem = workflow_name_problem(implied)
+    if problem is not None:
+        p.add("name", f"missing, and the name the file implies, {describe(implied)}, {problem}")
+        return None
+    return implied
+
+
+def _roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The role names and the roles that could be read, what they left out filled in."""
+    names, roles = validate.check_roles(p, document)
+    raw = document.get("roles")
+    for role, spec in roles.items():
+        for key, default in ROLE_DEFAULTS.items():
+            if spec.get(key) is None:
+                spec[key] = list(default) if isinstance(default, list) else default
+        written = raw.get(role) if isinstance(raw, dict) else None
+        if isinstance(written, dict) and "frontmatter" in written:
+            spec["schemaKey"] = "frontmatter"  # the key problems name; never stored
+    return names, roles
+
+
+def validate_v1(
+    document: dict[Any, Any], basename: str, implied: str
+) -> tuple[dict[str, Any], Problems]:
+    """The normalised definition of a version-1 document, and every problem and warning.
+
+    The definition is ``validate.validate``'s plus ``version: 1``; its edges keep
+    ``location``."""
+    p = Problems()
+    for path, what in problems(file_schema(), document, "uwf:workflow-file-v1"):
+        p.add(where(document, path), what)
+    name = _name(p, document, basename, implied)
+    names, roles = _roles(p, document)
+    graph: dict[str, Any] = {}
+    raw = document.get("graph")
+    if isinstance(raw, dict):
+        graph = graphcheck.check_graph(p, raw, set(names), V1)
+        graphcheck.check_start(p, raw, V1)
+        graphcheck.check_statuses(p, names, roles, raw, V1)
+    if not p.lines:
+        for role in graphcheck.unreachable(graph, roles):
+            p.warn(loc("roles", role), "not reachable from $START")
+        graphcheck.check_variables(p, graph, roles, V1)
+    definition: dict[str, Any] = {
+        "version": VERSION,
+        "name": name,
+        "description": document.get("description") or "",
+        "roles": roles,
+        "graph": graph,
+    }
+    if "compactAfter" in document:
+        definition["compactAfter"] = document["compactAfter"]
+    return definition, p
