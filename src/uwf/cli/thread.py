@@ -156,10 +156,42 @@ def list_(
     )
 
 
-def _steps(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """List the start node and every step of a thread, oldest first."""
+AtOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        metavar="N",
+        help="Step N of the thread (1 is its first step, 0 its start), found by number: a "
+        "few reads at any depth.",
+        show_default=False,
+    ),
+]
+
+
+def _step_number(at: str) -> int:
+    from uwf.util.errors import oneline
+    from uwf.util.numbers import as_count
+
+    number = as_count(at)
+    if number is None:
+        raise InvalidInput(
+            f"--at must be a step number (0 is the thread's start), got: {oneline(at)}"
+        )
+    return number
+
+
+def _steps(thread: ThreadArg, at: AtOpt = None, fmt: FormatOpt = None) -> None:
+    """List the start node and every step of a thread, oldest first.
+
+    With --at N, print step N alone: {"thread","number","hash","role","output","detail",
+    "agent","timestamp"} and its cost fields ({"thread","number","hash","workflow","prompt",
+    "timestamp"} for 0, the start).
+    """
     from uwf.engine.threads import lifecycle as threads
 
+    if at is not None:
+        emit(threads.step_at(backend(), thread, _step_number(at)), fmt)
+        return
     emit(threads.steps(backend(), thread), fmt)
 
 
@@ -228,8 +260,22 @@ def compact(
 
 def _fork(
     step_hash: Annotated[
-        str, typer.Argument(help="A StartNode or StepNode hash to fork from.", show_default=False)
+        str,
+        typer.Argument(
+            help="A StartNode or StepNode hash to fork from (with --at: a thread id).",
+            show_default=False,
+        ),
     ],
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            metavar="N",
+            help="Fork the thread given as the argument at its step N (0: its start), found "
+            "by number.",
+            show_default=False,
+        ),
+    ] = None,
     output: Annotated[
         str | None,
         typer.Option(
@@ -271,6 +317,11 @@ def _fork(
     edited; also "workflow" with --workflow).
     """
     from uwf.cli.steering import fork_edited
+
+    if at is not None:
+        from uwf.engine.threads import lifecycle as threads
+
+        step_hash = threads.step_hash_at(backend(), step_hash, _step_number(at))
 
     if workflow is not None:
         if output is not None or edit:

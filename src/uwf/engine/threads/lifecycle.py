@@ -262,41 +262,72 @@ def steps(backend: Backend, thread: str) -> dict[str, Any]:
     }
 
 
+def step_at(backend: Backend, thread: str, number: int) -> dict[str, Any]:
+    """Step ``number`` of a thread (0: its StartNode), as ``thread steps`` lists it, with
+    ``thread`` and ``number``: found through the step index (``model.stepindex``), so a few
+    reads at any depth."""
+    from uwf.model import stepindex
+
+    ref = locate(backend, thread)
+    store = backend.nodes
+    node = stepindex.step_at(backend, chain.load_head(store, ref.head), number)
+    if isinstance(node, chain.Start):
+        entry = _start_entry(node)
+    else:
+        entry, _ = _step_entry(store, node, chain.output_of(store, node))
+    return {"thread": ref.thread, "number": number, **entry}
+
+
+def _start_entry(start: chain.Start) -> dict[str, Any]:
+    return {
+        "hash": start.hash,
+        "workflow": start.workflow,
+        "prompt": start.prompt,
+        "timestamp": start.timestamp,
+    }
+
+
+def _step_entry(store: Any, step: chain.Step, output: Any) -> tuple[dict[str, Any], cost.Cost]:
+    """A step as ``thread steps`` lists it, and what it cost."""
+    payload = step.payload
+    spent = cost.step_cost(store, step)
+    paid = spent.pop("cost")
+    entry = {
+        "hash": step.hash,
+        "role": step.role,
+        "output": output,
+        "detail": payload.get("detail") or None,
+        "agent": payload.get("agent", ""),
+        "timestamp": step.timestamp,
+        **spent,
+    }
+    return entry, paid
+
+
 def _chain_entries(
     store: Any, head: chain.Start | chain.Step
 ) -> tuple[list[dict[str, Any]], cost.Cost]:
     """The StartNode, then every step oldest first, each with its output expanded and what
     it cost; and the chain's total cost."""
-    start_node = chain.start_of(store, head)
-    out: list[dict[str, Any]] = [
-        {
-            "hash": start_node.hash,
-            "workflow": start_node.workflow,
-            "prompt": start_node.prompt,
-            "timestamp": start_node.timestamp,
-        }
-    ]
+    out: list[dict[str, Any]] = [_start_entry(chain.start_of(store, head))]
     total = cost.Cost()
     outputs: dict[Any, Any] = {}
     for step in chain.steps_oldest_first(store, head):
-        payload = step.payload
-        key = payload.get("output")
+        key = step.payload.get("output")
         if key not in outputs:
             outputs[key] = chain.output_of(store, step)
-        spent = cost.step_cost(store, step)
-        total = total + spent.pop("cost")
-        out.append(
-            {
-                "hash": step.hash,
-                "role": step.role,
-                "output": outputs[key],
-                "detail": payload.get("detail") or None,
-                "agent": payload.get("agent", ""),
-                "timestamp": step.timestamp,
-                **spent,
-            }
-        )
+        entry, paid = _step_entry(store, step, outputs[key])
+        total = total + paid
+        out.append(entry)
     return out, total
+
+
+def step_hash_at(backend: Backend, thread: str, number: int) -> NodeHash:
+    """The hash of step ``number`` of a thread (``thread fork <thread> --at N``)."""
+    from uwf.model import stepindex
+
+    ref = locate(backend, thread)
+    return stepindex.step_at(backend, chain.load_head(backend.nodes, ref.head), number).hash
 
 
 def fork(backend: Backend, node_hash: str) -> dict[str, Any]:
