@@ -35,11 +35,13 @@ class WorkloadAgent:
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
         output = workload.answer(ctx.task, ctx.role, ctx.depth + 1)
-        visit = mock._visit(ctx)  # noqa: SLF001 - the same bounded read uwf-mock makes
+        visit = mock._visit(ctx)
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
         total = runner.cost_fields(ctx, duration=False)
         detail_type = ctx.store.put_schema(mock.DETAIL)
-        return runner.RunResult(output, ctx.store.put(detail_type, detail_payload(visit, total, turns)))
+        return runner.RunResult(
+            output, ctx.store.put(detail_type, detail_payload(visit, total, turns))
+        )
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
         return None

@@ -22,7 +22,17 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from common import THREADS, batches, copy_sqlite, is_url, main, produce, state_summary, task_of
+from common import (
+    THREADS,
+    Windows,
+    batches,
+    copy_sqlite,
+    is_url,
+    main,
+    produce,
+    state_summary,
+    task_of,
+)
 
 TABLE = "burr_state"
 
@@ -71,7 +81,14 @@ def persister(db: str, fast: bool = False) -> Any:
 
 
 def start_state(app_id: str) -> dict[str, Any]:
-    return {"task": task_of(app_id), "step": 0, "role": "", "output": {}, "content": "", "status": "_"}
+    return {
+        "task": task_of(app_id),
+        "step": 0,
+        "role": "",
+        "output": {},
+        "content": "",
+        "status": "_",
+    }
 
 
 def application(p: Any, db: str, app_id: str, **fork: Any) -> Any:
@@ -107,10 +124,10 @@ def step_app(app: Any) -> dict[str, Any]:
 
 
 def op_import(args: argparse.Namespace) -> Any:
-    import burr.core  # noqa: F401
+    import burr.core
 
     if is_url(args.db):
-        import burr.integrations.persisters.b_psycopg2  # noqa: F401
+        import burr.integrations.persisters.b_psycopg2
     else:
         import burr.core.persistence  # noqa: F401
     return {}
@@ -120,12 +137,19 @@ def op_build(args: argparse.Namespace) -> Any:
     p = persister(args.db, fast=True)
     p.initialize()
     t0 = time.perf_counter()
+    windows = Windows(args.db, args.small, args.large, args.window)
     for thread, steps in zip(THREADS, (args.small, args.mid, args.large), strict=True):
         app = application(p, args.db, thread)
-        for _ in range(steps):
+        for k in range(steps):
             app.step()
-        assert p.load(partition(args.db), thread)["sequence_id"] == steps - 1
-    return {"seconds": time.perf_counter() - t0, "checkpoint": str(args.at - 1)}
+            windows.after(thread, k + 1)
+        if steps:
+            assert p.load(partition(args.db), thread)["sequence_id"] == steps - 1
+    return {
+        "seconds": time.perf_counter() - t0,
+        "checkpoint": str(args.at - 1),
+        "bytes": windows.result(),
+    }
 
 
 def op_build_list(args: argparse.Namespace) -> Any:

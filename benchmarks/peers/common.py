@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: workload
 
-import workload  # noqa: E402
+import workload
 
 THREADS = ("small", "mid", "large")
 AGENT = Path(__file__).resolve().parent.parent / "agent.py"
@@ -53,7 +53,7 @@ def emit(value: Any) -> None:
 
 # -- the nodes' work ----------------------------------------------------------------------------
 
-EXTERNAL = {"on": False, "python": sys.executable}
+EXTERNAL: dict[str, Any] = {"on": False, "python": sys.executable}
 
 
 def produce(task: str, role: str, step: int, last: dict[str, Any] | None) -> dict[str, Any]:
@@ -63,7 +63,13 @@ def produce(task: str, role: str, step: int, last: dict[str, Any] | None) -> dic
         fields, body = run_agent(task, role, step, last)
     else:
         fields, body = workload.fields(task, role, step), workload.body(task, role, step)
-    return {"step": step, "role": role, "output": fields, "content": body, "status": fields["status"]}
+    return {
+        "step": step,
+        "role": role,
+        "output": fields,
+        "content": body,
+        "status": fields["status"],
+    }
 
 
 def run_agent(
@@ -76,7 +82,7 @@ def run_agent(
     prompt = f"## Task\n{task}\n\n## Last output\n{json.dumps(last or {})}\n"
     env = dict(os.environ, BENCH_TASK=task, BENCH_ROLE=role, BENCH_STEP=str(step))
     proc = subprocess.run(
-        [EXTERNAL["python"], str(AGENT)],
+        [str(EXTERNAL["python"]), str(AGENT)],
         input=prompt.encode(),
         stdout=subprocess.PIPE,
         env=env,
@@ -94,7 +100,11 @@ def run_agent(
 def state_summary(values: dict[str, Any]) -> dict[str, Any]:
     """What an operation prints of a state: its step number and answer (checked by the
     benchmark against workload.py)."""
-    return {"steps": values.get("step", 0), "role": values.get("role"), "output": values.get("output")}
+    return {
+        "steps": values.get("step", 0),
+        "role": values.get("role"),
+        "output": values.get("output"),
+    }
 
 
 def sqlite_usage(path: str) -> dict[str, int]:
@@ -116,6 +126,32 @@ def sqlite_usage(path: str) -> dict[str, int]:
     return {"apparent": apparent, "blocks": blocks}
 
 
+class Windows:
+    """Bytes per step of the large thread while it is built: an early window (steps
+    ``small``..``small + window``) and a late one (``large - window``..``large``)."""
+
+    def __init__(self, db: str, small: int, large: int, window: int) -> None:
+        self.db = db
+        self.small, self.large, self.window = small, large, window
+        self.at = {small, small + window, large - window, large}
+        self.sizes: dict[int, dict[str, int]] = {}
+
+    def after(self, thread: str, step: int) -> None:
+        if thread == "large" and step in self.at and not is_url(self.db):
+            self.sizes[step] = sqlite_usage(self.db)
+
+    def result(self) -> dict[str, dict[str, float]]:
+        if not self.sizes:
+            return {}
+
+        def per(a: int, b: int) -> dict[str, float]:
+            first, last = self.sizes[a], self.sizes[b]
+            return {k: (last[k] - first[k]) / (b - a) for k in ("apparent", "blocks")}
+
+        s, w, large = self.small, self.window, self.large
+        return {"early": per(s, s + w), "late": per(large - w, large)}
+
+
 def copy_sqlite(source: str, dest: str) -> None:
     """A consistent copy of a database (SQLite's online backup)."""
     src, target = sqlite3.connect(source), sqlite3.connect(dest)
@@ -129,7 +165,7 @@ def copy_sqlite(source: str, dest: str) -> None:
 # -- warm runs ----------------------------------------------------------------------------------
 
 
-def batches(step: Callable[[], None], batches: int, size: int) -> list[float]:
+def batches(step: Callable[[], object], batches: int, size: int) -> list[float]:
     """Mean milliseconds per call of ``step`` over ``batches`` batches of ``size`` calls."""
     out = []
     for _ in range(batches):
@@ -152,6 +188,7 @@ def parser(operations: dict[str, Callable[[argparse.Namespace], Any]]) -> argpar
     ap.add_argument("--small", type=int, default=10)
     ap.add_argument("--mid", type=int, default=1000)
     ap.add_argument("--large", type=int, default=10000)
+    ap.add_argument("--window", type=int, default=1000, help="build: steps per bytes window")
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--batches", type=int, default=5)

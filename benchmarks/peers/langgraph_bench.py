@@ -21,7 +21,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypedDict
 
-from common import THREADS, batches, copy_sqlite, is_url, main, produce, state_summary, task_of
+from common import (
+    THREADS,
+    Windows,
+    batches,
+    copy_sqlite,
+    is_url,
+    main,
+    produce,
+    state_summary,
+    task_of,
+)
 
 ROLES = ["planner", "developer", "reviewer"]
 
@@ -99,7 +109,14 @@ def config(thread: str, checkpoint: str | None = None) -> dict[str, Any]:
 
 
 def start_input(thread: str) -> LoopState:
-    return {"task": task_of(thread), "step": 0, "role": "", "output": {}, "content": "", "status": "_"}
+    return {
+        "task": task_of(thread),
+        "step": 0,
+        "role": "",
+        "output": {},
+        "content": "",
+        "status": "_",
+    }
 
 
 def step_thread(app: Any, thread: str, first: bool = False) -> dict[str, Any]:
@@ -119,10 +136,10 @@ def checkpoint_at(cp: Any, thread: str, step: int) -> Any:
 
 
 def op_import(args: argparse.Namespace) -> Any:
-    import langgraph.graph  # noqa: F401
+    import langgraph.graph
 
     if is_url(args.db):
-        import langgraph.checkpoint.postgres  # noqa: F401
+        import langgraph.checkpoint.postgres
     else:
         import langgraph.checkpoint.sqlite  # noqa: F401
     return {}
@@ -134,11 +151,15 @@ def op_build(args: argparse.Namespace) -> Any:
         cp.setup()
         app = compile_graph(cp)
         sizes = {"small": args.small, "mid": args.mid, "large": args.large}
+        windows = Windows(args.db, args.small, args.large, args.window)
         for thread in THREADS:
             for k in range(sizes[thread]):
                 step_thread(app, thread, first=k == 0)
-        known = checkpoint_at(cp, "large", args.at).config["configurable"]["checkpoint_id"]
-    return {"seconds": time.perf_counter() - t0, "checkpoint": known}
+                windows.after(thread, k + 1)
+        known = None
+        if 0 < args.at <= args.large:
+            known = checkpoint_at(cp, "large", args.at).config["configurable"]["checkpoint_id"]
+    return {"seconds": time.perf_counter() - t0, "checkpoint": known, "bytes": windows.result()}
 
 
 def op_build_list(args: argparse.Namespace) -> Any:

@@ -160,6 +160,12 @@ class Store(abc.ABC):
     def _exists(self, h: str) -> bool:
         return self._load(h) is not None
 
+    def _known(self, h: str, type_hash: str) -> bool:
+        """Whether ``put`` may skip validating ``h`` (stored, so validated when first put). A
+        backend where asking costs a round trip may answer from what it has seen, and
+        validate a node of type ``type_hash`` again rather than ask."""
+        return self._exists(h)
+
     def missing(self, hashes: list[str]) -> set[str]:
         """The hashes of ``hashes`` that are not stored (a backend may ask in one query)."""
         return {h for h in hashes if not self._exists(h)}
@@ -260,7 +266,7 @@ class Store(abc.ABC):
         check_hash(type_hash, "type hash")
         payload = canonical(payload)
         h = codec.node_hash(type_hash, payload)
-        if self._exists(h):  # validated when it was first stored: nothing to check again
+        if self._known(h, type_hash):  # validated when first stored: nothing to check again
             self._store(h, type_hash, payload)
             return h
         schema_node = self.get(type_hash)

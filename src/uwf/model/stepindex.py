@@ -65,7 +65,9 @@ class _Lines:
             os.close(self.fd)
 
 
-def step_at(backend: Backend, head: chain.Start | chain.Step, number: int) -> chain.Start | chain.Step:
+def step_at(
+    backend: Backend, head: chain.Start | chain.Step, number: int
+) -> chain.Start | chain.Step:
     """Step ``number`` of the chain ending at ``head`` (0: its StartNode)."""
     store = backend.nodes
     start = chain.start_of(store, head)
@@ -85,7 +87,9 @@ def step_at(backend: Backend, head: chain.Start | chain.Step, number: int) -> ch
         step = chain.Step(found, node.payload, node.timestamp)
         if step.start == start.hash and step.depth == number:
             return step
-    raise CorruptNode(f"step index {path_of(backend.root, start.hash)} names {found} for step {number}")
+    raise CorruptNode(
+        f"step index {path_of(backend.root, start.hash)} names {found} for step {number}"
+    )
 
 
 def _step_types() -> frozenset[str]:
@@ -109,9 +113,7 @@ def _indexed(backend: Backend, start: NodeHash, head: chain.Step, number: int) -
         lines.close()
 
 
-def _extend(
-    backend: Backend, path: Path, lines: _Lines, head: chain.Step, number: int
-) -> NodeHash:
+def _extend(backend: Backend, path: Path, lines: _Lines, head: chain.Step, number: int) -> NodeHash:
     """Walk back from ``head`` to the first step the file agrees with, rewrite the file as
     that prefix plus the walked steps, and return step ``number``."""
     walked: list[str] = []
