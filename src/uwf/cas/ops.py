@@ -44,7 +44,7 @@ def verify(store: Store) -> dict[str, Any]:
             raise
         return {"scanned": 0, "ok": False, "damaged": damaged}  # a pack cannot even be read
     scanned = 0
-    for h in sorted(present):
+    for h in store.scan_order(present):  # packed nodes block by block
         scanned += 1
         try:
             node = store.verified(h)  # re-hashed, packed or not
@@ -74,4 +74,6 @@ def verify(store: Store) -> dict[str, Any]:
         for ref in collect(schema, node.payload):
             if ref not in present and not store.has(ref):
                 damaged.append({"hash": h, "problem": f"it refers to missing node {ref}"})
+    nodes = sorted((d for d in damaged if "hash" in d), key=lambda d: d["hash"])  # stable
+    damaged = [d for d in damaged if "hash" not in d] + nodes
     return {"scanned": scanned, "ok": not damaged, "damaged": damaged}

@@ -128,6 +128,11 @@ class Store(abc.ABC):
         """
         return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
 
+    def scan_order(self, hashes: set[str]) -> list[str]:
+        """``hashes`` in the order that reads them all cheapest (``cas verify``): by hash,
+        unless the backend stores nodes together (the filesystem's packs)."""
+        return sorted(hashes)
+
     def verified(self, h: str) -> Node | None:
         """The node at ``h`` re-hashed, whatever holds it (``cas verify``; ``get`` may trust
         a record that a checksum ties to a node that was hashed when it was stored)."""

@@ -263,10 +263,26 @@ class FsStore(Store):
                 yield h
                 last = h
 
+    def scan_order(self, hashes: set[str]) -> list[str]:
+        """Pack by pack in their blocks' order (each block inflated once), then the rest."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for pack in self.packs():
+            entries = [(pack.entry(i), pack.name_at(i)) for i in range(pack.count)]
+            entries.sort(key=lambda e: (e[0].offset, e[0].inner))
+            for _, name in entries:
+                if name in hashes and name not in seen:
+                    seen.add(name)
+                    out.append(name)
+        return out + sorted(hashes - seen)
+
     def check_storage(self) -> list[dict[str, str]]:
-        """Packs that cannot be opened, or whose checksums or order are wrong."""
+        """Packs that cannot be opened, or whose checksums or order are wrong. The packs are
+        listed afresh for what reads them next (``cas verify`` reads what is on disk now, not
+        blocks this process inflated before)."""
         from uwf.backend.fs.packs import Pack
 
+        self._packs = None
         damaged = []
         for name in pack_names(self.pack_dir):
             try:

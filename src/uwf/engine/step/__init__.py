@@ -170,7 +170,9 @@ def _run(
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
-    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
+    # the prompt's length, not its text: the StepNode keeps the text (edgePrompt), and a
+    # rendered prompt quotes the previous output, which the log need not hold again
+    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={len(plan.prompt)} characters")
     lock.note(role=plan.role, agent=plan.argv[0])
     log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})
