@@ -444,7 +444,7 @@ def store_size(b: Bench) -> None:
 # -- disk per step ----------------------------------------------------------------------------
 
 PARTS: dict[str, Callable[[str], bool]] = {
-    "nodes": lambda rel: rel.startswith("cas" + os.sep),
+    "type index": lambda rel: rel.startswith(os.path.join("cas", "index") + os.sep),
     "state files": lambda rel: (
         os.sep not in rel and rel.split(".")[0] in ("threads", "history", "registry")
     ),
@@ -452,47 +452,69 @@ PARTS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def _parts(root: Path) -> dict[str, Usage]:
-    out = {}
-    for part, keep in PARTS.items():
-        out[part] = tree_usage(root, skip=lambda rel, keep=keep: not keep(rel))  # type: ignore[misc]
-    out["all"] = tree_usage(root)
-    return out
+def _files(root: Path) -> dict[str, Usage]:
+    """The files of a root beside its nodes: type index, state files, debug log."""
+    return {
+        part: tree_usage(root, skip=lambda rel, keep=keep: not keep(rel))  # type: ignore[misc]
+        for part, keep in PARTS.items()
+    }
+
+
+def _packed_nodes(root: Path, new: set[str]) -> Usage:
+    """What the nodes ``new`` take once packed: each one's share of its block (in proportion
+    to its JSON) and its index entry (``NodeInfo.size``); blocks in proportion to what the
+    pack's files take on disk."""
+    store = FsBackend(root).nodes
+    apparent = 0
+    for h in new:
+        info = store.info(h)
+        if info is None or store.loose_bytes(h) is not None:
+            fail(f"node {h} is not packed after cas gc")
+        assert info is not None
+        apparent += info.size
+    files = tree_usage(store.pack_dir)
+    return Usage(apparent, round(apparent * files.blocks / max(1, files.apparent)), len(new))
 
 
 def disk(b: Bench) -> None:
-    """Every byte a step adds to uwf's storage root — nodes, state files, debug log — over
-    ``window`` real steps (uwf thread step, cold), as loose files and once packed (``cas gc``
-    packs everything into one pack before and after the window), with packing's time; beside
-    the peers' database growth per step (WAL folded in) over the same kind of steps, measured
-    while their threads were built (the same writes as a cold step's)."""
+    """Every byte a step adds to uwf's storage root — its nodes, the type-index lines, the
+    state files' growth, the debug log — over ``window`` real steps (uwf thread step, cold):
+    as loose files, and once packed (``cas gc`` packs the whole store into one pack before and
+    after: a new node's share of its block and its index entry), with packing's time; beside
+    the peers' database growth per step (WAL folded in) while their long thread was built (the
+    same writes as a cold step's)."""
     s, tr = b.s, b.tr
     b.section = "disk"
     env = uwf_bench.cli_env(tr.root)
+    store = FsBackend(tr.root).nodes
     for part, size in (("early", "small"), ("late", "large")):
         harness.run(uwf_bench.uwf("cas", "gc"), env, b.cwd)
-        before = _parts(tr.root)
+        nodes_before = set(store.iter_hashes())
+        before, files_before = tree_usage(tr.root), _files(tr.root)
         for _ in range(s.window):
             harness.run(uwf_bench.uwf("thread", "step", tr.threads[size]), env, b.cwd)
         b.counts["uwf"][size] += s.window
-        loose = _parts(tr.root)
+        loose = tree_usage(tr.root) - before
         t0 = time.perf_counter()
         report = json.loads(harness.run(uwf_bench.uwf("cas", "pack"), env, b.cwd))
         pack_ms = (time.perf_counter() - t0) * 1000
         harness.run(uwf_bench.uwf("cas", "gc"), env, b.cwd)
-        packed = _parts(tr.root)
+        new = set(store.iter_hashes()) - nodes_before
+        grown = {part: _files(tr.root)[part] - files_before[part] for part in PARTS}
+        nodes = _packed_nodes(tr.root, new)
+        others = Usage()
+        for usage in grown.values():
+            others = others + Usage(usage.apparent, usage.apparent, 0)  # appended files
+        packed = nodes + others
         at = f"steps {n(b.counts['uwf'][size] - s.window)}..{n(b.counts['uwf'][size])}"
         for kind in ("apparent", "blocks"):
             what = "apparent size" if kind == "apparent" else "blocks used"
-            grown = (loose["all"] - before["all"]).per(s.window)
             b.static(
                 f"disk-loose-{part}-{kind}",
                 f"uwf: bytes per step as loose files, {what}, {at}",
-                {"uwf": Fig(float(getattr(grown, kind)), "B")},
+                {"uwf": Fig(float(getattr(loose.per(s.window), kind)), "B")},
             )
-            values = {
-                "uwf": Fig(float(getattr((packed["all"] - before["all"]).per(s.window), kind)), "B")
-            }
+            values = {"uwf": Fig(float(getattr(packed.per(s.window), kind)), "B")}
             for name in b.peers:
                 values[name] = Fig(float(b.extra[f"{name}.bytes"][part][kind]), "B")
             b.static(
@@ -500,12 +522,12 @@ def disk(b: Bench) -> None:
                 f"bytes per step once packed, every byte a step adds, {what}, {at}",
                 values,
             )
-        for name in PARTS:
-            grown = (packed[name] - before[name]).per(s.window)
+        parts = {"nodes": nodes, **grown}
+        for name, usage in parts.items():
             b.static(
                 f"disk-part-{part}-{name}",
                 f"uwf: of which {name}, once packed, apparent, {at}",
-                {"uwf": Fig(float(grown.apparent), "B")},
+                {"uwf": Fig(float(usage.per(s.window).apparent), "B")},
             )
         b.static(
             f"pack-window-{part}",

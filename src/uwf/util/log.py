@@ -61,8 +61,8 @@ class ProcessLog:
         self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
         self.context = {k: v for k, v in context.items() if v}
         argv = redact(jsonfmt.dumps(sys.argv))
-        extra = "".join(f" {k}={v}" for k, v in self.context.items())
-        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}{extra}")
+        # the context (thread, workflow) is in the line's own fields: not repeated here
+        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}")
 
     def bind(self, **context: str) -> None:
         self.context.update({k: v for k, v in context.items() if v})

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import heapq
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
-from uwf.util import fsio
+from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
@@ -56,20 +55,10 @@ def pack_names(directory: Path) -> list[str]:
     )
 
 
-_JSON = json.JSONDecoder()
-
-
 def _parse_json(text: str) -> object:
-    """``json.loads`` for uwf's compact records: no whitespace to skip around the value in
-    the usual case (one regex match less on each side, per node read), the full parse
-    otherwise."""
-    try:
-        value, end = _JSON.raw_decode(text)
-        if end == len(text):
-            return value
-    except ValueError:
-        pass
-    return _JSON.decode(text)
+    """``json.loads`` for uwf's compact records (``jsonfmt.loads``: no ``json`` import, and
+    no whitespace to skip around the value in the usual case)."""
+    return jsonfmt.loads(text)
 
 
 def _decode(h: str, data: bytes, *, rehash: bool = True) -> Node:

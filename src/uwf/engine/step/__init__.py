@@ -174,7 +174,8 @@ def _run(
     # rendered prompt quotes the previous output, which the log need not hold again
     log.write("M3K8V9T1", f"moderator role={plan.role} prompt={len(plan.prompt)} characters")
     lock.note(role=plan.role, agent=plan.argv[0])
-    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
+    # its arguments but the last two, the thread and the role (in the line's fields already)
+    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:-2]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})
     with artifacts_dir(backend, plan) as artifacts:
         env = {**agent_env(backend, plan, artifacts), **span.child_env()}

@@ -23,8 +23,6 @@ from uwf.model.threads import (
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, UwfError, oneline
-from uwf.util.log import ProcessLog
-from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import new_thread_id, now_ms, timestamp_ms
 
 MAX_PROMPT_BYTES = 1 << 20
@@ -65,6 +63,8 @@ def start(
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
     backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt)))
+    from uwf.util.log import ProcessLog  # not at import: `thread show` writes no log
+
     ProcessLog(backend.root, thread=thread, workflow=wf_hash).write(
         "7HNQ4B2X", f"thread created start={start_hash}"
     )
@@ -220,6 +220,8 @@ def list_threads(
         raise InvalidInput("--skip must be a non-negative integer")
     if take is not None and take < 1:
         raise InvalidInput("--take must be a positive integer")
+    from uwf.util.timeparse import parse_time_ms
+
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
@@ -338,6 +340,8 @@ def fork(backend: Backend, node_hash: str) -> dict[str, Any]:
     start = chain.start_of(store, head)
     thread = new_thread_id()
     backend.threads.create(thread, h, ThreadInfo(start.workflow, task_line(start.prompt)))
+    from uwf.util.log import ProcessLog
+
     ProcessLog(backend.root, thread=thread).write("K2V7N4D9", f"thread forked from={h}")
     return {"thread": thread, "forkedFrom": {"step": h}}
 
@@ -352,6 +356,8 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> dict[str, 
     tid, head = require_active(backend, thread)
     workflow = workflow_of(backend, ThreadRef(tid, head, True, "active"))
     head = backend.threads.archive(tid, workflow, "killed", now_ms())
+    from uwf.util.log import ProcessLog
+
     ProcessLog(backend.root, thread=tid, workflow=workflow).write(
         "Q8M3T6W1", f"thread killed head={head}"
     )
