@@ -100,6 +100,11 @@ def header_lines(b: Bench, elapsed: float) -> list[str]:
         f"the whole run took {elapsed:.0f} s",
         "uwf/best-peer: uwf's figure over the better peer's (for rates, the peer's over uwf's): "
         "below 1, uwf is faster or smaller",
+        *(
+            ["a --quick run: small sizes and few runs, for development, not figures to quote"]
+            if b.args.quick
+            else []
+        ),
     ]
 
 

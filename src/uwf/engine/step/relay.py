@@ -28,6 +28,7 @@ from uwf.backend.base import Backend
 from uwf.backend.relay import MAX_MESSAGE, encode
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.step.run import process_runner
+from uwf.util.base32 import check_hash
 from uwf.util.errors import UwfError
 from uwf.util.ulid import check_thread_id
 
@@ -83,11 +84,11 @@ class Server:
         return {
             "head": self._head,
             "get": self._get,
-            "missing": lambda hashes: sorted(store.missing([str(h) for h in hashes])),
+            "missing": lambda hashes: sorted(store.missing([check_hash(str(h)) for h in hashes])),
             "put": lambda type_hash, payload: store.put(str(type_hash), payload),
             "put_schema": store.put_schema,
             "ensure_meta": store.ensure_meta,
-            "index": lambda type_hash: store.index(str(type_hash)),
+            "index": lambda type_hash: store.index(check_hash(str(type_hash))),
         }
 
     def _head(self, thread: str) -> str | None:
