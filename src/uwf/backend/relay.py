@@ -114,6 +114,9 @@ class RelayStore(Store):
         self.client = client
         self._seen: dict[str, Node] = {}
 
+    def keep(self, h: str, node: Node) -> None:
+        self._seen[h] = node
+
     def _load(self, h: str) -> Node | None:
         if h not in self._seen:
             found = self.client.call("get", h)
@@ -169,14 +172,19 @@ class RelayStore(Store):
 
 
 class RelayThreads(ThreadTable):
-    """The thread table through the relay: a thread's head, nothing else."""
+    """The thread table through the relay: a thread's head, nothing else. For the step's own
+    thread the answer brings the nodes an agent reads first (the head, its start, the
+    workflow, the role's schema), kept by the store."""
 
-    def __init__(self, client: RelayClient) -> None:
+    def __init__(self, client: RelayClient, store: RelayStore) -> None:
         self.client = client
+        self.store = store
 
     def head(self, thread: ThreadId) -> NodeHash | None:
         found = self.client.call("head", thread)
-        return NodeHash(found) if found is not None else None
+        for h, (type_hash, payload, ts) in found["nodes"].items():
+            self.store.keep(h, Node(type_hash, payload, ts))
+        return NodeHash(found["head"]) if found["head"] is not None else None
 
     def get(self, thread: ThreadId) -> ActiveThread | None:
         raise _refused("reading the thread table")
@@ -249,7 +257,7 @@ class RelayBackend(Backend):
         self.fd = fd
         self.root = root
         self.nodes = RelayStore(client)
-        self.threads = RelayThreads(client)
+        self.threads = RelayThreads(client, self.nodes)
         self.registry = _NoRegistry()
         self.locks = _NoLocks()
 

@@ -31,8 +31,7 @@ def redact(text: str) -> str:
 TAGS: dict[str, str] = {
     "W9F3RK2M": "process start",
     "7HNQ4B2X": "thread created",
-    "M3K8V9T1": "moderator decision",
-    "R5J2W8N4": "agent spawn",
+    "R5J2W8N4": "moderator decision and agent spawn",
     "C6P9E3H7": "agent returned",
     "F4D8Q2K5": "thread archived",
     "B8T5N1V6": "step error",

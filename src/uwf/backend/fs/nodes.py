@@ -82,6 +82,7 @@ class FsStore(Store):
         self.lock_dir = lock_dir if lock_dir is not None else cas_dir.parent / "locks"
         self._packs: list[Pack] | None = None  # opened on the first read
         self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
+        self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -191,7 +192,8 @@ class FsStore(Store):
         node = None
         for pack, i in self._packed_copies(h):
             node = _decode(h, pack.read(i))
-        data = self._read_loose(h)
+        loose = self._loose_at_scan
+        data = self._read_loose(h) if loose is None or h in loose else None
         if data is not None:
             node = _decode(h, data)
         return node if node is not None else self._load(h, rehash=True)
@@ -253,7 +255,10 @@ class FsStore(Store):
                 last = h
 
     def scan_order(self, hashes: set[str]) -> list[str]:
-        """Pack by pack in their blocks' order (each block inflated once), then the rest."""
+        """Pack by pack in their blocks' order (each block inflated once), then the rest.
+        The loose files are listed once here, so that ``verified`` tries to open only those
+        (not one missing file per packed node)."""
+        self._loose_at_scan = {entry.name for entry in self._loose()}
         out: list[str] = []
         seen: set[str] = set()
         for pack in self.packs():

@@ -170,12 +170,17 @@ def _run(
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
-    # the prompt's length, not its text: the StepNode keeps the text (edgePrompt), and a
-    # rendered prompt quotes the previous output, which the log need not hold again
-    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={len(plan.prompt)} characters")
     lock.note(role=plan.role, agent=plan.argv[0])
-    # its arguments but the last two, the thread and the role (in the line's fields already)
-    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:-2]))
+    # One line for the moderator's decision and the spawn. The prompt's length, not its text:
+    # the StepNode keeps the text (edgePrompt), which quotes the previous output the log need
+    # not hold again; the agent's arguments but the last two (the thread, in the line's
+    # fields, and the role).
+    log.write(
+        "R5J2W8N4",
+        f"moderator role={plan.role} prompt={len(plan.prompt)} characters;"
+        f" spawning agent command={plan.argv[0]}",
+        args=" ".join(plan.argv[1:-2]),
+    )
     span.event("spawn", {"uwf.agent": plan.argv[0]})
     with artifacts_dir(backend, plan) as artifacts:
         env = {**agent_env(backend, plan, artifacts), **span.child_env()}

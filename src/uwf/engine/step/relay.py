@@ -28,7 +28,7 @@ from uwf.backend.base import Backend
 from uwf.backend.relay import MAX_MESSAGE, encode
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.step.run import process_runner
-from uwf.util.base32 import check_hash
+from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import UwfError
 from uwf.util.ulid import check_thread_id
 
@@ -91,11 +91,27 @@ class Server:
             "index": lambda type_hash: store.index(check_hash(str(type_hash))),
         }
 
-    def _head(self, thread: str) -> str | None:
+    def _head(self, thread: str) -> dict[str, Any]:
+        """The thread's head; for the step's own thread (the step holds it: its head is the
+        plan's) with the nodes every agent reads first — the head, its start, the workflow,
+        the role's schema — which the step has just read: one round trip instead of five."""
         tid = check_thread_id(str(thread))
-        if tid == self.plan.thread:
-            return self.plan.head  # the step holds the thread: its head is the plan's
-        return self.backend.threads.head(tid)
+        if tid != self.plan.thread:
+            return {"head": self.backend.threads.head(tid), "nodes": {}}
+        store = self.backend.nodes
+        wanted = [self.plan.head, self.plan.start, self.plan.workflow]
+        workflow = store.get(self.plan.workflow)
+        if workflow is not None and isinstance(workflow.payload, dict):
+            role = (workflow.payload.get("roles") or {}).get(self.plan.role or "")
+            meta = role.get("meta") if isinstance(role, dict) else None
+            if isinstance(meta, str) and is_hash(meta):
+                wanted.append(NodeHash(meta))
+        nodes = {}
+        for h in wanted:
+            node = store.get(h)
+            if node is not None:
+                nodes[h] = [node.type, node.payload, node.timestamp]
+        return {"head": self.plan.head, "nodes": nodes}
 
     def _get(self, h: str) -> list[Any] | None:
         node = self.backend.nodes.get(str(h))
