@@ -36,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+import instructions
 import pg_bench
 import report
 import rows_fs
@@ -93,8 +94,8 @@ def header_lines(b: Bench, elapsed: float) -> list[str]:
         f"{n(s.threads_small)} / {n(s.threads_large)} active threads; "
         f"{n(s.nodes_small)} / {n(s.nodes_large)} store nodes; {n(s.window)} real steps per "
         f"disk window; median of {s.repeat} runs (warm: {s.warm_batches} batches of "
-        f"{s.warm_count} steps; fleets: {s.fleet_runs} runs of {s.fleet_threads} threads × "
-        f"{s.fleet_steps} steps)",
+        f"{s.warm_count} steps; fleets: {s.fleet_runs} run{'s' if s.fleet_runs > 1 else ''} of "
+        f"{s.fleet_threads} threads × {s.fleet_steps} steps)",
         f"load average (1 min) before / after: {b.extra['load_before']:.2f} / "
         f"{b.extra.get('load_after', 0.0):.2f} (a busy machine makes every figure slower); "
         f"the whole run took {elapsed:.0f} s",
@@ -148,6 +149,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--peer-python", default=None, help="python of the venv with the peers")
     ap.add_argument("--no-peers", action="store_true", help="measure uwf only")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL and fleet rows")
+    ap.add_argument(
+        "--no-instructions", action="store_true", help="skip the instruction counts (valgrind)"
+    )
     ap.add_argument("--workdir", default=None, help="where to build (default: the temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--json", default=str(report.RUN_JSON), help="the run's figures ('' for none)")
@@ -169,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         rows_fs.build(b)
         b.say(f"measuring: median of {sizes.repeat} runs each")
         rows_fs.startup(b)
+        if not args.no_instructions:
+            instructions.rows(b)
         rows_fs.reads(b)
         rows_fs.steps(b)
         rows_fs.disk(b)

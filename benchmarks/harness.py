@@ -63,6 +63,10 @@ def fmt_value(value: float, unit: str) -> str:
         return f"{value:,.1f} steps/s"
     if unit == "statements":
         return f"{value:,.1f}"
+    if unit == "M instr":
+        return f"{value:,.1f} M"
+    if unit == "×":
+        return f"{value:.3f}×"
     return f"{value:,.3g} {unit}"
 
 

@@ -16,7 +16,7 @@ PEERS = ("LangGraph", "Burr")
 # Rows compared with the peers that are not the time (or disk) of one cold process per
 # command, or not uwf's own work: left out of "uwf ≤ the best peer on every cold-process row"
 # (statements per step show a design cost; uwf's own statements have a target of their own).
-NOT_COLD = ("python", "warm", "fleet", "pg-own", "pg-warm", "pg-statements")
+NOT_COLD = ("python", "warm", "fleet", "pg-own", "pg-warm", "pg-statements", "instr")
 
 
 def best_peer(figs: Figs, key: str) -> tuple[str, Fig] | None:
@@ -92,6 +92,12 @@ def judge(figs: Figs, rows: list[tuple[str, str, str]], sizes: dict[str, int]) -
 
     large, small = f"{sizes['large']:,}", f"{sizes['small']:,}"
     over("uwf thread show", "show@small", "typer-frozen", 1.25)
+    add(
+        "… the same, counted in instructions (callgrind: whatever else the machine does)",
+        ("instr-show-ratio",),
+        lambda: figs["instr-show-ratio"]["uwf"].text(),
+        lambda: v("instr-show-ratio") <= 1.25,
+    )
     over("uwf --help", "help", "typer-frozen", 1.15)
     ceiling(f"thread show, {large} steps", "show@large", 100)
     ceiling(f"thread read (default quota), {large} steps", "read@large", 100)
