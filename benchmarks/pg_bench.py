@@ -31,6 +31,7 @@ from typing import Any
 
 import harness
 import uwf_bench
+import workload
 from bench import PEER_NAMES, Bench, Peer, expect_state, n, task_of
 from harness import Fig, Job
 
@@ -291,19 +292,43 @@ def uwf_fleet(b: Bench, workers: int, url: str | None) -> float:
     expected = b.s.fleet_threads * b.s.fleet_steps
     if steps != expected:
         raise harness.CommandFailed(f"the uwf fleet ran {steps} steps, not {expected}")
+    check_uwf_fleet(b, env)
     return steps / took
+
+
+def check_uwf_fleet(b: Bench, env: dict[str, str]) -> None:
+    """Every thread of the fleet ran its steps and ended at its round limit, each step with
+    its answer (read through the library, unmeasured)."""
+    from uwf.backend import open_backend
+    from uwf.engine.threads import lifecycle
+
+    with open_backend(env.get("UWF_STORE") or env["UNCAGED_WORKFLOW_STORAGE_ROOT"]) as backend:
+        ended = {
+            t["task"]: t["thread"] for t in lifecycle.list_threads(backend, status="max_rounds")
+        }
+        for i in range(b.s.fleet_threads):
+            task = task_of(f"fleet-{i}")
+            steps = lifecycle.steps(backend, ended[task])["steps"][1:]
+            answers = [(s["role"], s["output"]) for s in steps]
+            expected = [
+                (workload.role_at(n), workload.fields(task, workload.role_at(n), n))
+                for n in range(1, b.s.fleet_steps + 1)
+            ]
+            if answers != expected:
+                raise harness.CommandFailed(f"the uwf fleet's thread {task!r} is not as expected")
 
 
 def peer_fleet(b: Bench, peer: Peer, workers: int, url: str, run: int) -> float:
     """Steps per second of ``workers`` processes of a peer, the threads dealt out in turn."""
     threads = [f"fleet{run}-{workers}-{i}" for i in range(b.s.fleet_threads)]
+    shares = [threads[w::workers] for w in range(workers)]  # a worker with none: not started
     t0 = time.perf_counter()
     procs = [
         subprocess.Popen(
             peer.argv(
                 "fleet-worker",
                 "--threads",
-                ",".join(threads[w::workers]),
+                ",".join(share),
                 "--steps",
                 str(b.s.fleet_steps),
                 db=url,
@@ -314,7 +339,8 @@ def peer_fleet(b: Bench, peer: Peer, workers: int, url: str, run: int) -> float:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for w in range(workers)
+        for share in shares
+        if share
     ]
     steps = 0
     for proc in procs:
@@ -327,6 +353,10 @@ def peer_fleet(b: Bench, peer: Peer, workers: int, url: str, run: int) -> float:
     took = time.perf_counter() - t0
     if steps != b.s.fleet_steps * len(threads):
         raise harness.CommandFailed(f"the {peer.name} fleet ran {steps} steps")
+    # every thread holds its last answer, read back through the saver or persister
+    found = peer.call("verify-threads", "--threads", ",".join(threads), db=url)
+    for thread in threads:
+        expect_state(task_of(thread), b.s.fleet_steps)(json.dumps(found[thread]))
     return steps / took
 
 

@@ -546,12 +546,15 @@ def warm(b: Bench, store: str, key: str, label: str, peer_db: Callable[[Peer], s
     means, spread across batches."""
     s = b.s
     sizes = ("--batches", str(s.warm_batches), "--count", str(s.warm_count))
+    steps = 1 + s.warm_batches * s.warm_count
     values: dict[str, Fig] = {}
     argv = [sys.executable, str(HERE / "uwf_warm.py"), "steps", "--store", store, *sizes]
-    out = json.loads(harness.run(argv, uwf_bench.cli_env(b.tr.root), b.cwd))
-    values["uwf"] = harness.summarise(out["ms"])
+    outs = {"uwf": json.loads(harness.run(argv, uwf_bench.cli_env(b.tr.root), b.cwd))}
     for name, p in b.peers.items():
-        values[name] = harness.summarise(p.call("warm", *sizes, db=peer_db(p))["ms"])
+        outs[name] = p.call("warm", *sizes, db=peer_db(p))
+    for tool, out in outs.items():  # the last step stored the right answer, on every side
+        expect_state(out["task"], steps)(json.dumps(out))
+        values[tool] = harness.summarise(out["ms"])
     b.static(key, label, values)
 
 

@@ -57,24 +57,30 @@ class InProcess:
         return Finished(0, h + "\n", "")
 
 
-def new_thread(backend: Backend) -> str:
+def new_thread(backend: Backend) -> tuple[str, str]:
+    """A new thread of the loop: (its id, its task)."""
     task = f"benchmark task warm-{time.time_ns()}"
     thread: str = start(backend, "solve-issue", task)["thread"]
-    return thread
+    return thread, task
 
 
 def op_steps(args: argparse.Namespace) -> Any:
+    from uwf.engine.threads.lifecycle import show
+
     backend = open_backend(args.store)
     run = InProcess(backend)
-    thread = new_thread(backend)
+    thread, task = new_thread(backend)
     step(backend, thread, runner=run)
     out = []
     for _ in range(args.batches):
         t0 = time.perf_counter()
         for _ in range(args.count):
-            step(backend, thread, runner=run)
+            result = step(backend, thread, runner=run)
         out.append((time.perf_counter() - t0) * 1000 / args.count)
-    return {"ms": out}
+    # what the last step stored, read back: checked by the benchmark against workload.py
+    steps = show(backend, thread)["steps"]
+    output = backend.nodes.require(backend.nodes.require(result.head).payload["output"]).payload
+    return {"ms": out, "task": task, "steps": steps, "role": result.role, "output": output}
 
 
 def op_own(args: argparse.Namespace) -> Any:
@@ -106,7 +112,7 @@ def op_own(args: argparse.Namespace) -> Any:
         return h
 
     run = InProcess(backend, around)
-    new_thread(backend)
+    new_thread(backend)  # the only thread: step_next takes it
     step_next(backend, runner=run)  # connections opened, schema checked: untimed
     agent_ms.clear()
     agent_statements.clear()

@@ -216,9 +216,12 @@ def op_warm(args: argparse.Namespace) -> Any:
     each (the application built once, its first step untimed)."""
     p = persister(args.db)
     p.initialize()
-    app = application(p, args.db, f"warm-{time.time_ns()}")
+    thread = f"warm-{time.time_ns()}"
+    app = application(p, args.db, thread)
     app.step()
-    return {"ms": batches(lambda: step_app(app), args.batches, args.count)}
+    ms = batches(lambda: step_app(app), args.batches, args.count)
+    last = persister(args.db).load(partition(args.db), thread)["state"].get_all()  # checked
+    return {"ms": ms, "task": task_of(thread), **state_summary(last)}
 
 
 def op_fleet_worker(args: argparse.Namespace) -> Any:
@@ -229,6 +232,15 @@ def op_fleet_worker(args: argparse.Namespace) -> Any:
         for app in apps:
             app.step()
     return {"steps": args.steps * len(apps)}
+
+
+def op_verify_threads(args: argparse.Namespace) -> Any:
+    """The latest state of each of ``--threads`` (a fleet's), through the persister."""
+    p = persister(args.db)
+    return {
+        t: state_summary(p.load(partition(args.db), t)["state"].get_all())
+        for t in args.threads.split(",")
+    }
 
 
 if __name__ == "__main__":
@@ -245,5 +257,6 @@ if __name__ == "__main__":
             "list": op_list,
             "warm": op_warm,
             "fleet-worker": op_fleet_worker,
+            "verify-threads": op_verify_threads,
         }
     )

@@ -248,7 +248,9 @@ def op_warm(args: argparse.Namespace) -> Any:
         app = compile_graph(cp)
         thread = f"warm-{time.time_ns()}"
         step_thread(app, thread, first=True)
-        return {"ms": batches(lambda: step_thread(app, thread), args.batches, args.count)}
+        ms = batches(lambda: step_thread(app, thread), args.batches, args.count)
+        last = cp.get_tuple(config(thread)).checkpoint["channel_values"]  # read back: checked
+        return {"ms": ms, "task": task_of(thread), **state_summary(last)}
 
 
 def op_fleet_worker(args: argparse.Namespace) -> Any:
@@ -260,6 +262,15 @@ def op_fleet_worker(args: argparse.Namespace) -> Any:
             for thread in threads:
                 step_thread(app, thread, first=k == 0)
     return {"steps": args.steps * len(threads)}
+
+
+def op_verify_threads(args: argparse.Namespace) -> Any:
+    """The latest state of each of ``--threads`` (a fleet's), through the saver."""
+    with saver(args.db) as cp:
+        return {
+            t: state_summary(cp.get_tuple(config(t)).checkpoint["channel_values"])
+            for t in args.threads.split(",")
+        }
 
 
 if __name__ == "__main__":
@@ -277,5 +288,6 @@ if __name__ == "__main__":
             "list": op_list,
             "warm": op_warm,
             "fleet-worker": op_fleet_worker,
+            "verify-threads": op_verify_threads,
         }
     )
