@@ -14,7 +14,6 @@ a fast path over exactly that shape and falls back to the safe YAML loader for h
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from uwf.backend.base import (
 )
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Store
-from uwf.util import fsio, jsonfmt, yamlio
+from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Conflict, InvalidInput
 from uwf.util.ulid import ThreadId, is_thread_id
@@ -59,7 +58,7 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     ]
     if all(line[0] == '"' for line in lines):
         try:
-            joined = json.loads("{" + ",".join(lines) + "}")
+            joined = jsonfmt.loads("{" + ",".join(lines) + "}")
         except ValueError:
             joined = None
         if isinstance(joined, dict) and len(joined) == len(lines):
@@ -70,12 +69,14 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
         if m is None:
             break
         try:
-            out[json.loads(m.group(1))] = json.loads(m.group(2))
+            out[jsonfmt.loads(m.group(1))] = jsonfmt.loads(m.group(2))
         except ValueError:
             break
     else:
         return out
     try:
+        from uwf.util import yamlio  # a hand-edited file only: uwf writes the fast shape
+
         loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=path)
     except InvalidInput as exc:
         raise InvalidInput(f"{path.name} is damaged: {exc}") from None
@@ -207,7 +208,7 @@ def encode_thread(record: ActiveThread) -> Any:
 
 def _decode_history(line: bytes | str) -> HistoryEntry | None:
     try:
-        entry = json.loads(line)
+        entry = jsonfmt.loads(line if isinstance(line, str) else line.decode("utf-8"))
     except ValueError:
         return None  # a torn line from a crash, or a cut-off first line
     if (

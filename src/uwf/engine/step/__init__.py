@@ -29,6 +29,7 @@ from uwf.engine.step.run import (
     process_runner,
 )
 from uwf.model.threads import not_active, require_active
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import (
     DEFER_EXIT,
     AgentFailed,
@@ -126,15 +127,18 @@ def step_held(
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    head: NodeHash | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
-    steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
-    one span (docs/format.md, "Traces").
+    steps under one lock): re-read the head (unless the caller read it under the lock:
+    ``head``), plan, run, commit. With tracing on, the step is one span (docs/format.md,
+    "Traces").
 
     ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
     the thread's head while the agent runs; when it answers True the agent's process group is
     killed and the step fails, leaving the head where it was."""
-    head = backend.threads.head(thread)
+    if head is None:
+        head = backend.threads.head(thread)
     if head is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
     log = ProcessLog(backend.root, thread=thread)
@@ -175,13 +179,27 @@ def _run(
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
-    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
     lock.note(role=plan.role, agent=plan.argv[0])
-    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
+    # One line for the moderator's decision and the spawn. The prompt's length, not its text:
+    # the StepNode keeps the text (edgePrompt), which quotes the previous output the log need
+    # not hold again; the agent's arguments but the last two (the thread, in the line's
+    # fields, and the role).
+    log.write(
+        "R5J2W8N4",
+        f"moderator role={plan.role} prompt={len(plan.prompt)} characters;"
+        f" spawning agent command={plan.argv[0]}",
+        args=" ".join(plan.argv[1:-2]),
+    )
     span.event("spawn", {"uwf.agent": plan.argv[0]})
     with artifacts_dir(backend, plan) as artifacts:
         env = {**agent_env(backend, plan, artifacts), **span.child_env()}
-        finished = runner(plan, env, _stop_when(backend, plan, should_stop))
+        stop = _stop_when(backend, plan, should_stop)
+        if runner is process_runner and backend.relayed():
+            from uwf.engine.step import relay  # socket: only where the store is relayed
+
+            finished = relay.run(backend, plan, env, stop)
+        else:
+            finished = runner(plan, env, stop)
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:
