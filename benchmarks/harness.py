@@ -1,21 +1,24 @@
-"""Shared pieces of the benchmark: timing cold processes, disk sizes, and the two tables.
+"""Shared pieces of the benchmark: timing cold processes, disk sizes, and tables.
 
-Everything measured is a whole process started fresh (``subprocess.run``), so a figure is what
-a user or a cron job pays: interpreter start, imports, the work, exit. A measure is run once
-unmeasured first (it checks the command works and warms the page cache like a second call
-would), then ``repeat`` times; the figure is the median, and it is flagged ``noisy`` when the
-slowest run took more than 1.5 times the fastest.
+Everything timed is a whole process started fresh (``subprocess.run``), so a figure is what a
+user or a cron job pays: interpreter start, imports, the work, exit — except the rows that
+say "warm", timed inside one process. A measure is run once unmeasured first (its output is
+checked, and it warms the page cache like a second call would), then ``repeat`` times,
+interleaved with the other tools of its row; the figure is the median, flagged ``noisy``
+when the slowest run took more than 1.5 times the fastest.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 NOISY_SPREAD = 1.5
 
@@ -25,7 +28,7 @@ class Fig:
     """One figure: a median, its unit and the spread (max/min) of the samples behind it."""
 
     value: float
-    unit: str  # "ms", "B", "nodes/s"
+    unit: str  # "ms", "B", "nodes/s", "steps/s", "statements", "×"
     spread: float = 1.0
     samples: list[float] = field(default_factory=list)
 
@@ -36,19 +39,39 @@ class Fig:
     def text(self) -> str:
         return fmt_value(self.value, self.unit) + (" (noisy)" if self.noisy else "")
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "unit": self.unit,
+            "spread": self.spread,
+            "samples": self.samples,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fig:
+        return cls(data["value"], data["unit"], data.get("spread", 1.0), data.get("samples", []))
+
 
 def fmt_value(value: float, unit: str) -> str:
     if unit == "ms":
-        return f"{value:,.0f} ms" if value >= 1000 else f"{value:.1f} ms"
-    if unit == "B":
-        return f"{value:,.0f} B"
-    if unit == "nodes/s":
-        return f"{value:,.0f} nodes/s"
+        if value >= 1000:
+            return f"{value:,.0f} ms"
+        return f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
+    if unit in ("B", "nodes/s"):
+        return f"{value:,.0f} {unit}"
+    if unit == "steps/s":
+        return f"{value:,.1f} steps/s"
+    if unit == "statements":
+        return f"{value:,.1f}"
+    if unit == "M instr":
+        return f"{value:,.1f} M"
+    if unit == "×":
+        return f"{value:.3f}×"
     return f"{value:,.3g} {unit}"
 
 
 class CommandFailed(RuntimeError):
-    """A measured command exited non-zero: the benchmark stops and says which and why."""
+    """A measured command failed, or printed a wrong result: the benchmark stops, saying why."""
 
 
 def run(argv: Sequence[str], env: dict[str, str], cwd: Path, capture: bool = True) -> str:
@@ -129,6 +152,9 @@ class Usage:
             self.apparent - other.apparent, self.blocks - other.blocks, self.files - other.files
         )
 
+    def per(self, count: int) -> Usage:
+        return Usage(round(self.apparent / count), round(self.blocks / count), 0)
+
 
 def file_usage(path: Path) -> Usage:
     try:
@@ -147,6 +173,20 @@ def tree_usage(path: Path, skip: Callable[[str], bool] | None = None) -> Usage:
             if skip is not None and skip(os.path.relpath(full, path)):
                 continue
             total = total + file_usage(Path(full))
+    return total
+
+
+def sqlite_usage(path: Path) -> Usage:
+    """A SQLite database's durable size: its WAL folded in and truncated first, then the
+    files' sizes summed with any -wal/-journal left."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    total = Usage()
+    for suffix in ("", "-wal", "-journal"):
+        total = total + file_usage(Path(f"{path}{suffix}"))
     return total
 
 

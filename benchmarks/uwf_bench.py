@@ -1,11 +1,12 @@
 """uwf side of the benchmark: storage roots built with the library, measured through the CLI.
 
 Running 10,000 real ``uwf thread step`` calls would take an hour, so long threads are built
-in-process with uwf's own code, node for node what ``uwf thread step`` with ``uwf-mock``
-writes: the role outputs go through the agent kit's frontmatter fast path (validated against
-the role schemas), the AgentTurn and MockDetail nodes use ``uwf.agent_kit.runner.TURN_SCHEMA``
-and ``uwf.agents.mock.DETAIL``, the edge prompts come from the moderator, and the StepNodes
-carry ``start``/``prev``/``depth`` as the agent kit writes them. Everything goes through
+in-process with uwf's own code, node for node what ``uwf thread step`` with the benchmark's
+agent (``mock_agent.py``: uwf-mock answering from ``workload.py``) writes: each step's answer
+goes through the agent kit's frontmatter fast path (validated against the role schemas), the
+AgentTurn and MockDetail nodes use ``uwf.agent_kit.runner.TURN_SCHEMA`` and
+``uwf.agents.mock.DETAIL``, the edge prompts come from the moderator, and the StepNodes carry
+``start``/``prev``/``depth`` as the agent kit writes them. Everything goes through
 ``Store.put`` (hashing, schema validation, the type index); only ``fsync`` is skipped while
 building (the files are identical; ``os.sync()`` runs before anything is measured).
 ``tests/test_benchmarks.py`` checks that a built chain has exactly the hashes that real
@@ -30,7 +31,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from harness import Usage, file_usage, tree_usage
+import mock_agent
+import workload
 
 from uwf.backend.fs import FsBackend
 from uwf.model.cost import Cost
@@ -40,13 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 WORKFLOW_FILE = REPO / "examples" / "solve-issue.yaml"
 BIN = Path(sys.executable).parent
 ZERO = Cost().total_json()  # the cost total uwf-mock's details carry (it records no cost)
-
-# The no-op loop: planner once, then developer and reviewer for ever (the reviewer rejects).
-SCENARIO: dict[str, str] = {
-    "planner": "---\nstatus: _\nplan: no-op\nsteps: []\n---\n",
-    "developer": "---\nstatus: _\nfilesChanged: []\nsummary: no-op\n---\n",
-    "reviewer": "---\nstatus: rejected\ncomments: again\n---\n",
-}
+AGENT = Path(__file__).resolve().parent / "mock_agent.py"
 
 
 def cli_env(root: Path) -> dict[str, str]:
@@ -61,21 +57,21 @@ def uwf(*args: str) -> list[str]:
     return [str(BIN / "uwf"), *args]
 
 
-def write_scenario(path: Path) -> Path:
-    """The uwf-mock scenario of the loop (JSON is YAML)."""
-    path.write_text(json.dumps({"roles": {r: [o] for r, o in SCENARIO.items()}}, indent=1))
-    return path
+def task_of(name: str) -> str:
+    """The task of a benchmark thread (``small``, ``large``, ``t000042``…): the key of its
+    answers in ``workload.py``, the same on every side."""
+    return f"benchmark task {name}"
 
 
-def setup_root(root: Path, scenario: Path) -> str:
-    """A storage root with the solve-issue workflow registered and uwf-mock as the default
-    agent (config.yaml, as a user would set it up). Returns the workflow hash."""
+def setup_root(root: Path) -> str:
+    """A storage root with the solve-issue workflow registered and the benchmark's agent as
+    the default (config.yaml, as a user would set it up). Returns the workflow hash."""
     from uwf.engine.workflows import stored as workflows
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(
-        "agents:\n  mock:\n    command: uwf-mock\n"
-        f"    args: [--scenario, {json.dumps(str(scenario))}]\n"
+        f"agents:\n  mock:\n    command: {json.dumps(str(BIN / 'python'))}\n"
+        f"    args: [{json.dumps(str(AGENT))}]\n"
         "defaultAgent: mock\n"
     )
     return workflows.put_workflow(FsBackend(root), WORKFLOW_FILE).hash
@@ -91,47 +87,43 @@ def bulk_writes() -> Iterator[None]:
 
 
 class ChainBuilder:
-    """Writes threads into a storage root exactly as ``uwf thread step`` + ``uwf-mock`` would."""
+    """Writes threads into a storage root exactly as ``uwf thread step`` with the benchmark's
+    agent (``mock_agent.py``) would."""
 
-    def __init__(self, root: Path, workflow_hash: str, scenario: Path) -> None:
+    def __init__(self, root: Path, workflow_hash: str) -> None:
         from uwf.agent_kit import runner
-        from uwf.agents import mock as mock_agent
+        from uwf.agents import mock
         from uwf.model import chain
         from uwf.protocol import schemas
 
         self.root = root
-        self.scenario = str(scenario)
         self.backend = FsBackend(root)
         self.store = self.backend.nodes
         self.types = schemas.ensure(self.store)
         self.workflow_hash = workflow_hash
         self.workflow = chain.load_workflow(self.store, NodeHash(workflow_hash))
         self.turn_type = self.store.put_schema(runner.TURN_SCHEMA)
-        self.detail_type = self.store.put_schema(mock_agent.DETAIL)
-        self._outputs: dict[str, tuple[str, str, Any]] = {}
+        self.detail_type = self.store.put_schema(mock.DETAIL)
 
-    def start(self, prompt: str) -> str:
+    def start(self, task: str) -> str:
         """The StartNode of a thread on the workflow (what ``thread start`` stores)."""
-        return self.store.put(self.types.start, {"workflow": self.workflow_hash, "prompt": prompt})
+        return self.store.put(self.types.start, {"workflow": self.workflow_hash, "prompt": task})
 
-    def _output(self, role: str) -> tuple[str, str, Any]:
-        """(output hash, turn hash, output payload) of a role's scripted answer: the same on
-        every visit, so stored once (as the real store deduplicates them)."""
+    def _answer(self, task: str, role: str, depth: int) -> tuple[str, str, Any]:
+        """(output hash, turn hash, output payload) of the agent's answer at ``depth``."""
         from uwf.agent_kit import frontmatter
 
-        if role not in self._outputs:
-            raw = SCENARIO[role]
-            schema_hash = self.workflow["roles"][role]["meta"]
-            found = frontmatter.offer(raw, schema_hash, self.store)
-            if found.hash is None:
-                raise RuntimeError(f"the benchmark's {role} output does not fit its schema")
-            turn = self.store.put(self.turn_type, {"index": 0, "role": "assistant", "content": raw})
-            payload = self.store.require(found.hash).payload
-            self._outputs[role] = (found.hash, turn, payload)
-        return self._outputs[role]
+        raw = workload.answer(task, role, depth)
+        schema_hash = self.workflow["roles"][role]["meta"]
+        found = frontmatter.offer(raw, schema_hash, self.store)
+        if found.hash is None:
+            raise RuntimeError(f"the benchmark's {role} answer does not fit its schema")
+        turn = self.store.put(self.turn_type, {"index": 0, "role": "assistant", "content": raw})
+        return found.hash, turn, self.store.require(found.hash).payload
 
-    def extend(self, start: str, steps: int) -> list[str]:
-        """``steps`` StepNodes after the StartNode ``start``; returns their hashes, oldest first."""
+    def extend(self, start: str, task: str, steps: int) -> list[str]:
+        """``steps`` StepNodes after the StartNode ``start`` of a thread with task ``task``;
+        their hashes, oldest first."""
         from uwf.moderator.evaluate import START, evaluate
 
         graph = self.workflow["graph"]
@@ -142,11 +134,10 @@ class ChainBuilder:
         for depth in range(1, steps + 1):
             role = decision.role
             visits[role] += 1
-            output, turn, payload = self._output(role)
+            output, turn, payload = self._answer(task, role, depth)
+            # the agent carries the chain's cost total on (all zero: it records none)
             detail = self.store.put(
-                self.detail_type,
-                # uwf-mock carries the chain's cost total on (all zero: it records none)
-                {"scenario": self.scenario, "visit": visits[role], "total": ZERO, "turns": [turn]},
+                self.detail_type, mock_agent.detail_payload(visits[role], {"total": ZERO}, [turn])
             )
             prev = self.store.put(
                 self.types.step,
@@ -156,7 +147,7 @@ class ChainBuilder:
                     "role": role,
                     "output": output,
                     "detail": detail,
-                    "agent": "uwf-mock",
+                    "agent": mock_agent.LABEL,
                     "edgePrompt": decision.prompt,
                     "depth": depth,
                 },
@@ -165,21 +156,20 @@ class ChainBuilder:
             decision = evaluate(graph, role, payload)
         return out
 
-    def register(self, heads: dict[str, str]) -> None:
-        """Make threads active (as ``thread start`` records them), in one threads.yaml write."""
+    def register(self, heads: dict[str, tuple[str, str]]) -> None:
+        """Make threads active (thread id -> (head, task)), as ``thread start`` records them,
+        in one threads.yaml write."""
         from uwf.backend.base import ActiveThread, ThreadInfo
+        from uwf.engine.threads.lifecycle import task_line
         from uwf.util.ulid import ThreadId
 
-        info = ThreadInfo(NodeHash(self.workflow_hash), "benchmark task")
+        wf = NodeHash(self.workflow_hash)
         self.backend.threads.create_many(
-            [ActiveThread(ThreadId(t), NodeHash(h), info) for t, h in heads.items()]
+            [
+                ActiveThread(ThreadId(t), NodeHash(h), ThreadInfo(wf, task_line(task)))
+                for t, (h, task) in heads.items()
+            ]
         )
-
-    def step_path(self, h: str) -> Path:
-        return self.store.path(h)
-
-    def step_index(self) -> Path:
-        return self.store.index_dir / self.types.step
 
 
 def new_thread_id() -> str:
@@ -195,71 +185,37 @@ class ThreadsRoot:
     root: Path
     threads: dict[str, str]  # small/mid/large -> thread id
     steps: dict[str, list[str]]  # small/mid/large -> StepNode hashes, oldest first
-    engine_bytes: dict[str, Usage]  # early/late -> StepNode files + type-index growth per step
     seconds: float
-    window: int
 
 
-def build_threads_root(
-    root: Path, scenario: Path, small: int, mid: int, large: int, window: int
-) -> ThreadsRoot:
+def build_threads_root(root: Path, small: int, mid: int, large: int) -> ThreadsRoot:
+    """Threads of ``small``, ``mid`` and ``large`` steps, tasks ``benchmark task <size>``."""
     t0 = time.perf_counter()
-    wf = setup_root(root, scenario)
+    wf = setup_root(root)
     with bulk_writes():
-        b = ChainBuilder(root, wf, scenario)
+        b = ChainBuilder(root, wf)
         threads: dict[str, str] = {}
         steps: dict[str, list[str]] = {}
-        index_sizes: dict[int, Usage] = {}
+        heads: dict[str, tuple[str, str]] = {}
         for name, count in (("small", small), ("mid", mid), ("large", large)):
-            start = b.start(f"benchmark task {name}")
-            if name == "large":
-                # the type index only grows by the large thread's steps from here on
-                before = file_usage(b.step_index())
-                steps[name] = b.extend(start, count)
-                index_growth = file_usage(b.step_index()) - before
-                index_sizes[count] = index_growth
-            else:
-                steps[name] = b.extend(start, count)
+            task = task_of(name)
+            steps[name] = b.extend(b.start(task), task, count)
             threads[name] = new_thread_id()
-        b.register({threads[n]: steps[n][-1] for n in threads})
-    chain = steps["large"]
-    per_index = Usage(
-        index_sizes[large].apparent // large, index_sizes[large].blocks // large, 0
-    )  # 14 B a line; blocks amortised over the whole thread
-
-    def window_usage(first: int, last: int) -> Usage:
-        total = Usage()
-        for h in chain[first:last]:  # steps first+1 .. last
-            total = total + file_usage(b.step_path(h))
-        return Usage(
-            total.apparent // (last - first) + per_index.apparent,
-            total.blocks // (last - first) + per_index.blocks,
-            1,
-        )
-
-    return ThreadsRoot(
-        root=root,
-        threads=threads,
-        steps=steps,
-        engine_bytes={
-            "early": window_usage(small, small + window),
-            "late": window_usage(large - window, large),
-        },
-        seconds=time.perf_counter() - t0,
-        window=window,
-    )
+            heads[threads[name]] = (steps[name][-1], task)
+        b.register(heads)
+    return ThreadsRoot(root, threads, steps, time.perf_counter() - t0)
 
 
-def build_list_root(root: Path, scenario: Path, count: int) -> float:
+def build_list_root(root: Path, count: int) -> float:
     """``count`` active threads, each with its own task and one step done (the planner's)."""
     t0 = time.perf_counter()
-    wf = setup_root(root, scenario)
+    wf = setup_root(root)
     with bulk_writes():
-        b = ChainBuilder(root, wf, scenario)
+        b = ChainBuilder(root, wf)
         heads = {}
-        for i in range(count):
-            start = b.start(f"benchmark task {i}")
-            heads[new_thread_id()] = b.extend(start, 1)[-1]
+        for i in range(1, count + 1):
+            task = task_of(f"t{i:06d}")
+            heads[new_thread_id()] = (b.extend(b.start(task), task, 1)[-1], task)
         b.register(heads)
     return time.perf_counter() - t0
 
@@ -322,35 +278,16 @@ def fill(root: Path, start: int, stop: int, workers: int = 0) -> float:
     return time.perf_counter() - t0
 
 
-def setup_cas_root(root: Path, scenario: Path) -> CasRoot:
+def setup_cas_root(root: Path) -> CasRoot:
     """A root with the workflow and one Text node put through the CLI's own code."""
     from uwf.engine.store import cas as casops
 
-    wf = setup_root(root, scenario)
+    wf = setup_root(root)
     text = casops.put_text(FsBackend(root), "the node we read")["hash"]
     return CasRoot(root=root, text_hash=text, workflow=wf)
 
 
 # -- packs --------------------------------------------------------------------------------
-
-
-def packed_step_bytes(root: Path, steps: list[str]) -> Usage:
-    """Disk per StepNode once packed: its record and index entry (``NodeInfo.size`` of a
-    node that only a pack holds) plus its type-index line; blocks in proportion to what the
-    pack files take on disk (one pack: only its last block is partly empty)."""
-    from uwf.backend.fs.packs import NAME_LEN
-
-    store = FsBackend(root).nodes
-    apparent = 0
-    for h in steps:
-        if store.loose_bytes(h) is not None:
-            raise RuntimeError(f"step {h} is still a loose file after cas pack")
-        info = store.info(h)
-        assert info is not None
-        apparent += info.size + NAME_LEN + 1  # + the type-index line
-    files = tree_usage(store.pack_dir)
-    per_step = apparent / len(steps)
-    return Usage(round(per_step), round(per_step * files.blocks / files.apparent), 1)
 
 
 def _filler_source(type_hash: str, i: int) -> Any:

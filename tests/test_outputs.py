@@ -155,6 +155,10 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread show --full", printed(cli("thread", "show", thread, "--full")), o.ThreadShown)
     chain = printed(cli("thread", "steps", thread))
     c("thread steps", chain, o.ThreadSteps)
+    c("thread steps --at 0", printed(cli("thread", "steps", thread, "--at", "0")), o.StartAt)
+    c("thread steps --at 2", printed(cli("thread", "steps", thread, "--at", "2")), o.StepAt)
+    forked_at = printed(cli("thread", "fork", thread, "--at", "1"))
+    c("thread fork --at", forked_at, o.Forked)
     developer = chain["steps"][2]["hash"]
     c("step artifacts", printed(cli("step", "artifacts", developer)), list[o.ArtifactListed])
     extracted = cli("step", "artifacts", developer, "--extract", tmp_path / "out")

@@ -44,9 +44,12 @@ def cas(tmp_path: Path) -> Path:
     return tmp_path / "store" / "cas"
 
 
-def items(store: FsStore, n: int, start: int = 0) -> tuple[str, list[str]]:
+def items(store: FsStore, n: int, start: int = 0, big: bool = False) -> tuple[str, list[str]]:
+    """``n`` nodes of the ITEM schema; ``big``: each over half a block, so that each packed
+    node has a block of its own (damage is per block: test_damage_is_per_block)."""
     s = store.put_schema(ITEM)
-    return s, [store.put(s, {"n": i, "tag": f"item {i}"}) for i in range(start, start + n)]
+    pad = "x" * (packs.BLOCK // 2 + 1) if big else ""
+    return s, [store.put(s, {"n": i, "tag": f"item {i}{pad}"}) for i in range(start, start + n)]
 
 
 # -- the command -------------------------------------------------------------------------
@@ -108,11 +111,11 @@ def test_the_files_are_as_docs_format_md_says(cas: Path) -> None:
     data = (cas / "packs" / f"{name}.pack").read_bytes()
     idx = (cas / "packs" / f"{name}.idx").read_bytes()
     assert name == "pack-" + encode64(xxhash.xxh64_intdigest(data))
-    assert data[:8] == b"UWFPACK1"
+    assert data[:8] == b"UWFPACK2"
     (dict_len,) = struct.unpack_from(">I", data, 8)
     zdict = data[12 : 12 + dict_len]
     assert 0 < dict_len <= 16 << 10  # 42 nodes: a dictionary of sample records
-    assert idx[:8] == b"UWFIDX01"
+    assert idx[:8] == b"UWFIDX02"
     (count,) = struct.unpack_from(">I", idx, 8)
     assert count == len(originals) == 42
     fan = struct.unpack_from(">512I", idx, 12)
@@ -125,17 +128,76 @@ def test_the_files_are_as_docs_format_md_says(cas: Path) -> None:
             1 for n in names if 32 * alphabet.index(n[0]) + alphabet.index(n[1]) <= b
         )
     entries_at = names_at + 13 * count
+    blocks: dict[int, bytes] = {}
     for i, h in enumerate(names):
-        offset, length, last_put, check = struct.unpack_from(">QIQQ", idx, entries_at + 28 * i)
-        inflate = zlib.decompressobj(-15, zdict)
-        assert inflate.decompress(data[offset : offset + length]) == originals[h]
+        offset, length, inner, size, last_put, check = struct.unpack_from(
+            ">QIIIQQ", idx, entries_at + 36 * i
+        )
+        if offset not in blocks:  # one raw DEFLATE stream per block, with the dictionary
+            inflate = zlib.decompressobj(-15, zdict)
+            blocks[offset] = inflate.decompress(data[offset : offset + length])
+            assert inflate.eof and not inflate.unused_data
+            assert len(blocks[offset]) <= packs.BLOCK
+        assert blocks[offset][inner : inner + size] == originals[h]
         assert last_put > 0
         assert check == xxhash.xxh64_intdigest(h.encode() + originals[h])
+    # the blocks follow the dictionary one after another, and hold every node once
+    at = 12 + dict_len
+    for offset in sorted(blocks):
+        assert offset == at
+        at += next(
+            struct.unpack_from(">QI", idx, entries_at + 36 * i)[1]
+            for i in range(count)
+            if struct.unpack_from(">Q", idx, entries_at + 36 * i)[0] == offset
+        )
+    assert at == len(data)
+    assert sum(len(b) for b in blocks.values()) == sum(len(o) for o in originals.values())
     pack_sum, idx_sum = struct.unpack_from(">QQ", idx, len(idx) - 16)
     assert pack_sum == xxhash.xxh64_intdigest(data)
     assert idx_sum == xxhash.xxh64_intdigest(idx[:-8])
-    assert len(idx) == entries_at + 28 * count + 16
+    assert len(idx) == entries_at + 36 * count + 16
     assert [store.require(h).payload["n"] for h in hashes] == list(range(40))
+
+
+def test_packs_of_the_first_version_are_read(cas: Path) -> None:
+    """Version 1 (one DEFLATE stream per node, 28-byte entries) is still read: stores packed
+    before version 2 keep working, and the next merge rewrites them."""
+    store = FsStore(cas)
+    _, hashes = items(store, 20)
+    zdict = b'{"type":"'
+    records, names, entries, offset = bytearray(), [], [], 12 + len(zdict)
+    for h in sorted(store.iter_hashes()):
+        raw = (cas / "objects" / h[:2] / h).read_bytes()
+        deflate = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
+        record = deflate.compress(raw) + deflate.flush()
+        names.append(h)
+        entries.append((offset, len(record), 1, xxhash.xxh64_intdigest(h.encode() + raw)))
+        records += record
+        offset += len(record)
+    data = b"UWFPACK1" + struct.pack(">I", len(zdict)) + zdict + bytes(records)
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    fan = [
+        sum(1 for n in names if 32 * alphabet.index(n[0]) + alphabet.index(n[1]) <= b)
+        for b in range(512)
+    ]
+    body = b"UWFIDX01" + struct.pack(">I", len(names)) + struct.pack(">512I", *fan)
+    body += "".join(names).encode() + b"".join(struct.pack(">QIQQ", *e) for e in entries)
+    body += struct.pack(">Q", xxhash.xxh64_intdigest(data))
+    body += struct.pack(">Q", xxhash.xxh64_intdigest(body))
+    name = "pack-" + encode64(xxhash.xxh64_intdigest(data))
+    (cas / "packs").mkdir()
+    (cas / "packs" / f"{name}.pack").write_bytes(data)
+    (cas / "packs" / f"{name}.idx").write_bytes(body)
+    for h in names:
+        (cas / "objects" / h[:2] / h).unlink()
+    reader = FsStore(cas)
+    assert [reader.require(h).payload["n"] for h in hashes] == list(range(20))
+    assert ops.verify(reader) == {"scanned": len(names), "ok": True, "damaged": []}
+    items(reader, 1, start=20)  # a node loose: the merge rewrites them all as version 2
+    reader.pack(everything=True)
+    (new,) = pack_names(cas / "packs")
+    assert (cas / "packs" / f"{new}.pack").read_bytes()[:8] == b"UWFPACK2"
+    assert [FsStore(cas).require(h).payload["n"] for h in hashes] == list(range(20))
 
 
 def test_a_small_pack_has_no_dictionary(cas: Path) -> None:
@@ -240,7 +302,7 @@ def test_a_corrupt_loose_file_stays_loose(cas: Path) -> None:
 
 def test_a_damaged_record_is_corrupt_until_a_put_stores_a_good_copy(cas: Path) -> None:
     store = FsStore(cas)
-    s, hashes = items(store, 30)
+    s, hashes = items(store, 30, big=True)
     victim = hashes[7]
     store.pack()
     damage_packed_record(cas, victim)
@@ -258,7 +320,8 @@ def test_a_damaged_record_is_corrupt_until_a_put_stores_a_good_copy(cas: Path) -
     }
     assert [d.get("hash") for d in report["damaged"][1:]] == [victim]
 
-    assert reader.put(s, {"n": 7, "tag": "item 7"}) == victim  # a writer stores it again
+    pad = "x" * (packs.BLOCK // 2 + 1)
+    assert reader.put(s, {"n": 7, "tag": f"item 7{pad}"}) == victim  # a writer stores it again
     assert loose(cas) == sorted([victim, s])  # and its schema: a put refreshes the type
     assert FsStore(cas).require(victim).payload["n"] == 7  # the good loose copy is used
     FsStore(cas).pack(everything=True)  # gc's pack: the good copy replaces the damaged pack
@@ -315,9 +378,38 @@ def test_leftovers_of_a_killed_pack_go_with_the_next(cas: Path) -> None:
     assert [f for f in pack_files(cas) if f.startswith((".tmp-", "pack-0000"))] == []
 
 
+def test_damage_is_per_block(cas: Path) -> None:
+    """Nodes packed together share a DEFLATE stream (a block): damage to it makes each of its
+    nodes corrupt, and only those; verify names each."""
+    store = FsStore(cas)
+    _, hashes = items(store, 400)  # ~48 KB of JSON: more than one block
+    store.pack()
+    (name,) = pack_names(cas / "packs")
+    pack = packs.Pack(cas / "packs", name)
+    block = pack.entry(pack.find(hashes[0].encode())).offset
+    mates = {h for h in pack.names() if pack.entry(pack.find(h.encode())).offset == block}
+    pack.close()
+    assert 1 < len(mates) < len(hashes)
+    damage_packed_record(cas, hashes[0])
+    reader = FsStore(cas)
+    for n, h in enumerate(hashes):
+        if h in mates:
+            with pytest.raises(CorruptNode):
+                reader.get(h)
+        else:
+            assert reader.require(h).payload["n"] == n
+    report = ops.verify(FsStore(cas))
+    nodes = [d for d in report["damaged"] if "hash" in d]
+    assert {d["hash"] for d in nodes if d["problem"].startswith("corrupt")} == mates
+    # and a node whose type (a schema) sat in that block is reported without its type
+    for d in report["damaged"]:
+        if "hash" in d and d["hash"] not in mates:
+            assert d["problem"].startswith("its type ") and d["problem"].endswith(" is missing")
+
+
 def test_a_merge_keeps_a_pack_whose_record_cannot_be_read(cas: Path) -> None:
     store = FsStore(cas)
-    s, hashes = items(store, 30)
+    s, hashes = items(store, 30, big=True)
     store.pack()
     damage_packed_record(cas, hashes[3])
     later = store.put(s, {"n": 99})
@@ -332,11 +424,12 @@ def test_a_merge_keeps_a_pack_whose_record_cannot_be_read(cas: Path) -> None:
 
 def test_a_good_copy_in_another_pack_is_used(cas: Path) -> None:
     store = FsStore(cas)
-    s, hashes = items(store, 30)
+    s, hashes = items(store, 30, big=True)
     store.pack()
     damage_packed_record(cas, hashes[3])
     damage_packed_record(cas, hashes[5])  # (no good copy anywhere: its pack stays)
-    assert store.put(s, {"n": 3, "tag": "item 3"}) == hashes[3]  # a good loose copy
+    pad = "x" * (packs.BLOCK // 2 + 1)
+    assert store.put(s, {"n": 3, "tag": f"item 3{pad}"}) == hashes[3]  # a good loose copy
     FsStore(cas).pack(everything=True)  # packs the good copy; the damaged pack stays
     assert loose(cas) == [] and len(pack_names(cas / "packs")) == 2
     for order in (1, -1):  # whichever pack is read first
@@ -358,9 +451,13 @@ def test_a_record_read_under_another_name_fails_its_check(cas: Path) -> None:
     data = bytearray(idx.read_bytes())
     pack = packs.Pack(cas / "packs", name)
     i, j = pack.find(a.encode()), pack.find(b.encode())
-    at_i, at_j = pack.entries_at + 28 * i, pack.entries_at + 28 * j
+    size = packs.ENTRY_BYTES - packs.NAME_LEN
+    at_i, at_j = pack.entries_at + size * i, pack.entries_at + size * j
     pack.close()
-    data[at_i : at_i + 28], data[at_j : at_j + 28] = data[at_j : at_j + 28], data[at_i : at_i + 28]
+    data[at_i : at_i + size], data[at_j : at_j + size] = (
+        data[at_j : at_j + size],
+        data[at_i : at_i + size],
+    )
     idx.write_bytes(bytes(data))
     with pytest.raises(CorruptNode) as info:
         FsStore(cas).get(a)

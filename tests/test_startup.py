@@ -136,6 +136,9 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "ulid",  # only new thread ids need python-ulid
         "socket",  # the lock record's host is os.uname().nodename
         "tempfile",
+        "json",  # jsonfmt parses and prints through _json: no regexes compiled
+        "uwf.util.log",  # show writes no log line
+        "uwf.backend.fs.packwrite",
         "uwf.config",
         "uwf.moderator",
         "uwf.engine.workflows.stored",
@@ -158,6 +161,7 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     heavy = [h for h in HEAVY if h != "chevron_blue"]  # it renders the edge prompt
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
+    unused += ["json", "socket", "uwf.engine.step.relay", "uwf.backend.relay"]  # not on a disk
     assert among(modules, [*heavy, *others, *unused]) == []
 
 

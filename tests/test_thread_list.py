@@ -295,7 +295,7 @@ def test_crash_leftover_on_the_last_history_line_is_archived(
     assert (show["status"], show["done"]) == ("killed", True)
 
 
-def test_unreadable_heads_and_foreign_keys_are_skipped(
+def test_unreadable_heads_are_skipped_and_a_foreign_key_is_damage(
     cli: Any, root: Path, pop: Population
 ) -> None:
     missing = "0000000000000"
@@ -306,11 +306,17 @@ def test_unreadable_heads_and_foreign_keys_are_skipped(
         threads[not_a_chain_node] = pop.workflow
     expected = pop.rows("idle_5", "running", "idle_1")
     assert list_ok(cli) == expected
-    # a hand-edited threads.yaml key that is not a ULID is never listed, time filter or not
+    # a threads.yaml key that is not a ULID is damage, never read as fewer threads
+    # (docs/reliability.md, "Repairing damaged state")
     text = (root / "threads.yaml").read_text()
     (root / "threads.yaml").write_text(text + f'"not-a-ulid": "{pop.start}"\n')
-    assert list_ok(cli) == expected
-    assert list_ok(cli, "--after", "2025-12-31") == expected
+    for extra in ([], ["--after", "2025-12-31"]):
+        r = cli("thread", "list", *extra)
+        assert (r.code, r.out) == (1, "")
+        assert r.err == (
+            f'error: {root / "threads.yaml"} is damaged: "not-a-ulid" is not a thread id; '
+            'see docs/reliability.md, "Repairing damaged state"\n'
+        )
 
 
 def test_statuses_from_real_commands(cli: Any, root: Path, solve_issue: str, scenario: Any) -> None:

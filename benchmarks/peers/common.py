@@ -1,14 +1,19 @@
 """What the two peer benchmarks share (standard library only: they run in the peer venv).
 
-Each peer script is a small CLI, ``<script> <operation> --db FILE [...]``, run as a fresh
-process by ``benchmarks/compare.py`` exactly like ``uwf`` is, so its figures include the
-interpreter start and the imports a cold process pays. Operations print one JSON line.
+Each peer script is a small CLI, ``<script> <operation> --db FILE-or-URL [...]``, run as a
+fresh process by ``benchmarks/compare.py`` exactly like ``uwf`` is, so its figures include
+the interpreter start and the imports a cold process pays. Operations print one JSON line,
+which the benchmark checks against ``workload.py`` (the right step, the right answer).
 
-The workload is the same planner -> developer -> reviewer loop as uwf's (the reviewer always
-rejects, so developer and reviewer alternate for ever) with no-op nodes: each node overwrites
-two small state fields (``last``, ``status``) and appends nothing, so the state does not grow
-with the thread (both peers store the whole state per step and would grow quadratically if
-it accumulated).
+The workload is uwf's loop: planner -> developer -> reviewer, the reviewer always rejecting.
+Each node produces the answer ``workload.py`` gives for (task, role, step) — a different,
+realistic one at every step, the same one uwf's agent writes — and keeps it in the state:
+``output`` (the answer's structured fields), ``content`` (its markdown body), ``status``,
+``role`` and ``step``. Nodes overwrite these fields; nothing accumulates, so the state does
+not grow with the thread (both peers store the whole state per step and would grow
+quadratically if it did). With ``--external`` a node instead runs the same small agent
+program ``uwf-cmd`` runs in uwf's external-agent row (``benchmarks/agent.py``), giving it a
+prompt on stdin and parsing the frontmatter of what it prints.
 """
 
 from __future__ import annotations
@@ -17,11 +22,28 @@ import argparse
 import json
 import os
 import sqlite3
+import subprocess
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: workload
+
+import workload
+
 THREADS = ("small", "mid", "large")
+AGENT = Path(__file__).resolve().parent.parent / "agent.py"
+
+
+def task_of(thread: str) -> str:
+    """The task of a benchmark thread: the key of its answers, on every side."""
+    return f"benchmark task {thread}"
+
+
+def is_url(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
 
 
 def emit(value: Any) -> None:
@@ -29,10 +51,70 @@ def emit(value: Any) -> None:
     sys.stdout.flush()
 
 
-def db_usage(conn: sqlite3.Connection, path: str) -> dict[str, int]:
+# -- the nodes' work ----------------------------------------------------------------------------
+
+EXTERNAL: dict[str, Any] = {"on": False, "python": sys.executable}
+
+
+def produce(task: str, role: str, step: int, last: dict[str, Any] | None) -> dict[str, Any]:
+    """The state update of step ``step``: the answer's fields and body, in process or from the
+    external agent program (``--external``)."""
+    if EXTERNAL["on"]:
+        fields, body = run_agent(task, role, step, last)
+    else:
+        fields, body = workload.fields(task, role, step), workload.body(task, role, step)
+    return {
+        "step": step,
+        "role": role,
+        "output": fields,
+        "content": body,
+        "status": fields["status"],
+    }
+
+
+def run_agent(
+    task: str, role: str, step: int, last: dict[str, Any] | None
+) -> tuple[dict[str, Any], str]:
+    """Run ``agent.py`` as uwf-cmd does (prompt on stdin, answer on stdout) and parse the
+    frontmatter of its answer with the safe YAML loader, as uwf's fast path does."""
+    import yaml
+
+    prompt = f"## Task\n{task}\n\n## Last output\n{json.dumps(last or {})}\n"
+    env = dict(os.environ, BENCH_TASK=task, BENCH_ROLE=role, BENCH_STEP=str(step))
+    proc = subprocess.run(
+        [str(EXTERNAL["python"]), str(AGENT)],
+        input=prompt.encode(),
+        stdout=subprocess.PIPE,
+        env=env,
+        check=True,
+    )
+    raw = proc.stdout.decode()
+    _, block, body = raw.split("---\n", 2)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(block, Loader=loader), body
+
+
+# -- checks and sizes ---------------------------------------------------------------------------
+
+
+def state_summary(values: dict[str, Any]) -> dict[str, Any]:
+    """What an operation prints of a state: its step number and answer (checked by the
+    benchmark against workload.py)."""
+    return {
+        "steps": values.get("step", 0),
+        "role": values.get("role"),
+        "output": values.get("output"),
+    }
+
+
+def sqlite_usage(path: str) -> dict[str, int]:
     """The database's durable size: WAL folded in and truncated first, then the files' sizes
     (apparent and blocks allocated) summed with any -wal/-journal left."""
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
     apparent = blocks = 0
     for suffix in ("", "-wal", "-journal"):
         try:
@@ -44,50 +126,83 @@ def db_usage(conn: sqlite3.Connection, path: str) -> dict[str, int]:
     return {"apparent": apparent, "blocks": blocks}
 
 
-def per_step(a: dict[str, int], b: dict[str, int], steps: int) -> dict[str, float]:
-    return {k: (b[k] - a[k]) / steps for k in ("apparent", "blocks")}
+class Windows:
+    """Bytes per step of the large thread while it is built: an early window (steps
+    ``small``..``small + window``) and a late one (``large - window``..``large``)."""
+
+    def __init__(self, db: str, small: int, large: int, window: int) -> None:
+        self.db = db
+        self.small, self.large, self.window = small, large, window
+        self.at = {small, small + window, large - window, large}
+        self.sizes: dict[int, dict[str, int]] = {}
+
+    def after(self, thread: str, step: int) -> None:
+        if thread == "large" and step in self.at and not is_url(self.db):
+            self.sizes[step] = sqlite_usage(self.db)
+
+    def result(self) -> dict[str, dict[str, float]]:
+        if not self.sizes:
+            return {}
+
+        def per(a: int, b: int) -> dict[str, float]:
+            first, last = self.sizes[a], self.sizes[b]
+            return {k: (last[k] - first[k]) / (b - a) for k in ("apparent", "blocks")}
+
+        s, w, large = self.small, self.window, self.large
+        return {"early": per(s, s + w), "late": per(large - w, large)}
 
 
-def build_plan(small: int, mid: int, large: int, window: int) -> list[tuple[str, int, set[int]]]:
-    """Threads to build, with the step counts after which the large one's size is sampled:
-    an early window (steps ``small``..``small+window``) and a late one (``large-window``..)."""
-    samples = {small, small + window, large - window, large}
-    return [("small", small, set()), ("mid", mid, set()), ("large", large, samples)]
+def copy_sqlite(source: str, dest: str) -> None:
+    """A consistent copy of a database (SQLite's online backup)."""
+    src, target = sqlite3.connect(source), sqlite3.connect(dest)
+    try:
+        src.backup(target)
+    finally:
+        target.close()
+        src.close()
 
 
-def window_bytes(sizes: dict[int, dict[str, int]], small: int, large: int, window: int) -> Any:
-    return {
-        "early": per_step(sizes[small], sizes[small + window], window),
-        "late": per_step(sizes[large - window], sizes[large], window),
-    }
+# -- warm runs ----------------------------------------------------------------------------------
+
+
+def batches(step: Callable[[], object], batches: int, size: int) -> list[float]:
+    """Mean milliseconds per call of ``step`` over ``batches`` batches of ``size`` calls."""
+    out = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(size):
+            step()
+        out.append((time.perf_counter() - t0) * 1000 / size)
+    return out
+
+
+# -- the command line ---------------------------------------------------------------------------
 
 
 def parser(operations: dict[str, Callable[[argparse.Namespace], Any]]) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("operation", choices=sorted(operations))
-    ap.add_argument("--db", required=True)
+    ap.add_argument("--db", required=True, help="a SQLite file, or a postgresql:// URL")
     ap.add_argument("--thread", default="small")
+    ap.add_argument("--threads", default="", help="comma-separated (fleet-worker)")
     ap.add_argument("--small", type=int, default=10)
     ap.add_argument("--mid", type=int, default=1000)
     ap.add_argument("--large", type=int, default=10000)
-    ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--window", type=int, default=1000, help="build: steps per bytes window")
     ap.add_argument("--count", type=int, default=10000)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--copy-at", type=int, default=100)
     ap.add_argument("--copy-db", default="")
     ap.add_argument("--at", type=int, default=5000)
-    ap.add_argument("--bytes", action="store_true", help="fork: also report the bytes it added")
+    ap.add_argument("--checkpoint", default="", help="fork: the checkpoint id to fork from")
+    ap.add_argument("--external", action="store_true", help="nodes run agent.py")
+    ap.add_argument("--agent-python", default=sys.executable)
     return ap
 
 
 def main(operations: dict[str, Callable[[argparse.Namespace], Any]]) -> None:
     args = parser(operations).parse_args()
+    EXTERNAL["on"] = args.external
+    EXTERNAL["python"] = args.agent_python
     emit(operations[args.operation](args))
-
-
-def copy_db(conn: sqlite3.Connection, dest: str) -> None:
-    """A consistent copy of the database (SQLite's online backup)."""
-    target = sqlite3.connect(dest)
-    try:
-        conn.backup(target)
-    finally:
-        target.close()

@@ -1,40 +1,56 @@
-"""LangGraph side of the benchmark: the planner -> developer -> reviewer loop on SqliteSaver.
+"""LangGraph side of the benchmark: the loop on its SQLite or PostgreSQL checkpointer.
 
-    <peer-venv>/bin/python langgraph_bench.py <operation> --db FILE [--thread ID] [...]
+    <peer-venv>/bin/python langgraph_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
 
-One node per process, like ``uwf thread step``: the graph is compiled with
-``interrupt_after`` every node, so ``invoke(None, config)`` resumes the thread from its last
-checkpoint, runs exactly one node, saves and stops. See ``common.py`` for the workload.
+Used as langgraph-checkpoint's README and langgraph-checkpoint-postgres's README show it:
+the saver from ``SqliteSaver.from_conn_string`` / ``PostgresSaver.from_conn_string``
+(``.setup()`` once, when the thread store is built), reads through the saver itself
+(``get_tuple`` for the latest checkpoint, ``list(config)`` for a thread's checkpoints, with a
+metadata ``filter`` to find one step) and no compiled graph; a step compiles the graph with
+``interrupt_after`` every node, so that ``invoke(None, config)`` resumes the thread from its
+last checkpoint, runs exactly one node, saves and stops. A fork is ``update_state`` on a past
+checkpoint (LangGraph's time travel: a new checkpoint branching from it). See ``common.py``
+for the workload.
 """
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from typing import Any, TypedDict
 
-from common import THREADS, build_plan, copy_db, db_usage, main, window_bytes
+from common import (
+    THREADS,
+    Windows,
+    batches,
+    copy_sqlite,
+    is_url,
+    main,
+    produce,
+    state_summary,
+    task_of,
+)
 
 ROLES = ["planner", "developer", "reviewer"]
 
 
 class LoopState(TypedDict):
     task: str
-    last: str
+    step: int
+    role: str
+    output: dict[str, Any]
+    content: str
     status: str
 
 
-def planner(state: LoopState) -> dict[str, str]:
-    return {"last": "no-op plan", "status": "_"}
+def node(role: str) -> Callable[[LoopState], dict[str, Any]]:
+    def run(state: LoopState) -> dict[str, Any]:
+        return produce(state["task"], role, state["step"] + 1, state["output"])
 
-
-def developer(state: LoopState) -> dict[str, str]:
-    return {"last": "no-op change", "status": "_"}
-
-
-def reviewer(state: LoopState) -> dict[str, str]:
-    return {"last": "again", "status": "rejected"}
+    run.__name__ = role
+    return run
 
 
 def route(state: LoopState) -> str:
@@ -43,132 +59,235 @@ def route(state: LoopState) -> str:
     return "developer" if state["status"] == "rejected" else END
 
 
-def open_app(db: str, fast: bool = False) -> tuple[Any, Any, sqlite3.Connection]:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+@contextlib.contextmanager
+def saver(db: str, fast: bool = False) -> Iterator[Any]:
+    """The checkpointer, as its README opens it. ``fast`` (building only: the file's content
+    and size do not depend on it) turns SQLite's fsync off."""
+    if fast and not is_url(db):
+        import sqlite3
 
-    conn = sqlite3.connect(db, check_same_thread=False)
-    if fast:  # building only: the file's content and size do not depend on it
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(db, check_same_thread=False)
         conn.execute("PRAGMA synchronous=OFF")
-    saver = SqliteSaver(conn)
-    return compile_graph(saver), saver, conn
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+        return
+    if is_url(db):
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(db) as pg:
+            yield pg
+    else:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(db) as lite:
+            yield lite
 
 
-def compile_graph(saver: Any) -> Any:
-    """The loop on a checkpointer, stopping after every node (one node per process)."""
-    from langgraph.graph import END, START, StateGraph
+def compile_graph(checkpointer: Any) -> Any:
+    """The loop on a checkpointer, stopping after every node (one node per invoke)."""
+    from langgraph.graph import START, StateGraph
 
     graph = StateGraph(LoopState)
-    graph.add_node("planner", planner)
-    graph.add_node("developer", developer)
-    graph.add_node("reviewer", reviewer)
+    for role in ROLES:
+        graph.add_node(role, node(role))
     graph.add_edge(START, "planner")
     graph.add_edge("planner", "developer")
     graph.add_edge("developer", "reviewer")
-    graph.add_conditional_edges("reviewer", route, ["developer", END])
-    return graph.compile(checkpointer=saver, interrupt_after=ROLES)
+    graph.add_conditional_edges("reviewer", route)
+    return graph.compile(checkpointer=checkpointer, interrupt_after=ROLES)
 
 
-def config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
+def config(thread: str, checkpoint: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"thread_id": thread}
+    if checkpoint:
+        out |= {"checkpoint_ns": "", "checkpoint_id": checkpoint}
+    return {"configurable": out}
 
 
 def start_input(thread: str) -> LoopState:
-    return {"task": f"benchmark task {thread}", "last": "", "status": "_"}
-
-
-def op_build(args: argparse.Namespace) -> Any:
-    app, _saver, conn = open_app(args.db, fast=True)
-    t0 = time.perf_counter()
-    sizes: dict[int, dict[str, int]] = {}
-    counts = {"small": args.small, "mid": args.mid, "large": args.large}
-    for thread, steps, samples in build_plan(args.small, args.mid, args.large, args.window):
-        cfg = config(thread)
-        for k in range(1, steps + 1):
-            app.invoke(start_input(thread) if k == 1 else None, cfg)
-            if k in samples:
-                sizes[k] = db_usage(conn, args.db)
-        assert app.get_state(cfg).metadata["step"] == counts[thread]
     return {
-        "seconds": time.perf_counter() - t0,
-        "bytes": window_bytes(sizes, args.small, args.large, args.window),
-        "threads": list(THREADS),
+        "task": task_of(thread),
+        "step": 0,
+        "role": "",
+        "output": {},
+        "content": "",
+        "status": "_",
     }
 
 
-def op_build_list(args: argparse.Namespace) -> Any:
-    app, _saver, conn = open_app(args.db, fast=True)
+def step_thread(app: Any, thread: str, first: bool = False) -> dict[str, Any]:
+    values: dict[str, Any] = app.invoke(start_input(thread) if first else None, config(thread))
+    return values
+
+
+def checkpoint_at(cp: Any, thread: str, step: int) -> Any:
+    """The checkpoint after step ``step``, found by its metadata (the saver's own filter)."""
+    found = list(cp.list(config(thread), filter={"step": step, "source": "loop"}, limit=1))
+    if not found:
+        raise SystemExit(f"no checkpoint at step {step} of {thread}")
+    return found[0]
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+def op_import(args: argparse.Namespace) -> Any:
+    import langgraph.graph
+
+    if is_url(args.db):
+        import langgraph.checkpoint.postgres
+    else:
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    return {}
+
+
+def op_build(args: argparse.Namespace) -> Any:
     t0 = time.perf_counter()
-    for i in range(1, args.count + 1):
-        thread = f"t{i:06d}"
-        app.invoke(start_input(thread), config(thread))
-        if i == args.copy_at and args.copy_db:
-            copy_db(conn, args.copy_db)
+    with saver(args.db, fast=True) as cp:
+        cp.setup()
+        app = compile_graph(cp)
+        sizes = {"small": args.small, "mid": args.mid, "large": args.large}
+        windows = Windows(args.db, args.small, args.large, args.window)
+        for thread in THREADS:
+            for k in range(sizes[thread]):
+                step_thread(app, thread, first=k == 0)
+                windows.after(thread, k + 1)
+        known = None
+        if 0 < args.at <= args.large:
+            known = checkpoint_at(cp, "large", args.at).config["configurable"]["checkpoint_id"]
+    return {"seconds": time.perf_counter() - t0, "checkpoint": known, "bytes": windows.result()}
+
+
+def op_build_list(args: argparse.Namespace) -> Any:
+    t0 = time.perf_counter()
+    with saver(args.db, fast=True) as cp:
+        cp.setup()
+        app = compile_graph(cp)
+        for i in range(1, args.count + 1):
+            step_thread(app, f"t{i:06d}", first=True)
+            if i == args.copy_at and args.copy_db and not is_url(args.db):
+                copy_sqlite(args.db, args.copy_db)
     return {"seconds": time.perf_counter() - t0, "threads": args.count}
 
 
 def op_step(args: argparse.Namespace) -> Any:
-    app, _saver, _conn = open_app(args.db)
-    app.invoke(None, config(args.thread))
-    return {"steps": app.get_state(config(args.thread)).metadata["step"]}
+    with saver(args.db) as cp:
+        return state_summary(step_thread(compile_graph(cp), args.thread))
 
 
 def op_show(args: argparse.Namespace) -> Any:
-    app, _saver, _conn = open_app(args.db)
-    state = app.get_state(config(args.thread))
-    return {"steps": state.metadata["step"], "next": list(state.next), "values": state.values}
+    with saver(args.db) as cp:
+        found = cp.get_tuple(config(args.thread))
+        return state_summary(found.checkpoint["channel_values"])
 
 
 def op_history(args: argparse.Namespace) -> Any:
-    app, _saver, _conn = open_app(args.db)
-    return {"checkpoints": len(list(app.get_state_history(config(args.thread))))}
+    """Every checkpoint of the thread (``list``), each deserialized; one entry per step."""
+    with saver(args.db) as cp:
+        seen: dict[int, dict[str, Any]] = {}
+        for item in cp.list(config(args.thread)):
+            values = item.checkpoint["channel_values"]
+            step = values.get("step", 0)
+            if step >= 1 and step not in seen:
+                seen[step] = {"step": step, "role": values["role"], "output": values["output"]}
+        return {"steps": [seen[k] for k in sorted(seen)]}
+
+
+def _fork(cp: Any, thread: str, found_config: dict[str, Any]) -> dict[str, Any]:
+    app = compile_graph(cp)
+    forked = app.update_state(found_config, None)
+    values = cp.get_tuple(forked).checkpoint["channel_values"]
+    return {"fork": forked["configurable"]["checkpoint_id"], **state_summary(values)}
+
+
+def op_find_fork(args: argparse.Namespace) -> Any:
+    """Find the checkpoint after step ``--at`` by its metadata, then fork from it."""
+    with saver(args.db) as cp:
+        return _fork(cp, args.thread, checkpoint_at(cp, args.thread, args.at).config)
 
 
 def op_fork(args: argparse.Namespace) -> Any:
-    """Time travel as LangGraph documents it: find the checkpoint after step ``--at`` (by its
-    metadata, the cheapest lookup the API offers), then ``update_state`` on it, which writes a
-    new checkpoint (a copy of the whole state) branching from there. ``--bytes`` reports the
-    payload bytes of the rows the fork added (file growth is hidden by SQLite's page slack)."""
-    app, _saver, conn = open_app(args.db)
-    found = next(
-        iter(
-            app.get_state_history(
-                config(args.thread), filter={"step": args.at, "source": "loop"}, limit=1
-            )
-        )
-    )
-    forked = app.update_state(found.config, {"last": "forked"})
-    out: dict[str, Any] = {"step": found.metadata["step"], "fork": forked["configurable"]}
-    if args.bytes:
-        key = (args.thread, forked["configurable"]["checkpoint_id"])
+    """Fork from a checkpoint whose id the caller knows (``--checkpoint``)."""
+    with saver(args.db) as cp:
+        return _fork(cp, args.thread, config(args.thread, args.checkpoint))
+
+
+def op_fork_bytes(args: argparse.Namespace) -> Any:
+    """The payload bytes of the rows a fork adds (file growth hides in SQLite's page slack)."""
+    with saver(args.db) as cp:
+        forked = _fork(cp, args.thread, checkpoint_at(cp, args.thread, args.at).config)
+        key = (args.thread, forked["fork"])
         where = "WHERE thread_id = ? AND checkpoint_id = ?"
         size = "COALESCE(SUM(length(checkpoint) + length(metadata)), 0)"
-        (rows,) = conn.execute(f"SELECT {size} FROM checkpoints {where}", key).fetchone()
-        (writes,) = conn.execute(
+        (rows,) = cp.conn.execute(f"SELECT {size} FROM checkpoints {where}", key).fetchone()
+        (writes,) = cp.conn.execute(
             f"SELECT COALESCE(SUM(length(value)), 0) FROM writes {where}", key
         ).fetchone()
-        out["bytes"] = rows + writes
-    return out
+        return {"bytes": rows + writes}
 
 
 def op_list(args: argparse.Namespace) -> Any:
-    """The threads with their latest checkpoint: the saver has no thread index, so this is
-    ``list(None)`` (every checkpoint, newest first) keeping the first per thread."""
-    _app, saver, _conn = open_app(args.db)
-    latest: dict[str, Any] = {}
-    for item in saver.list(None):
-        latest.setdefault(item.config["configurable"]["thread_id"], item.config)
-    return {"count": len(latest)}
+    """The threads and their newest checkpoint. The saver has no thread index (``list(None)``
+    would deserialize every checkpoint of every thread): one query over its table instead,
+    the cheapest way there is."""
+    sql = "SELECT thread_id, max(checkpoint_id) FROM checkpoints GROUP BY thread_id"
+    with saver(args.db) as cp:
+        rows = cp.conn.execute(sql).fetchall()
+    return {"count": len(rows)}
+
+
+def op_warm(args: argparse.Namespace) -> Any:
+    """Steps in one warm process: ``--batches`` batches of ``--count`` steps, the mean ms of
+    each (the graph compiled once, the thread started untimed)."""
+    with saver(args.db) as cp:
+        cp.setup()
+        app = compile_graph(cp)
+        thread = f"warm-{time.time_ns()}"
+        step_thread(app, thread, first=True)
+        ms = batches(lambda: step_thread(app, thread), args.batches, args.count)
+        last = cp.get_tuple(config(thread)).checkpoint["channel_values"]  # read back: checked
+        return {"ms": ms, "task": task_of(thread), **state_summary(last)}
+
+
+def op_fleet_worker(args: argparse.Namespace) -> Any:
+    """One fleet worker: ``--steps`` steps of each of its threads, in turn, in one process."""
+    with saver(args.db) as cp:
+        app = compile_graph(cp)
+        threads = args.threads.split(",")
+        for k in range(args.steps):
+            for thread in threads:
+                step_thread(app, thread, first=k == 0)
+    return {"steps": args.steps * len(threads)}
+
+
+def op_verify_threads(args: argparse.Namespace) -> Any:
+    """The latest state of each of ``--threads`` (a fleet's), through the saver."""
+    with saver(args.db) as cp:
+        return {
+            t: state_summary(cp.get_tuple(config(t)).checkpoint["channel_values"])
+            for t in args.threads.split(",")
+        }
 
 
 if __name__ == "__main__":
     main(
         {
+            "import": op_import,
             "build": op_build,
             "build-list": op_build_list,
             "step": op_step,
             "show": op_show,
             "history": op_history,
+            "find-fork": op_find_fork,
             "fork": op_fork,
+            "fork-bytes": op_fork_bytes,
             "list": op_list,
+            "warm": op_warm,
+            "fleet-worker": op_fleet_worker,
+            "verify-threads": op_verify_threads,
         }
     )

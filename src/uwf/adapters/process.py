@@ -30,6 +30,7 @@ arrives while the child is being started or killed waits for that to finish
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import select
 import signal
@@ -179,6 +180,7 @@ def _start(
     feed: bool,
     what: str,
     cwd: Path | str | None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     return _popen(
         argv,
@@ -190,6 +192,7 @@ def _start(
         cwd=cwd,
         start_new_session=True,
         preexec_fn=_parent_death_hook(),
+        pass_fds=tuple(pass_fds),
     )
 
 
@@ -205,12 +208,18 @@ def _popen(argv: Sequence[str], what: str, **options: Any) -> subprocess.Popen[b
         raise CannotStart(f"{what} could not start: {argv[0]}: {exc.strerror}", exc) from None
 
 
+Serve = tuple[int, Callable[[], bool]]
+
+
 def _wait(
-    proc: subprocess.Popen[bytes], timeout: float | None, should_stop: Callable[[], bool] | None
+    proc: subprocess.Popen[bytes],
+    timeout: float | None,
+    should_stop: Callable[[], bool] | None,
+    serve: Serve | None = None,
 ) -> tuple[bool, bool]:
     """Wait for ``proc``; (timed out, stopped). The group is killed in either case."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    with _exit_event(proc) as exited:
+    with _exit_event(proc, serve) as exited:
         while True:
             step = POLL if should_stop is not None else None
             if deadline is not None:
@@ -226,27 +235,50 @@ def _wait(
                 return False, True
 
 
+@functools.cache
+def can_serve() -> bool:
+    """Whether ``run`` can serve a descriptor while it waits (``serve``): it needs a pidfd
+    (Linux 5.3+) to wait on the child and the descriptor at once."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def _exit_event(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float | None], bool]]:
+def _exit_event(
+    proc: subprocess.Popen[bytes], serve: Serve | None = None
+) -> Iterator[Callable[[float | None], bool]]:
     """A function that waits up to ``timeout`` seconds for ``proc`` to exit (reaping it) and
-    says whether it did.
+    says whether it did; meanwhile, each time ``serve``'s descriptor is readable, it calls
+    ``serve``'s function (until that answers False).
 
     On Linux it waits on a pidfd, which becomes readable the moment the process exits.
     ``Popen.wait(timeout)`` polls instead, sleeping up to 50 ms between two looks: every step
     would notice its agent's exit ~25 ms late on average. Elsewhere, or when no pidfd can be
-    had, that is the fallback.
+    had, that is the fallback (and nothing is served: callers check ``can_serve``).
     """
     try:
         pidfd: int | None = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux 5.3+, or the process is already reaped
         pidfd = None
+    serving = [serve] if serve is not None else []
 
     def exited(timeout: float | None) -> bool:
         if pidfd is not None:
-            if not select.select([pidfd], [], [], timeout)[0]:
-                return False
-            proc.wait()  # it has exited: this only reaps it
-            return True
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                watch = [pidfd, *(fd for fd, _ in serving)]
+                ready = select.select(watch, [], [], left)[0]
+                if pidfd in ready:
+                    proc.wait()  # it has exited: this only reaps it
+                    return True
+                if not ready:
+                    return False
+                if not serving[0][1]():
+                    serving.clear()
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -305,6 +337,8 @@ def run(
     cwd: Path | str | None = None,
     stdout_limit: int | None = STDOUT_LIMIT,
     stderr_keep: int = STDERR_TAIL,
+    serve: Serve | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> Finished:
     """Run ``argv`` to its end (or timeout, stop, signal) and return how it ended.
 
@@ -313,15 +347,18 @@ def run(
     mistaken for uwf's own ``error:`` line. ``stdout_limit`` bounds the stdout kept (its tail;
     None keeps it all), ``stderr_keep`` the characters of stderr kept. A command that cannot
     start (not found, not executable) is a configuration error: ``CannotStart`` naming
-    ``what`` ("agent command not found: …").
+    ``what`` ("agent command not found: …"). ``pass_fds`` are kept open in the child;
+    ``serve`` is a descriptor and a function called each time it is readable while the child
+    runs (until the function answers False): the step's store relay (only where
+    ``can_serve``).
     """
     began = time.monotonic()
     with deferred():  # a signal now would leave a child that nobody kills
-        proc = _start(argv, env, stdin is not None, what, cwd)
+        proc = _start(argv, env, stdin is not None, what, cwd, pass_fds)
         watchdog = _watchdog(proc.pid)
     try:
         out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
-        timed_out, stopped = _wait(proc, timeout, should_stop)
+        timed_out, stopped = _wait(proc, timeout, should_stop, serve)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
     except BaseException:

@@ -31,7 +31,6 @@ a prompt cannot grow without end from what an agent wrote.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -184,6 +183,8 @@ class _Json(dict[str, Any]):
     """A mapping that prints as compact JSON."""
 
     def __str__(self) -> str:
+        import json  # a Liquid dialect's only: a uwf 0.5 step imports no json (test_startup)
+
         return json.dumps(self, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

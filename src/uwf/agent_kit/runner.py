@@ -240,7 +240,7 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     one of the environment). With tracing on it is one span, a child of the step's
     (``TRACEPARENT``), with an event per correction and extract."""
     from uwf.agent_kit import prompts
-    from uwf.backend import open_backend
+    from uwf.backend import open_for_agent
     from uwf.config import secrets
     from uwf.config.config import apply_dotenv
 
@@ -248,7 +248,7 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
-            backend = backend if backend is not None else open_backend()
+            backend = backend if backend is not None else open_for_agent()
             secrets.install(backend.root)
             apply_dotenv(backend.root)
             ctx = build_context(backend, thread, role, edge_prompt)

@@ -12,6 +12,7 @@ from pathlib import Path
 from uwf.backend.base import Backend
 
 STORE_ENV = "UWF_STORE"
+RELAY_ENV = "UWF_STORE_RELAY"  # uwf.backend.relay
 
 # The URL schemes of a PostgreSQL store; SQLAlchemy's spelling of the driver uwf uses
 # (``postgresql+psycopg://``) is taken too, as the same URL.
@@ -82,3 +83,17 @@ def open_backend(spec: str | Path | None = None) -> Backend:
     from uwf.backend.fs import FsBackend
 
     return FsBackend(Path(chosen).expanduser() if chosen is not None else storage_root())
+
+
+def open_for_agent() -> Backend:
+    """The backend of an agent process: the store relay of the step that spawned it when it
+    offers one (``uwf.backend.relay``: no database driver, no connection), else
+    ``open_backend()``."""
+    if os.environ.get(RELAY_ENV):
+        from uwf.backend import relay
+        from uwf.util.root import storage_root
+
+        found = relay.take(storage_root())
+        if found is not None:
+            return found
+    return open_backend()

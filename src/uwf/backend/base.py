@@ -463,6 +463,18 @@ class Backend(abc.ABC):
         """What an agent's environment needs to open this same backend."""
         return {"UWF_STORE": str(self.root), "WORKFLOW_STORAGE_ROOT": str(self.root)}
 
+    def idle_threads(self) -> list[ActiveThread]:
+        """The runnable threads (``threads.runnable``) that no process steps now: what a fleet
+        worker may claim. A backend may answer in one query."""
+        running = self.locks.running()
+        return [r for r in self.threads.runnable() if r.thread not in running]
+
+    def relayed(self) -> bool:
+        """Whether an agent reaches this store best through the step that spawned it (its
+        requests served by uwf over a pipe: ``engine.step.relay``) rather than by opening it:
+        a database whose driver and connection cost an agent more than the whole step."""
+        return False
+
     def init(self) -> dict[str, int]:
         """Create what the backend needs (``uwf store init``); ``{"from","to"}`` schema versions.
 

@@ -11,16 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import cbor2
 import xxhash
 
 from uwf.util.base32 import NodeHash, encode64
 from uwf.util.jsonfmt import canonical
 
 
+def _cbor(value: Any) -> bytes:
+    """cbor2's canonical encoding, imported on the first hash: a process that only reads
+    packed nodes (checked by their pack's checksum, not re-hashed) never needs it."""
+    from cbor2 import dumps
+
+    return dumps(value, canonical=True)
+
+
 def dcbor(payload: Any) -> bytes:
     """Deterministic CBOR of a JSON value (canonicalised first)."""
-    return cbor2.dumps(canonical(payload), canonical=True)
+    return _cbor(canonical(payload))
 
 
 def hash_bytes(data: bytes) -> NodeHash:
@@ -37,7 +44,7 @@ def stored_hash(type_hash: str | None, payload: Any) -> NodeHash:
     already: no second canonicalisation (a non-canonical file then fails its hash check).
     ``type_hash`` None means self-typed."""
     prefix = b"" if type_hash is None else type_hash.encode("ascii")
-    return hash_bytes(prefix + cbor2.dumps(payload, canonical=True))
+    return hash_bytes(prefix + _cbor(payload))
 
 
 def self_typed_hash(payload: Any) -> NodeHash:

@@ -10,7 +10,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import CorruptNode
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import NodeDamage, PackDamage, RootDamage, Verified
+    from uwf.util.outputs import NodeDamage, PackDamage, Verified
 
 
 def reindex(store: Store) -> dict[str, int]:
@@ -41,9 +41,8 @@ def verify(store: Store) -> Verified:
     Returns ``{"scanned": n, "ok": bool, "damaged": [{"hash", "problem"}]}``; damage of the
     storage itself (a pack whose checksum fails) comes first, as ``{"pack", "problem"}``.
     """
-    damaged: list[PackDamage | NodeDamage | RootDamage] = [
-        *store.check_storage()
-    ]  # a pack's checksums
+    packs: list[PackDamage] = store.check_storage()  # a pack's checksums
+    damaged: list[NodeDamage] = []
     schemas: dict[str, Any] = {}
     holds_refs: dict[str, bool] = {}  # per type: can its nodes refer to others at all?
     # One directory scan; refs are then set lookups. A miss is confirmed on disk, since a step
@@ -51,11 +50,11 @@ def verify(store: Store) -> Verified:
     try:
         present = set(store.iter_hashes())
     except CorruptNode:
-        if not damaged:
+        if not packs:
             raise
-        return {"scanned": 0, "ok": False, "damaged": damaged}  # a pack cannot even be read
+        return {"scanned": 0, "ok": False, "damaged": [*packs]}  # a pack cannot even be read
     scanned = 0
-    for h in sorted(present):
+    for h in store.scan_order(present):  # packed nodes block by block
         scanned += 1
         try:
             node = store.verified(h)  # re-hashed, packed or not
@@ -85,4 +84,5 @@ def verify(store: Store) -> Verified:
         for ref in collect(schema, node.payload):
             if ref not in present and not store.has(ref):
                 damaged.append({"hash": h, "problem": f"it refers to missing node {ref}"})
-    return {"scanned": scanned, "ok": not damaged, "damaged": damaged}
+    damaged.sort(key=lambda d: d["hash"])  # stable
+    return {"scanned": scanned, "ok": not (packs or damaged), "damaged": [*packs, *damaged]}

@@ -138,6 +138,11 @@ class Store(abc.ABC):
         """
         return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
 
+    def scan_order(self, hashes: set[NodeHash]) -> list[NodeHash]:
+        """``hashes`` in the order that reads them all cheapest (``cas verify``): by hash,
+        unless the backend stores nodes together (the filesystem's packs)."""
+        return sorted(hashes)
+
     def verified(self, h: str) -> Node | None:
         """The node at ``h`` re-hashed, whatever holds it (``cas verify``; ``get`` may trust
         a record that a checksum ties to a node that was hashed when it was stored)."""
@@ -169,6 +174,12 @@ class Store(abc.ABC):
 
     def _exists(self, h: str) -> bool:
         return self._load(h) is not None
+
+    def _known(self, h: str, type_hash: str) -> bool:
+        """Whether ``put`` may skip validating ``h`` (stored, so validated when first put). A
+        backend where asking costs a round trip may answer from what it has seen, and
+        validate a node of type ``type_hash`` again rather than ask."""
+        return self._exists(h)
 
     def missing(self, hashes: Sequence[str]) -> set[str]:
         """The hashes of ``hashes`` that are not stored (a backend may ask in one query)."""
@@ -285,7 +296,7 @@ class Store(abc.ABC):
         type_hash = check_hash(type_hash, "type hash")
         payload = canonical(redact_payload(payload))
         h = codec.node_hash(type_hash, payload)
-        if self._exists(h):  # validated when it was first stored: nothing to check again
+        if self._known(h, type_hash):  # validated when first stored: nothing to check again
             self._store(h, type_hash, payload)
             return h
         schema_node = self.get(type_hash)

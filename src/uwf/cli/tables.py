@@ -11,7 +11,15 @@ from uwf.cli.options import age
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
-    from uwf.util.outputs import StepEntry, ThreadListed, ThreadShown, ThreadSteps
+    from uwf.util.outputs import (
+        StartAt,
+        StartEntry,
+        StepAt,
+        StepEntry,
+        ThreadListed,
+        ThreadShown,
+        ThreadSteps,
+    )
 
 Rows = tuple[list[str] | None, list[list[object]]]
 
@@ -85,34 +93,57 @@ def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
     return None, rows
 
 
+STEP_COLUMNS = ["#", "HASH", "ROLE", "STATUS", "AGENT", "TOOK", "TOKENS", "AGE"]
+
+
+def _start_row(n: int, start: "StartEntry", now: int) -> list[object]:
+    return [n, start["hash"], "(task)", "", "", "", "", age(start["timestamp"], now)]
+
+
+def _step_row(n: int, step: "StepEntry", now: int, key: str) -> list[object]:
+    output = step["output"]
+    status = output.get(key, "") if isinstance(output, dict) else ""
+    took = step["durationMs"]
+    usage = step["usage"]
+    return [
+        n,
+        step["hash"],
+        step["role"],
+        status,
+        step["agent"],
+        "" if took is None else f"{took / 1000:.1f}s",
+        "" if usage is None else usage["totalTokens"],
+        age(step["timestamp"], now),
+    ]
+
+
+def _routing_key(backend: "Backend", workflow: str | None) -> str:
+    """The output field a workflow routes on (``$status`` in a version-1 workflow)."""
+    from uwf.moderator.evaluate import rules_of
+
+    node = backend.nodes.get(workflow) if workflow is not None else None
+    return rules_of(node.payload if node is not None else None).key
+
+
 def steps_rows(backend: "Backend", listed: "ThreadSteps") -> Rows:
     """``thread steps``: number, hash, role, status, agent, time taken, tokens, age (the task
     first, as step 0); the status is the field the workflow routes on (``$status`` in a
     version-1 workflow)."""
-    from uwf.moderator.evaluate import rules_of
-
-    node = backend.nodes.get(listed["workflow"])
-    key = rules_of(node.payload if node is not None else None).key
+    key = _routing_key(backend, listed["workflow"])
     now = _now()
     start, *steps = listed["steps"]
-    rows: list[list[object]] = [
-        [0, start["hash"], "(task)", "", "", "", "", age(start["timestamp"], now)]
-    ]
+    rows = [_start_row(0, cast("StartEntry", start), now)]
     for n, step in enumerate(cast("list[StepEntry]", steps), start=1):  # the StartNode is first
-        output = step["output"]
-        status = output.get(key, "") if isinstance(output, dict) else ""
-        took = step["durationMs"]
-        usage = step["usage"]
-        rows.append(
-            [
-                n,
-                step["hash"],
-                step["role"],
-                status,
-                step["agent"],
-                "" if took is None else f"{took / 1000:.1f}s",
-                "" if usage is None else usage["totalTokens"],
-                age(step["timestamp"], now),
-            ]
-        )
-    return ["#", "HASH", "ROLE", "STATUS", "AGENT", "TOOK", "TOKENS", "AGE"], rows
+        rows.append(_step_row(n, step, now, key))
+    return STEP_COLUMNS, rows
+
+
+def step_at_rows(backend: "Backend", found: "StartAt | StepAt") -> Rows:
+    """``thread steps --at N``: step N alone, in ``thread steps``' columns."""
+    from uwf.model.threads import locate
+
+    now = _now()
+    if "role" in found:
+        key = _routing_key(backend, locate(backend, found["thread"]).workflow)
+        return STEP_COLUMNS, [_step_row(found["number"], cast("StepAt", found), now, key)]
+    return STEP_COLUMNS, [_start_row(found["number"], found, now)]

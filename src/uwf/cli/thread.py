@@ -172,17 +172,47 @@ def list_(
     emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
 
 
-def _steps(thread: ThreadArg, fmt: TableFormatOpt = None) -> None:
+AtOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        metavar="N",
+        help="Step N of the thread (1 is its first step, 0 its start), found by number: a "
+        "few reads at any depth.",
+        show_default=False,
+    ),
+]
+
+
+def _step_number(at: str) -> int:
+    from uwf.util.errors import oneline
+    from uwf.util.numbers import as_count
+
+    number = as_count(at)
+    if number is None:
+        raise UsageError(
+            f"--at must be a step number (0 is the thread's start), got: {oneline(at)}"
+        )
+    return number
+
+
+def _steps(thread: ThreadArg, at: AtOpt = None, fmt: TableFormatOpt = None) -> None:
     """List the start node and every step of a thread, oldest first.
 
     Prints {"thread","workflow","steps","cost"}: the StartNode, then each step with its
     output expanded, durationMs and usage. --format table prints aligned columns: number,
-    hash, role, status, agent, time taken, tokens, age.
+    hash, role, status, agent, time taken, tokens, age. With --at N, print step N alone:
+    {"thread","number","hash","role","output","detail","agent","timestamp","durationMs",
+    "usage"} ({"thread","number","hash","workflow","prompt","timestamp"} for 0, the start).
     """
     from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
 
     storage = backend()
+    if at is not None:
+        found = threads.step_at(storage, thread, _step_number(at))
+        emit_listing(found, fmt, lambda: tables.step_at_rows(storage, found))
+        return
     listed = threads.steps(storage, thread)
     emit_listing(listed, fmt, lambda: tables.steps_rows(storage, listed))
 
@@ -252,8 +282,22 @@ def compact(
 
 def _fork(
     step_hash: Annotated[
-        str, typer.Argument(help="A StartNode or StepNode hash to fork from.", show_default=False)
+        str,
+        typer.Argument(
+            help="A StartNode or StepNode hash to fork from (with --at: a thread id).",
+            show_default=False,
+        ),
     ],
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            metavar="N",
+            help="Fork the thread given as the argument at its step N (0: its start), found "
+            "by number.",
+            show_default=False,
+        ),
+    ] = None,
     output: Annotated[
         str | None,
         typer.Option(
@@ -299,6 +343,11 @@ def _fork(
 
     if cwd is not None and (workflow is not None or output is not None or edit):
         raise UsageError("--cwd cannot be combined with --workflow, --output or --edit")
+    if at is not None:
+        from uwf.engine.threads import lifecycle as threads
+
+        step_hash = threads.step_hash_at(backend(), step_hash, _step_number(at))
+
     if workflow is not None:
         if output is not None or edit:
             raise UsageError("--workflow cannot be combined with --output or --edit")

@@ -303,12 +303,15 @@ def computed_hashes() -> SchemaHashes:
 
 
 def ensure(store: Store) -> SchemaHashes:
-    """Make sure the meta-schema and uwf's schemas are stored (idempotent, one stat each)."""
+    """Make sure the meta-schema and uwf's schemas are stored (idempotent: one question for
+    all of them, ``Store.missing``, then the puts of those missing)."""
     h = hashes()
-    store.ensure_meta()
-    for name, schema in _schemas():
-        expected = getattr(h, name)
-        if not store.has(expected):
+    wanted = {getattr(h, name): schema for name, schema in _schemas()}
+    missing = store.missing([h.meta, *wanted])
+    if h.meta in missing:
+        store.ensure_meta()
+    for expected, schema in wanted.items():
+        if expected in missing:
             got = store.put_schema(schema)
             assert got == expected, (got, expected)
     return h

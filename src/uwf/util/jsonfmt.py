@@ -1,12 +1,59 @@
-"""Output encodings: compact JSON (JavaScript style) and YAML with hashes always quoted."""
+"""Output encodings: compact JSON (JavaScript style) and YAML with hashes always quoted; and
+JSON parsing for the read path.
+
+``dumps`` and ``loads`` use the C accelerator ``json`` itself uses (``_json``) directly: the
+``json`` package compiles its regular expressions when it is imported, which is ~2% of a
+``uwf thread show`` (docs/performance.md, "Start-up"), and uwf's own JSON is always compact.
+Anything the fast path does not take (whitespace around a document, an invalid one) goes to
+``json``, which decides and words the error.
+"""
 
 from __future__ import annotations
 
-import json
+import _json
 import math
 from typing import Any
 
 from uwf.util.errors import InvalidInput
+
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+class _Context:
+    """What ``_json.make_scanner`` reads of a decoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+
+
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]  # it reads these attributes
+# markers None: no check for circular references (uwf encodes data, never object graphs)
+_encode = _json.make_encoder(
+    None, _no_default, _json.encode_basestring, None, ":", ",", False, False, False
+)
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, without importing ``json`` when ``text`` is one compact value."""
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError, SystemError):
+        # not one whole value: json.loads says why. (Cut inside a string, the bare C scanner
+        # fails with a SystemError instead of its JSONDecodeError.)
+        end = -1
+    if end == len(text):
+        return value
+    import json
+
+    return json.loads(text)
 
 
 def canonical(value: Any) -> Any:
@@ -56,8 +103,9 @@ def _check_text(text: str) -> None:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON exactly as JavaScript's JSON.stringify would print it (non-ASCII kept)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON exactly as JavaScript's JSON.stringify would print it (non-ASCII kept):
+    ``json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)``."""
+    return "".join(_encode(value, 0))
 
 
 def dump_yaml(value: Any) -> str:

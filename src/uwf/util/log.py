@@ -28,8 +28,7 @@ TAG_PATTERN = r"[0-9A-HJKMNP-TV-Z]{8}"  # compiled on first use (test_startup.py
 TAGS: dict[str, str] = {
     "W9F3RK2M": "process start",
     "7HNQ4B2X": "thread created",
-    "M3K8V9T1": "moderator decision",
-    "R5J2W8N4": "agent spawn",
+    "R5J2W8N4": "moderator decision and agent spawn",
     "C6P9E3H7": "agent returned",
     "F4D8Q2K5": "thread archived",
     "B8T5N1V6": "step error",
@@ -61,9 +60,9 @@ class ProcessLog:
         self.path = root / "logs" / f"{now:%Y-%m-%d}.jsonl"
         self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
         self.context = {k: v for k, v in context.items() if v}
-        argv = jsonfmt.dumps(sys.argv)
-        extra = "".join(f" {k}={v}" for k, v in self.context.items())
-        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}{extra}")
+        argv = redact(jsonfmt.dumps(sys.argv))
+        # the context (thread, workflow) is in the line's own fields: not repeated here
+        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}")
 
     def bind(self, **context: str) -> None:
         self.context.update({k: v for k, v in context.items() if v})

@@ -231,6 +231,21 @@ class StepEntry(StepSpent):
     timestamp: int
 
 
+class StartAt(StartEntry):
+    """``thread steps --at 0``: the StartNode, with its thread and number."""
+
+    thread: ThreadId
+    number: int
+
+
+class StepAt(StepEntry):
+    """``thread steps --at N`` (N > 0): step N as ``thread steps`` lists it, with its thread
+    and number."""
+
+    thread: ThreadId
+    number: int
+
+
 class ThreadShown(TypedDict):
     """``thread show``."""
 

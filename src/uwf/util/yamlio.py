@@ -7,7 +7,6 @@ one clear line instead of eating memory or the stack.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from uwf.util.errors import InvalidInput
@@ -54,8 +53,10 @@ def load(
     except yaml.YAMLError as exc:
         message = _one_line(exc)
         if path is not None:
+            from uwf.util import jsonfmt
+
             for stream in ('"<byte string>"', '"<unicode string>"'):
-                message = message.replace(stream, json.dumps(str(path)))
+                message = message.replace(stream, jsonfmt.dumps(str(path)))
         raise InvalidInput(f"invalid YAML: {message}") from None
     except RecursionError:
         raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None

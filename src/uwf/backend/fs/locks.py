@@ -25,13 +25,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import json
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import Holder, Locks, StepLock
-from uwf.util import fsio
+from uwf.util import fsio, jsonfmt
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
@@ -110,7 +109,7 @@ def _str(value: object) -> str | None:
 def _read_json(path: Path) -> dict[str, object]:
     try:
         with open(path, "rb") as fh:
-            data = json.loads(fh.read() or b"{}")
+            data = jsonfmt.loads(fh.read().decode("utf-8") or "{}")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -145,7 +144,7 @@ class _FsStepLock(StepLock):
         self._write()
 
     def _write(self) -> None:
-        data = json.dumps(self.record, separators=(",", ":")).encode()
+        data = jsonfmt.dumps(self.record).encode()
         with contextlib.suppress(OSError):  # the record is informational: never fail a step
             os.ftruncate(self.fd, 0)
             os.pwrite(self.fd, data, 0)
@@ -243,7 +242,7 @@ class FsLocks(Locks):
         if holder is None:
             return None
         request = {k: getattr(holder, k) for k in _STOP_KEYS}
-        fsio.atomic_write(self.stop_path(thread), json.dumps(request).encode())
+        fsio.atomic_write(self.stop_path(thread), jsonfmt.dumps(request).encode())
         return holder
 
     def clear_stale(self, thread: ThreadId) -> Holder | None:
@@ -265,7 +264,7 @@ class FsLocks(Locks):
             with contextlib.suppress(OSError):
                 self.stop_path(thread).unlink()
             try:
-                record = json.loads(data)
+                record = jsonfmt.loads(data.decode("utf-8"))
             except ValueError:
                 record = {}
             return _holder(thread, record if isinstance(record, dict) else {})

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import heapq
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
-from uwf.util import fsio
+from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
 from uwf.util.jsonfmt import dumps
@@ -57,20 +56,10 @@ def pack_names(directory: Path) -> list[str]:
     )
 
 
-_JSON = json.JSONDecoder()
-
-
 def _parse_json(text: str) -> object:
-    """``json.loads`` for uwf's compact records: no whitespace to skip around the value in
-    the usual case (one regex match less on each side, per node read), the full parse
-    otherwise."""
-    try:
-        value, end = _JSON.raw_decode(text)
-        if end == len(text):
-            return value
-    except ValueError:
-        pass
-    return _JSON.decode(text)
+    """``json.loads`` for uwf's compact records (``jsonfmt.loads``: no ``json`` import, and
+    no whitespace to skip around the value in the usual case)."""
+    return jsonfmt.loads(text)
 
 
 def _decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
@@ -94,6 +83,7 @@ class FsStore(Store):
         self.lock_dir = lock_dir if lock_dir is not None else cas_dir.parent / "locks"
         self._packs: list[Pack] | None = None  # opened on the first read
         self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
+        self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -203,7 +193,8 @@ class FsStore(Store):
         node = None
         for pack, i in self._packed_copies(h):
             node = _decode(h, pack.read(i))
-        data = self._read_loose(h)
+        loose = self._loose_at_scan
+        data = self._read_loose(h) if loose is None or h in loose else None
         if data is not None:
             node = _decode(h, data)
         return node if node is not None else self._load(h, rehash=True)
@@ -264,10 +255,29 @@ class FsStore(Store):
                 yield h
                 last = h
 
+    def scan_order(self, hashes: set[NodeHash]) -> list[NodeHash]:
+        """Pack by pack in their blocks' order (each block inflated once), then the rest.
+        The loose files are listed once here, so that ``verified`` tries to open only those
+        (not one missing file per packed node)."""
+        self._loose_at_scan = {entry.name for entry in self._loose()}
+        out: list[NodeHash] = []
+        seen: set[NodeHash] = set()
+        for pack in self.packs():
+            entries = [(pack.entry(i), NodeHash(pack.name_at(i))) for i in range(pack.count)]
+            entries.sort(key=lambda e: (e[0].offset, e[0].inner))
+            for _, name in entries:
+                if name in hashes and name not in seen:
+                    seen.add(name)
+                    out.append(name)
+        return out + sorted(hashes - seen)
+
     def check_storage(self) -> list[PackDamage]:
-        """Packs that cannot be opened, or whose checksums or order are wrong."""
+        """Packs that cannot be opened, or whose checksums or order are wrong. The packs are
+        listed afresh for what reads them next (``cas verify`` reads what is on disk now, not
+        blocks this process inflated before)."""
         from uwf.backend.fs.packs import Pack
 
+        self._packs = None
         damaged: list[PackDamage] = []
         for name in pack_names(self.pack_dir):
             try:

@@ -6,8 +6,9 @@ index exists): a leftover, which the next ``cas pack`` removes. An index deleted
 (by hand, by a disk) leaves one holding nodes found nowhere else: those nodes read as
 missing, so threads whose chains run through them fail. That is damage: ``cas verify``
 reports it, ``cas gc`` refuses to run, no ``cas pack`` removes the pack, and ``cas reindex``
-rebuilds its index from the records themselves (each record is a complete raw DEFLATE
-stream, so they can be read one after another without the index).
+rebuilds its index from the pack itself: each block (version 1: each node) is a complete
+raw DEFLATE stream, so the streams can be read one after another without the index, and a
+block's nodes are consecutive JSON objects.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from uwf.backend.fs import packs
 from uwf.util.errors import CorruptNode, UwfError
@@ -37,18 +39,45 @@ def names(pack_dir: Path) -> list[str]:
     )
 
 
-def records(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """Each record of the pack file ``path``, in order: (offset, length, the node's JSON).
-    CorruptNode when the file is not a pack or a record does not inflate."""
+class Record(NamedTuple):
+    """A node found in a pack without its index: where it is, and its JSON. ``at`` is the
+    index entry's place part: (block offset, block length, offset and length in the inflated
+    block) in a version-2 pack, (offset, length) in a version-1 pack."""
+
+    at: tuple[int, ...]
+    data: bytes
+
+
+def records(path: Path) -> tuple[int, Iterator[Record]]:
+    """The pack file ``path``'s version and its nodes, in order. CorruptNode when the file
+    is not a pack or a stream does not inflate."""
     data = memoryview(path.read_bytes())
     if len(data) < packs._HEAD.size:
         raise CorruptNode(f"corrupt pack {path.name}: too short")
     magic, dict_len = packs._HEAD.unpack_from(data)
     start = packs._HEAD.size + dict_len
-    if magic != packs.PACK_MAGIC or start > len(data):
+    if magic not in (packs.PACK_MAGIC, packs.V1_MAGICS[0]) or start > len(data):
         raise CorruptNode(f"corrupt pack {path.name}: not a pack of this format")
+    version = 2 if magic == packs.PACK_MAGIC else 1
     zdict = bytes(data[packs._HEAD.size : start])
-    offset = start
+    return version, _nodes(path.name, data, start, zdict, version)
+
+
+def _nodes(
+    name: str, data: memoryview, offset: int, zdict: bytes, version: int
+) -> Iterator[Record]:
+    for at, length, inflated in _streams(name, data, offset, zdict):
+        if version == 1:  # one node per stream
+            yield Record((at, length), inflated)
+            continue
+        for inner, size in _split(name, inflated):  # a block: consecutive nodes' JSON
+            yield Record((at, length, inner, size), inflated[inner : inner + size])
+
+
+def _streams(
+    name: str, data: memoryview, offset: int, zdict: bytes
+) -> Iterator[tuple[int, int, bytes]]:
+    """Each raw DEFLATE stream from ``offset`` on: (offset, length, inflated bytes)."""
     while offset < len(data):
         inflate = zlib.decompressobj(-15, zdict) if zdict else zlib.decompressobj(-15)
         out, pos = bytearray(), offset
@@ -58,11 +87,26 @@ def records(path: Path) -> Iterator[tuple[int, int, bytes]]:
                 out += inflate.decompress(chunk)
                 pos += len(chunk) - len(inflate.unused_data)
         except zlib.error:
-            raise CorruptNode(f"corrupt pack {path.name}: a record does not inflate") from None
+            raise CorruptNode(f"corrupt pack {name}: a block does not inflate") from None
         if not inflate.eof:
-            raise CorruptNode(f"corrupt pack {path.name}: its last record is cut short")
+            raise CorruptNode(f"corrupt pack {name}: its last block is cut short")
         yield offset, pos - offset, bytes(out)
         offset = pos
+
+
+def _split(name: str, block: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, length) in bytes of each JSON object of a block, one after another."""
+    decoder = json.JSONDecoder()
+    text = block.decode("utf-8", "surrogatepass")
+    at, byte_at = 0, 0
+    while at < len(text):
+        try:
+            _, end = decoder.raw_decode(text, at)
+        except ValueError:
+            raise CorruptNode(f"corrupt pack {name}: a block holds no node") from None
+        size = len(text[at:end].encode("utf-8", "surrogatepass"))
+        yield byte_at, size
+        at, byte_at = end, byte_at + size
 
 
 def node_name(data: bytes) -> str:
@@ -82,8 +126,8 @@ def node_name(data: bytes) -> str:
 def only_here(pack_dir: Path, name: str, elsewhere: Callable[[str], bool]) -> list[str]:
     """The nodes of the index-less pack ``name`` that ``elsewhere`` cannot find."""
     found = []
-    for _, _, data in records(pack_dir / f"{name}.pack"):
-        h = node_name(data)
+    for record in records(pack_dir / f"{name}.pack")[1]:
+        h = node_name(record.data)
         if not elsewhere(h):
             found.append(h)
     return found
@@ -103,19 +147,20 @@ def rebuild(pack_dir: Path, name: str) -> int:
     if f"pack-{_name_of(digest)}" != name:
         raise CorruptNode(f"corrupt pack {name}: its records do not match its name")
     last_put = path.stat().st_mtime_ns // 1_000_000
-    order: dict[str, tuple[int, int, int]] = {}
-    for offset, length, data in records(path):
-        h = node_name(data)
-        order.setdefault(h, (offset, length, packs.check_of(h.encode("ascii"), data)))
+    version, found = records(path)
+    order: dict[str, tuple[tuple[int, ...], int]] = {}
+    for record in found:
+        h = node_name(record.data)
+        order.setdefault(h, (record.at, packs.check_of(h.encode("ascii"), record.data)))
     keys = bytearray()
     entries = array.array("Q")
-    for h, (offset, length, check) in order.items():
+    for h, (at, check) in order.items():
         keys += h.encode("ascii")
-        entries.extend((offset, length, last_put, check))
+        entries.extend((*at, last_put, check))
     tmp = pack_dir / f"{packs.TMP_PREFIX}{name}.idx"
     try:
         with open(tmp, "wb") as out:
-            out.write(packs._index(keys, entries, digest))
+            out.write(packs.index_bytes(keys, entries, digest, version))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, pack_dir / f"{name}.idx")

@@ -83,7 +83,8 @@ def _merged(store: FsStore, old: list[Pack], loose: _Loose, broken: set[str]) ->
     that newer copy; a dropped (collected) one is left out. Runs after the loose sources."""
     for n, pack in enumerate(reversed(old)):
         newer = old[: len(old) - 1 - n]
-        order = sorted(range(pack.count), key=lambda i: pack.entry(i).offset)
+        entries = [pack.entry(i) for i in range(pack.count)]
+        order = sorted(range(pack.count), key=lambda i: (entries[i].offset, entries[i].inner))
         for i in order:
             name = pack.name_at(i)
             if name in loose.packed_names or name in store._dropped:

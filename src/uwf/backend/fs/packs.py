@@ -2,13 +2,20 @@
 
 docs/format.md, "Packs", is the format; in short, all integers big-endian::
 
-    pack-<NAME>.pack  "UWFPACK1", u32 dictionary length, the dictionary, then the records:
-                      one raw DEFLATE stream per node (its JSON exactly as a loose file holds
-                      it), compressed with the pack's preset dictionary
-    pack-<NAME>.idx   "UWFIDX01", u32 count, u32 fan-out[512], the names (count x 13 ASCII
-                      characters, ascending), count x (u64 offset, u32 length, u64 last put
-                      in unix ms, u64 check: xxh64 of the name and the node's JSON),
+    pack-<NAME>.pack  "UWFPACK2", u32 dictionary length, the dictionary, then the blocks:
+                      one raw DEFLATE stream each, compressed with the pack's preset
+                      dictionary, of consecutive nodes' JSON (exactly as a loose file holds
+                      it) up to BLOCK bytes, so that what nodes written together share
+                      (an answer, its structured output, the next step's prompt quoting it)
+                      is stored once
+    pack-<NAME>.idx   "UWFIDX02", u32 count, u32 fan-out[512], the names (count x 13 ASCII
+                      characters, ascending), count x (u64 block offset, u32 block length,
+                      u32 offset in the inflated block, u32 length there, u64 last put in
+                      unix ms, u64 check: xxh64 of the name and the node's JSON),
                       u64 xxh64 of the .pack, u64 xxh64 of the .idx before it
+
+Packs of the first version ("UWFPACK1"/"UWFIDX01": one stream per node, entries of u64
+offset, u32 length, u64 last put, u64 check) are read as well; new packs are version 2.
 
 ``NAME`` is the 13-character hash of the .pack's bytes. A reader maps both files and finds a
 name by binary search within its fan-out bucket (the first two characters); a process that
@@ -32,27 +39,31 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import xxhash
 
-from uwf.util import fsio
-from uwf.util.base32 import ALPHABET, NodeHash, encode64
-from uwf.util.errors import CorruptNode, UwfError
+from uwf.util.base32 import ALPHABET, NodeHash
+from uwf.util.errors import CorruptNode
 
-if TYPE_CHECKING:
-    import array
-
-PACK_MAGIC = b"UWFPACK1"
-IDX_MAGIC = b"UWFIDX01"
+PACK_MAGIC = b"UWFPACK2"
+IDX_MAGIC = b"UWFIDX02"
+V1_MAGICS = (b"UWFPACK1", b"UWFIDX01")  # version 1: one DEFLATE stream per node
 NAME_LEN = 13
 FANOUT = 512  # buckets by the first two characters: 16 x 32 (a hash starts with 0-F)
 _HEAD = struct.Struct(">8sI")  # magic, count (or dictionary length)
 _FAN = struct.Struct(f">{FANOUT}I")
-_ENTRY = struct.Struct(">QIQQ")  # offset in the .pack, length, last put (unix ms), check
+# block offset in the .pack, its length, the node's offset and length in the inflated block,
+# last put (unix ms), check
+_ENTRY = struct.Struct(">QIIIQQ")
+_ENTRY_V1 = struct.Struct(">QIQQ")  # offset in the .pack, length, last put, check
 _SUMS = struct.Struct(">QQ")
 ENTRY_BYTES = NAME_LEN + _ENTRY.size  # what one node costs in the index
 _NAMES_AT = _HEAD.size + _FAN.size
 DICTIONARY_MAX = 16 << 10  # bytes of sample records in a pack's preset dictionary
+BLOCK = 32 << 10  # bytes of nodes' JSON in one block: DEFLATE's window
 LEVEL = 9
 TMP_PREFIX = ".tmp-"  # as every temp file of uwf's (uwf.util.fsio)
 _DIGIT = {ord(c): i for i, c in enumerate(ALPHABET)}
+
+if TYPE_CHECKING:
+    import array
 
 
 def bucket(name: bytes | bytearray) -> int:
@@ -61,10 +72,16 @@ def bucket(name: bytes | bytearray) -> int:
 
 
 class Entry(NamedTuple):
+    """Where a node's JSON is: the block at ``offset`` (``length`` bytes in the .pack), and
+    ``size`` bytes from ``inner`` in it once inflated (version 1: ``size`` -1, the block is
+    the node's own stream)."""
+
     offset: int
     length: int
     last_put: int
     check: int
+    inner: int = 0
+    size: int = -1
 
 
 def check_of(name: bytes, data: bytes) -> int:
@@ -95,16 +112,21 @@ class Pack:
         except ValueError:
             raise self.corrupt("an empty file") from None
         magic, count = _HEAD.unpack_from(self.idx)
-        if magic != IDX_MAGIC or len(self.idx) != _NAMES_AT + count * ENTRY_BYTES + _SUMS.size:
+        self.v1 = magic == V1_MAGICS[1]
+        self.entry_struct = _ENTRY_V1 if self.v1 else _ENTRY
+        size = _NAMES_AT + count * (NAME_LEN + self.entry_struct.size) + _SUMS.size
+        if magic not in (IDX_MAGIC, V1_MAGICS[1]) or len(self.idx) != size:
             raise self.corrupt("not a pack index of this format")
         self.count = count
         self.fan = _FAN.unpack_from(self.idx, _HEAD.size)
         self.entries_at = _NAMES_AT + count * NAME_LEN
         magic, dict_len = _HEAD.unpack_from(self.pack)
         self.records_at = _HEAD.size + dict_len
-        if magic != PACK_MAGIC or self.records_at > len(self.pack) or self.fan[-1] != count:
+        expected = V1_MAGICS[0] if self.v1 else PACK_MAGIC
+        if magic != expected or self.records_at > len(self.pack) or self.fan[-1] != count:
             raise self.corrupt("not a pack of this format")
         self.zdict = bytes(self.pack[_HEAD.size : self.records_at])
+        self._block: tuple[int, bytes] = (-1, b"")  # the last block inflated (offset, data)
         self._table: dict[bytes, int] | None = None  # name -> position, once worth building
         self._lookups = 0
         self._table_at = 64 + count // 16  # lookups after which a table costs less
@@ -154,31 +176,50 @@ class Pack:
             yield NodeHash(self.name_at(i))
 
     def entry(self, i: int) -> Entry:
-        return Entry(*_ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size))
+        at = self.entries_at + i * self.entry_struct.size
+        if self.v1:
+            return Entry(*_ENTRY_V1.unpack_from(self.idx, at))
+        offset, length, inner, size, last_put, check = _ENTRY.unpack_from(self.idx, at)
+        return Entry(offset, length, last_put, check, inner, size)
 
     def size_of(self, i: int) -> int:
-        """The bytes the node at ``i`` takes here: its record and its index entry."""
-        return self.entry(i).length + ENTRY_BYTES
+        """The bytes the node at ``i`` takes here: its share of its block (in proportion to
+        its JSON) and its index entry."""
+        e = self.entry(i)
+        if e.size < 0:
+            return e.length + NAME_LEN + self.entry_struct.size
+        block = self._inflate(i, e)
+        return e.length * e.size // max(1, len(block)) + ENTRY_BYTES
 
-    def read(self, i: int) -> bytes:
-        """The node JSON at position ``i``, as it was packed: CorruptNode when its record
-        cannot be inflated or does not match its ``check`` (name and JSON)."""
-        offset, length, _, check = _ENTRY.unpack_from(self.idx, self.entries_at + i * _ENTRY.size)
-        if offset < self.records_at or offset + length > len(self.pack):
+    def _inflate(self, i: int, e: Entry) -> bytes:
+        """The inflated block of the node at ``i`` (the last one is kept: a chain's nodes
+        sit together)."""
+        if self._block[0] == e.offset:
+            return self._block[1]
+        if e.offset < self.records_at or e.offset + e.length > len(self.pack):
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record lies outside {self.name}"
             )
         inflate = zlib.decompressobj(-15, self.zdict) if self.zdict else zlib.decompressobj(-15)
         try:
-            data = inflate.decompress(self.pack[offset : offset + length])
+            data = inflate.decompress(self.pack[e.offset : e.offset + e.length])
         except zlib.error:
             data = b""
         if not inflate.eof or inflate.unused_data:
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record in {self.name} does not inflate"
             )
+        self._block = (e.offset, data)
+        return data
+
+    def read(self, i: int) -> bytes:
+        """The node JSON at position ``i``, as it was packed: CorruptNode when its record
+        cannot be inflated or does not match its ``check`` (name and JSON)."""
+        e = self.entry(i)
+        block = self._inflate(i, e)
+        data = block if e.size < 0 else block[e.inner : e.inner + e.size]
         at = _NAMES_AT + i * NAME_LEN
-        if check_of(self.idx[at : at + NAME_LEN], data) != check:
+        if check_of(self.idx[at : at + NAME_LEN], data) != e.check:
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record in {self.name} does not match "
                 "its check"
@@ -245,9 +286,14 @@ def dictionary(sample: Iterable[bytes]) -> bytes:
     return data[-DICTIONARY_MAX:]
 
 
-def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
-    """The .idx of records whose names and entries (offset, length, last put, check) are in
+def index_bytes(
+    names: bytearray, entries: array.array[int], pack_sum: int, version: int = 2
+) -> bytes:
+    """The .idx of records whose names and entries (block offset, block length, offset and
+    length in the block, last put, check; version 1: offset, length, last put, check) are in
     write order."""
+    magic, entry = (IDX_MAGIC, _ENTRY) if version == 2 else (V1_MAGICS[1], _ENTRY_V1)
+    width = len(entry.format) - 1  # values per entry (the format's ">" aside)
     count = len(names) // NAME_LEN
     order = sorted(range(count), key=lambda i: names[i * NAME_LEN : (i + 1) * NAME_LEN])
     counts = [0] * FANOUT
@@ -257,68 +303,20 @@ def _index(names: bytearray, entries: array.array[int], pack_sum: int) -> bytes:
         name = names[i * NAME_LEN : (i + 1) * NAME_LEN]
         counts[bucket(name)] += 1
         sorted_names += name
-        sorted_entries += _ENTRY.pack(*entries[4 * i : 4 * i + 4])
+        sorted_entries += entry.pack(*entries[width * i : width * (i + 1)])
     fan, total = [], 0
     for c in counts:
         total += c
         fan.append(total)
-    body = _HEAD.pack(IDX_MAGIC, count) + _FAN.pack(*fan) + sorted_names + sorted_entries
+    body = _HEAD.pack(magic, count) + _FAN.pack(*fan) + sorted_names + sorted_entries
     body += struct.pack(">Q", pack_sum)
     return bytes(body + struct.pack(">Q", xxhash.xxh64_intdigest(body)))
 
 
 def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
-    """Write one pack of ``sources`` (records in that order, each name once) and its index;
+    """Write one pack of ``sources`` (nodes in that order, each name once) and its index;
     return the pack's name, None when no source had anything to pack. Durable on return.
+    (``packwrite``: only a process that packs imports the writer.)"""
+    from uwf.backend.fs.packwrite import write_pack
 
-    Each source's bytes must be the JSON of the node its name is the hash of (checked by the
-    caller: ``packing`` re-hashes loose nodes, and records read from a pack were checked)."""
-    import array
-
-    if zdict:
-        base = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
-    else:
-        base = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = f"{TMP_PREFIX}pack-{os.getpid()}-{os.urandom(4).hex()}"
-    tmp_pack, tmp_idx = directory / f"{tmp}.pack", directory / f"{tmp}.idx"
-    names = bytearray()
-    entries = array.array("Q")  # offset, length, last put, check of each record, in order
-    digest = xxhash.xxh64()
-    try:
-        with open(tmp_pack, "wb", buffering=1 << 20) as out:
-            head = _HEAD.pack(PACK_MAGIC, len(zdict)) + zdict
-            out.write(head)
-            digest.update(head)
-            offset = len(head)
-            for source in sources:
-                data = source.load()
-                if data is None:
-                    continue
-                deflate = base.copy()
-                record = deflate.compress(data) + deflate.flush()
-                out.write(record)
-                digest.update(record)
-                key = source.name.encode("ascii")
-                names += key
-                entries.extend((offset, len(record), source.last_put, check_of(key, data)))
-                offset += len(record)
-            out.flush()
-            os.fsync(out.fileno())
-        if not names:
-            return None
-        name = f"pack-{encode64(digest.intdigest())}"
-        with open(tmp_idx, "wb") as out:
-            out.write(_index(names, entries, digest.intdigest()))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_pack, directory / f"{name}.pack")
-        os.replace(tmp_idx, directory / f"{name}.idx")
-    except OSError as exc:
-        raise UwfError(f"cannot write a pack in {directory}: {exc.strerror or exc}") from None
-    finally:
-        for path in (tmp_pack, tmp_idx):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-    fsio.fsync_dir(directory)
-    return name
+    return write_pack(directory, sources, zdict)

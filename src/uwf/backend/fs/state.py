@@ -14,7 +14,6 @@ a fast path over exactly that shape and falls back to the safe YAML loader for h
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from uwf.backend.base import (
 )
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Store
-from uwf.util import fsio, jsonfmt, yamlio
+from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import Conflict, Damaged, InvalidInput
 from uwf.util.storable import storable
@@ -62,7 +61,7 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     ]
     if all(line[0] == '"' for line in lines):
         try:
-            joined = json.loads("{" + ",".join(lines) + "}")
+            joined = jsonfmt.loads("{" + ",".join(lines) + "}")
         except ValueError:
             joined = None
         if isinstance(joined, dict) and len(joined) == len(lines):
@@ -73,12 +72,14 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
         if m is None:
             break
         try:
-            out[json.loads(m.group(1))] = json.loads(m.group(2))
+            out[jsonfmt.loads(m.group(1))] = jsonfmt.loads(m.group(2))
         except ValueError:
             break
     else:
         return out
     try:
+        from uwf.util import yamlio  # a hand-edited file only: uwf writes the fast shape
+
         loaded = yamlio.load(data, source=path.name, max_bytes=64 << 20, path=Path(path.name))
     except InvalidInput as exc:
         raise damaged(path, exc.message) from None
@@ -139,7 +140,7 @@ class MappingFile:
             if value is None:
                 if isinstance(raw, dict) and "head" in raw:  # a thread's record: its head
                     raw = raw["head"]
-                shown = describe(raw if isinstance(raw, str) else json.dumps(raw), 60)
+                shown = describe(raw if isinstance(raw, str) else jsonfmt.dumps(raw), 60)
                 raise damaged(self.path, f"the {self.value_name} of {key} is not valid: {shown}")
             out[key] = value
         return out
@@ -250,7 +251,7 @@ def _names_one_of(fragment: bytes, threads: set[str]) -> bool:
 
 def _decode_history(line: bytes | str) -> HistoryEntry | None:
     try:
-        entry = json.loads(line)
+        entry = jsonfmt.loads(line if isinstance(line, str) else line.decode("utf-8"))
     except ValueError:
         return None  # a torn line from a crash, or a cut-off first line
     if (

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from uwf.backend.base import Backend
+from uwf.backend.base import ActiveThread, Backend
 from uwf.backend.postgres import schema
 from uwf.backend.postgres.db import Db, shown
-from uwf.backend.postgres.locks import PgLocks
+from uwf.backend.postgres.locks import HELD_THREADS, PgLocks
 from uwf.backend.postgres.nodes import PgStore
 from uwf.backend.postgres.state import PgRegistry, PgThreads
 
@@ -52,6 +52,13 @@ class PgBackend(Backend):
     @property
     def name(self) -> str:
         return shown(self.url)
+
+    def idle_threads(self) -> list[ActiveThread]:
+        """The runnable threads no session holds the step lock of: one query."""
+        return self.threads.runnable(f"thread NOT IN ({HELD_THREADS})")
+
+    def relayed(self) -> bool:
+        return True  # psycopg's import and a connection cost an agent more than its step
 
     def env(self) -> dict[str, str]:
         return {"UWF_STORE": self.url, "WORKFLOW_STORAGE_ROOT": str(self.root)}

@@ -36,7 +36,24 @@ JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_p
  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
  AND l.classid::bigint = h.lock_hi AND l.objid::bigint = h.lock_lo AND l.objsubid = 1
 """
-_HELD_THREADS = f"SELECT held.thread FROM ({_HELD}) AS held"
+HELD_THREADS = f"SELECT held.thread FROM ({_HELD}) AS held"
+_UPSERT = """
+INSERT INTO uwf_holders (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent,
+ log, stop_requested)
+SELECT %s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL, %s, false FROM ({lock}) AS l
+ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi, lock_lo = EXCLUDED.lock_lo,
+ backend_pid = EXCLUDED.backend_pid, pid = EXCLUDED.pid, host = EXCLUDED.host,
+ since = EXCLUDED.since, role = NULL, agent = NULL, log = EXCLUDED.log, stop_requested = false
+RETURNING 1
+"""
+# the step lock and its holder row in one statement: the row is written only when the lock
+# was taken (waiting for it, or not), so no row means busy
+_CLAIM = _UPSERT.format(lock="SELECT 1 WHERE pg_try_advisory_lock(%s)")
+_CLAIM_WAIT = _UPSERT.format(lock="SELECT pg_advisory_lock(%s)")
+_RELEASE = (
+    "WITH mine AS (DELETE FROM uwf_holders WHERE thread = %s AND backend_pid = pg_backend_pid())"
+    " SELECT pg_advisory_unlock(%s)"
+)
 
 
 def _holder(row: tuple[Any, ...]) -> Holder:
@@ -145,37 +162,40 @@ class PgLocks(Locks):
     # -- the interface --------------------------------------------------------------------
     @contextlib.contextmanager
     def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
+        """Take the lock and write the holder row in one statement; delete the row and
+        release the lock in one statement (a step costs the lock two round trips)."""
         key = lock_key(thread)
-        with self._advisory(key, wait, f"thread {thread} is busy") as conn:
+        conn = self._take()
+        holder = (
+            thread,
+            key >> 32,
+            key & 0xFFFFFFFF,
+            os.getpid(),
+            socket.gethostname(),
+            now_ms(),
+            log,
+        )
+        try:
             with self.db.errors():
-                conn.execute(
-                    "INSERT INTO uwf_holders"
-                    " (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent, log,"
-                    " stop_requested)"
-                    " VALUES (%s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL, %s, false)"
-                    " ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi,"
-                    " lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,"
-                    " pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,"
-                    " role = NULL, agent = NULL, log = EXCLUDED.log, stop_requested = false",
-                    (
-                        thread,
-                        key >> 32,
-                        key & 0xFFFFFFFF,
-                        os.getpid(),
-                        socket.gethostname(),
-                        now_ms(),
-                        log,
-                    ),
-                )
+                row = conn.execute(_CLAIM_WAIT if wait else _CLAIM, (*holder, key)).fetchone()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.close()  # the server releases whatever the session took
+            raise
+        if row is None:
+            self._give_back(conn)
+            raise Busy(f"thread {thread} is busy")
+        try:
+            yield _PgStepLock(self.db, conn, thread)
+        finally:
             try:
-                yield _PgStepLock(self.db, conn, thread)
-            finally:
-                with contextlib.suppress(Exception), self.db.errors():
-                    conn.execute(
-                        "DELETE FROM uwf_holders WHERE thread = %s"
-                        " AND backend_pid = pg_backend_pid()",
-                        (thread,),
-                    )
+                with self.db.errors():
+                    conn.execute(_RELEASE, (thread, key))
+            except Exception:
+                with contextlib.suppress(Exception):
+                    conn.close()  # the server releases the lock with the session
+            else:
+                self._give_back(conn)
 
     def running(self) -> set[ThreadId]:
         return {ThreadId(row[0]) for row in self.db.all(_HELD)}
@@ -194,14 +214,14 @@ class PgLocks(Locks):
     def request_stop(self, thread: ThreadId) -> Holder | None:
         return self._one(
             "UPDATE uwf_holders SET stop_requested = true"
-            f" WHERE thread = %s AND thread IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
+            f" WHERE thread = %s AND thread IN ({HELD_THREADS}) RETURNING {_COLUMNS}",
             thread,
         )
 
     def clear_stale(self, thread: ThreadId) -> Holder | None:
         return self._one(
             "DELETE FROM uwf_holders"
-            f" WHERE thread = %s AND thread NOT IN ({_HELD_THREADS}) RETURNING {_COLUMNS}",
+            f" WHERE thread = %s AND thread NOT IN ({HELD_THREADS}) RETURNING {_COLUMNS}",
             thread,
         )
 
@@ -209,7 +229,7 @@ class PgLocks(Locks):
         """Delete the holder rows of archived threads that no session holds (a released lock
         deletes its own row: only a holder that died leaves one)."""
         wanted = sorted(archived)
-        unheld = f"thread = ANY(%s) AND thread NOT IN ({_HELD_THREADS})"
+        unheld = f"thread = ANY(%s) AND thread NOT IN ({HELD_THREADS})"
         if dry_run:
             row = self.db.one(f"SELECT count(*) FROM uwf_holders WHERE {unheld}", (wanted,))
             return int(row[0]) if row is not None else 0

@@ -5,7 +5,12 @@ stores (``text``: never ``jsonb``, which would reorder keys and renumber floats)
 timestamp and its last put (gc's grace). A read re-hashes the row like the filesystem store
 re-hashes a file. Every write runs in one transaction holding the shared sweep lock (an
 advisory lock ``cas gc`` takes exclusively while it deletes), so a node is never deleted
-between a writer finding it and the writer linking to it.
+between a writer finding it and the writer linking to it; a put is one statement, the
+``uwf_put`` function (``schema``, version 5).
+
+A node never changes once stored, so a process keeps the nodes it read or wrote
+(``CACHE`` of them): a worker's later steps read their workflow, start and schemas, and the
+step its agent just wrote, without asking the database again.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from typing import Any
 
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import SWEEP_KEY
+from uwf.cas import codec
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import CorruptNode
+from uwf.util.errors import Collision, CorruptNode, NotFound
 from uwf.util.jsonfmt import dumps
+
+CACHE = 4096  # nodes a process keeps (content addressing: a node never changes)
 
 
 def _now() -> int:
@@ -31,6 +39,13 @@ def _now() -> int:
 class PgStore(Store):
     def __init__(self, db: Db) -> None:
         self.db = db
+        self._seen: dict[str, Node] = {}
+
+    def _keep(self, h: str, node: Node) -> Node:
+        if len(self._seen) >= CACHE:
+            self._seen.clear()
+        self._seen[h] = node
+        return node
 
     def _decode(self, h: str, row: tuple[Any, ...]) -> Node:
         type_hash, payload, ts = row
@@ -41,11 +56,49 @@ class PgStore(Store):
         return decode_node(h, {"type": type_hash, "payload": data, "timestamp": ts})
 
     def _exists(self, h: str) -> bool:
+        if h in self._seen:
+            return True
         return self.db.one("SELECT 1 FROM uwf_nodes WHERE hash = %s", (h,)) is not None
 
+    def _known(self, h: str, type_hash: str) -> bool:
+        """Seen by this process; else ask only for a schema (validating one against the
+        meta-schema takes jsonschema's import: a round trip is cheaper), and validate any
+        other node again (cheaper than a round trip)."""
+        from uwf.cas.schema import meta_hash
+
+        return h in self._seen or (type_hash == meta_hash() and self._exists(h))
+
     def _load(self, h: str) -> Node | None:
+        if h in self._seen:
+            return self._seen[h]
         row = self.db.one("SELECT type, payload, ts FROM uwf_nodes WHERE hash = %s", (h,))
-        return None if row is None else self._decode(h, row)
+        return None if row is None else self._keep(h, self._decode(h, row))
+
+    def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
+        """The base class's write, in one statement (``uwf_put``): refresh the type's last
+        put and the node's, or insert the node and its index line, under the shared sweep
+        lock; a node stored already is compared (Collision on other content)."""
+        now = _now()
+        row = self.db.one(
+            "SELECT status, stored_type, stored_payload FROM uwf_put(%s, %s, %s, %s, %s, %s)",
+            (h, type_hash, dumps(payload), now, now, typed),
+        )
+        status = row[0] if row is not None else ""
+        if status == "no type":
+            raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
+        if status == "stored":
+            stored = self._decode(h, (row[1], row[2], 0))  # type: ignore[index]
+            if stored.type != type_hash or not (
+                dumps(stored.payload) == dumps(payload)
+                or codec.dcbor(stored.payload) == codec.dcbor(payload)
+            ):
+                raise Collision(
+                    f"hash collision: node {h} is stored with other content; nothing was "
+                    "written (XXH64 is not collision-resistant: change the payload, e.g. add "
+                    "a field)"
+                )
+            return
+        self._keep(h, Node(type_hash, payload, now))
 
     def _create(self, h: NodeHash, node: Node) -> bool:
         row = self.db.one(
@@ -122,10 +175,20 @@ class PgStore(Store):
         return len(stored)
 
     def missing(self, hashes: Sequence[str]) -> set[str]:
-        rows = self.db.all("SELECT hash FROM uwf_nodes WHERE hash = ANY(%s)", (hashes,))
-        return set(hashes) - {r[0] for r in rows}
+        unseen = [h for h in hashes if h not in self._seen]
+        if not unseen:
+            return set()
+        rows = self.db.all("SELECT hash FROM uwf_nodes WHERE hash = ANY(%s)", (unseen,))
+        return set(unseen) - {r[0] for r in rows}
+
+    def verified(self, h: str) -> Node | None:
+        """Read from the database and re-hashed, whatever this process has seen."""
+        check_hash(h)
+        self._seen.pop(h, None)
+        return self._load(h)
 
     def delete(self, h: str) -> int:
+        self._seen.pop(h, None)
         row = self.db.one(
             "DELETE FROM uwf_nodes WHERE hash = %s RETURNING octet_length(payload)", (h,)
         )

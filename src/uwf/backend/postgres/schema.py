@@ -101,6 +101,45 @@ MIGRATIONS: list[str] = [
     ALTER TABLE uwf_threads ADD COLUMN cwd text;
     ALTER TABLE uwf_history ADD COLUMN cwd text;
     """,
+    # 4 -> 5: a node's put in one statement (nodes.PgStore._store): the writers' shared sweep
+    # lock, the put of its type and of the node (refreshed when stored, else inserted with
+    # its type-index line), and what is stored for the collision check
+    f"""
+    CREATE FUNCTION uwf_put(p_hash text, p_type text, p_payload text, p_ts bigint,
+                            p_now bigint, p_typed boolean)
+    RETURNS TABLE (status text, stored_type text, stored_payload text)
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        type_found boolean := true;
+    BEGIN
+        PERFORM pg_advisory_xact_lock_shared({SWEEP_KEY});
+        IF p_type <> p_hash THEN
+            UPDATE uwf_nodes SET last_put = greatest(last_put, p_now) WHERE hash = p_type;
+            type_found := FOUND;
+        END IF;
+        UPDATE uwf_nodes SET last_put = greatest(last_put, p_now) WHERE hash = p_hash
+            RETURNING uwf_nodes.type, uwf_nodes.payload INTO stored_type, stored_payload;
+        IF FOUND THEN
+            status := 'stored';
+        ELSIF p_typed AND NOT type_found THEN
+            status := 'no type';
+        ELSE
+            INSERT INTO uwf_nodes (hash, type, payload, ts, last_put)
+                VALUES (p_hash, p_type, p_payload, p_ts, p_ts) ON CONFLICT (hash) DO NOTHING;
+            IF FOUND THEN
+                INSERT INTO uwf_type_index (type, hash) VALUES (p_type, p_hash)
+                    ON CONFLICT DO NOTHING;
+                status := 'created';
+            ELSE
+                SELECT n.type, n.payload INTO stored_type, stored_payload
+                    FROM uwf_nodes n WHERE n.hash = p_hash;
+                status := 'stored';
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END
+    $$;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

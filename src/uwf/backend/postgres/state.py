@@ -94,10 +94,12 @@ class PgThreads(ThreadTable):
     def active(self) -> list[ActiveThread]:
         return [_record(r) for r in self.db.all(f"SELECT {_COLUMNS} FROM uwf_threads")]
 
-    def runnable(self) -> list[ActiveThread]:
+    def runnable(self, also: str = "TRUE") -> list[ActiveThread]:
+        """Threads not waiting, oldest first; ``also``: a further SQL condition (constant)."""
         rows = self.db.all(
             f"SELECT {_COLUMNS} FROM uwf_threads"
-            " WHERE wait_role IS NULL OR wait_head IS DISTINCT FROM head ORDER BY thread"
+            f" WHERE (wait_role IS NULL OR wait_head IS DISTINCT FROM head) AND {also}"
+            " ORDER BY thread"
         )
         return [_record(r) for r in rows]
 

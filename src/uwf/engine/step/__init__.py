@@ -31,6 +31,7 @@ from uwf.engine.step.run import (
     prompt_file,
 )
 from uwf.model.threads import not_active, require_active
+from uwf.util.base32 import NodeHash
 from uwf.util.errors import (
     DEFER_EXIT,
     AgentFailed,
@@ -139,10 +140,12 @@ def step_held(
     edge_prompt: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     extra_prompt: str | None = None,
+    head: NodeHash | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
-    steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
-    one span (docs/format.md, "Traces").
+    steps under one lock): re-read the head (unless the caller read it under the lock:
+    ``head``), plan, run, commit. With tracing on, the step is one span (docs/format.md,
+    "Traces").
 
     ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
     the thread's head while the agent runs; when it answers True the agent's process group is
@@ -151,7 +154,8 @@ def step_held(
     record = backend.threads.get(thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
-    head = record.head
+    if head is None or head != record.head:  # (a caller's head is read under the lock)
+        head = record.head
     log = ProcessLog(backend.root, thread=thread)
     plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
@@ -197,14 +201,28 @@ def _run(
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
-    log.write("M3K8V9T1", f"moderator role={plan.role} prompt={plan.prompt}")
     check_workdir(plan)
     lock.note(role=plan.role, agent=plan.argv[0])
-    log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
+    # One line for the moderator's decision and the spawn. The prompt's length, not its text:
+    # the StepNode keeps the text (edgePrompt), which quotes the previous output the log need
+    # not hold again; the agent's arguments but the last two (the thread, in the line's
+    # fields, and the role).
+    log.write(
+        "R5J2W8N4",
+        f"moderator role={plan.role} prompt={len(plan.prompt)} characters;"
+        f" spawning agent command={plan.argv[0]}",
+        args=" ".join(plan.argv[1:-2]),
+    )
     span.event("spawn", {"uwf.agent": plan.argv[0]})
     with artifacts_dir(backend, plan) as artifacts, prompt_file(backend, plan) as prompt:
         env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
-        finished = runner(plan, env, _stop_when(backend, plan, should_stop))
+        stop = _stop_when(backend, plan, should_stop)
+        if runner is process_runner and backend.relayed():
+            from uwf.engine.step import relay  # socket: only where the store is relayed
+
+            finished = relay.run(backend, plan, env, stop)
+        else:
+            finished = runner(plan, env, stop)
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:

@@ -71,9 +71,8 @@ def step_next(
     worker's cooling-down failures). NothingToStep when there is none.
     """
     skipped = set(skip)
-    running = backend.locks.running()
-    for record in backend.threads.runnable():
-        if record.thread in running or record.thread in skipped:
+    for record in backend.idle_threads():
+        if record.thread in skipped:
             continue
         if not _runs(backend, record, versions):
             continue
@@ -85,7 +84,13 @@ def step_next(
                 if on_pick is not None:
                     on_pick(record.thread)
                 return step_held(
-                    backend, lock, record.thread, agent=agent, timeout=timeout, runner=runner
+                    backend,
+                    lock,
+                    record.thread,
+                    agent=agent,
+                    timeout=timeout,
+                    runner=runner,
+                    head=current.head,
                 )
         except Busy:
             continue  # another process took it first: skip-locked

@@ -47,9 +47,15 @@ class Runner(Protocol):
 
 
 def process_runner(
-    plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
+    plan: StepPlan,
+    env: dict[str, str],
+    should_stop: Callable[[], bool],
+    *,
+    serve: tuple[int, Callable[[], bool]] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Finished:
-    """The agent as a real process (docs/format.md, "The agent protocol")."""
+    """The agent as a real process (docs/format.md, "The agent protocol"); ``serve`` and
+    ``pass_fds``: the store relay (``engine.step.relay``)."""
     return process.run(
         plan.argv,
         env,
@@ -58,6 +64,8 @@ def process_runner(
         should_stop=should_stop,
         what="agent command",
         cwd=plan.cwd,
+        serve=serve,
+        pass_fds=pass_fds,
     )
 
 

@@ -25,8 +25,6 @@ from uwf.model.threads import (
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, UsageError, UwfError, oneline
-from uwf.util.log import ProcessLog
-from uwf.util.timeparse import parse_time_ms
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms, timestamp_ms
 
 if TYPE_CHECKING:
@@ -35,7 +33,9 @@ if TYPE_CHECKING:
         FailureShown,
         Forked,
         Killed,
+        StartAt,
         StartEntry,
+        StepAt,
         StepEntry,
         ThreadCost,
         ThreadListed,
@@ -125,6 +125,8 @@ def start(
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
     backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt), workdir))
+    from uwf.util.log import ProcessLog  # not at import: `thread show` writes no log
+
     ProcessLog(backend.root, thread=thread, workflow=wf_hash).write(
         "7HNQ4B2X", f"thread created start={start_hash}"
     )
@@ -305,6 +307,8 @@ def list_threads(
         raise UsageError("--skip must be a non-negative integer")
     if take is not None and take < 1:
         raise UsageError("--take must be a positive integer")
+    from uwf.util.timeparse import parse_time_ms
+
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
@@ -344,40 +348,71 @@ def steps(backend: Backend, thread: str) -> ThreadSteps:
     }
 
 
+def step_at(backend: Backend, thread: str, number: int) -> StartAt | StepAt:
+    """Step ``number`` of a thread (0: its StartNode), as ``thread steps`` lists it, with
+    ``thread`` and ``number``: found through the step index (``model.stepindex``), so a few
+    reads at any depth."""
+    from uwf.model import stepindex
+
+    ref = locate(backend, thread)
+    store = backend.nodes
+    node = stepindex.step_at(backend, chain.load_head(store, ref.head), number)
+    if isinstance(node, chain.Start):
+        return {"thread": ref.thread, "number": number, **_start_entry(node)}
+    entry, _ = _step_entry(store, node, chain.output_of(store, node))
+    return {"thread": ref.thread, "number": number, **entry}
+
+
+def _start_entry(start: chain.Start) -> StartEntry:
+    return {
+        "hash": start.hash,
+        "workflow": start.workflow,
+        "prompt": start.prompt,
+        "timestamp": start.timestamp,
+    }
+
+
+def _step_entry(store: Any, step: chain.Step, output: Any) -> tuple[StepEntry, cost.Cost]:
+    """A step as ``thread steps`` lists it, and what it cost."""
+    payload = step.payload
+    spent, paid = cost.step_cost(store, step)
+    entry: StepEntry = {
+        "hash": step.hash,
+        "role": step.role,
+        "output": output,
+        "detail": payload.get("detail") or None,
+        "agent": payload.get("agent", ""),
+        "timestamp": step.timestamp,
+        **spent,
+    }
+    return entry, paid
+
+
 def _chain_entries(
     store: Any, head: chain.Start | chain.Step
 ) -> tuple[StartEntry, list[StepEntry], cost.Cost]:
     """The StartNode, then every step oldest first, each with its output expanded and what
     it cost; and the chain's total cost."""
-    start_node = chain.start_of(store, head)
-    start: StartEntry = {
-        "hash": start_node.hash,
-        "workflow": start_node.workflow,
-        "prompt": start_node.prompt,
-        "timestamp": start_node.timestamp,
-    }
+    start = _start_entry(chain.start_of(store, head))
     out: list[StepEntry] = []
     total = cost.Cost()
     outputs: dict[Any, Any] = {}
     for step in chain.steps_oldest_first(store, head):
-        payload = step.payload
-        key = payload.get("output")
+        key = step.payload.get("output")
         if key not in outputs:
             outputs[key] = chain.output_of(store, step)
-        spent, own = cost.step_cost(store, step)
-        total = total + own
-        out.append(
-            {
-                "hash": step.hash,
-                "role": step.role,
-                "output": outputs[key],
-                "detail": payload.get("detail") or None,
-                "agent": payload.get("agent", ""),
-                "timestamp": step.timestamp,
-                **spent,
-            }
-        )
+        entry, paid = _step_entry(store, step, outputs[key])
+        total = total + paid
+        out.append(entry)
     return start, out, total
+
+
+def step_hash_at(backend: Backend, thread: str, number: int) -> NodeHash:
+    """The hash of step ``number`` of a thread (``thread fork <thread> --at N``)."""
+    from uwf.model import stepindex
+
+    ref = locate(backend, thread)
+    return stepindex.step_at(backend, chain.load_head(backend.nodes, ref.head), number).hash
 
 
 def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> Forked:
@@ -391,6 +426,8 @@ def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> For
     thread = new_thread_id()
     info = ThreadInfo(start.workflow, task_line(start.prompt), workdir)
     backend.threads.create(thread, h, info)
+    from uwf.util.log import ProcessLog
+
     ProcessLog(backend.root, thread=thread).write("K2V7N4D9", f"thread forked from={h}")
     return {"thread": thread, "forkedFrom": {"step": h}}
 
@@ -405,6 +442,8 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> Killed:
     tid, head = require_active(backend, thread)
     workflow = workflow_of(backend, ThreadRef(tid, head, True, "active"))
     head = backend.threads.archive(tid, workflow, "killed", now_ms())
+    from uwf.util.log import ProcessLog
+
     ProcessLog(backend.root, thread=tid, workflow=workflow).write(
         "Q8M3T6W1", f"thread killed head={head}"
     )
