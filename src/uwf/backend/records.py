@@ -16,6 +16,7 @@ import contextlib
 from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
+from uwf.util.errors import Conflict
 from uwf.util.ulid import ThreadId
 
 
@@ -51,6 +52,20 @@ class RecordThreads(ThreadTable):
             records[thread] = record._replace(waiting=waiting)  # a failure stays
             return True, record.head
 
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or record.head != waiting.head:
+                return False, record.head if record is not None else None
+            if any(child.thread in records for child in children):
+                raise Conflict(f"thread {children[0].thread} already exists")
+            records[thread] = record._replace(waiting=waiting)
+            for child in children:
+                records[child.thread] = child
+            return True, record.head
+
     def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)
@@ -72,7 +87,10 @@ class RecordThreads(ThreadTable):
             record = records.get(thread)
             if record is None or (expected is not None and record.head != expected):
                 return False, record.head if record is not None else None
-            task = record.info.task
-            self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task))
+            info = record.info
+            entry = HistoryEntry(
+                thread, workflow, record.head, at_ms, status, info.task, info.parent
+            )
+            self._append(entry)
             del records[thread]
             return True, record.head

@@ -28,6 +28,7 @@ class Decision(NamedTuple):
     role: str
     prompt: str
     status: str
+    fan_out: dict[str, Any] | None = None  # the edge's ``fanOut``: children before ``role``
 
     @property
     def done(self) -> bool:
@@ -41,7 +42,15 @@ def status_of(last_role: str, last_output: Any) -> str:
     return status if isinstance(status, str) else UNIT
 
 
-def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decision:
+def evaluate(
+    graph: dict[str, Any],
+    last_role: str,
+    last_output: Any,
+    children: list[dict[str, Any]] | None = None,
+) -> Decision:
+    """The edge the last output takes, its prompt rendered against that output (plus
+    ``children``, the joined children's results, at the end of a fan-out: docs/format.md,
+    "Fan-out and join")."""
     status = status_of(last_role, last_output)
     edges = graph.get(last_role)
     if not isinstance(edges, dict):
@@ -50,7 +59,11 @@ def evaluate(graph: dict[str, Any], last_role: str, last_output: Any) -> Decisio
     if not isinstance(target, dict) or not isinstance(target.get("role"), str):
         raise ModeratorError(f'no transition for role "{last_role}" with status "{status}"')
     view = last_output if isinstance(last_output, dict) else {}
-    return Decision(target["role"], render(str(target.get("prompt", "")), view), status)
+    if children is not None:
+        view = {**view, "children": children}
+    fan_out = target.get("fanOut")
+    spec = fan_out if isinstance(fan_out, dict) else None
+    return Decision(target["role"], render(str(target.get("prompt", "")), view), status, spec)
 
 
 def check_template(template: str) -> str | None:

@@ -67,9 +67,43 @@ def _check_target(
         return None
     good_role = _target_role(p, where, node, target, roles)
     good_prompt = _target_prompt(p, where, target.get("prompt"))
-    if any(key not in TARGET_FIELDS for key in target) or not good_role or not good_prompt:
+    fan_out = target.get("fanOut")
+    good_fan_out = fan_out is None or _fan_out(p, where, node, target, fan_out)
+    known = (*TARGET_FIELDS, "fanOut")
+    if any(key not in known for key in target) or not (good_role and good_prompt and good_fan_out):
         return None
-    return {"role": str(target["role"]), "prompt": str(target["prompt"])}
+    out: dict[str, Any] = {"role": str(target["role"]), "prompt": str(target["prompt"])}
+    if fan_out is not None:
+        out["fanOut"] = dict(fan_out)
+    return out
+
+
+def _fan_out(p: Problems, where: str, node: str, target: dict[Any, Any], spec: Any) -> bool:
+    """An edge's ``fanOut`` (docs/format.md, "Fan-out and join"): what its schema cannot say
+    (its shape and ``max`` are the file schema's to report). True when it is usable."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("field"), str):
+        return False
+    where = f"{where}.fanOut"
+    good = True
+    if node == START:
+        p.add(where, "$START has no output to fan out over")
+        good = False
+    if target.get("role") == END:
+        p.add(where, "a fan-out must route to a role, not $END (the role joins the children)")
+        good = False
+    workflow = spec.get("workflow")
+    if isinstance(workflow, str):
+        problem = schemas.workflow_name_problem(workflow)
+        if problem is not None:
+            p.add(f"{where}.workflow", f"{key_text(workflow)} {problem}")
+            good = False
+    task = spec.get("task")
+    if isinstance(task, str):
+        problem = check_template(task)
+        if problem is not None:
+            p.add(f"{where}.task", f"task template does not parse: {problem}")
+            good = False
+    return good
 
 
 def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
@@ -234,8 +268,12 @@ def check_variables(p: Problems, graph: dict[str, Any], roles: dict[str, dict[st
         for status, target in edges.items():
             if known is None:
                 continue
+            if "fanOut" in target:
+                _check_fan_out_field(
+                    p, loc("graph", node, status, "fanOut", "field"), target, known
+                )
             for name in output_names(target["prompt"]):
-                if name in known:
+                if name in known or (name == "children" and "fanOut" in target):
                     continue
                 where = loc("graph", node, status, "prompt")
                 if node == START:
@@ -246,3 +284,14 @@ def check_variables(p: Problems, graph: dict[str, Any], roles: dict[str, dict[st
                         f"{{{{{name}}}}} is not a field of {loc('roles', node, 'meta')}, so it "
                         f"renders empty (its fields: {', '.join(sorted(known))})",
                     )
+
+
+def _check_fan_out_field(p: Problems, where: str, target: dict[str, Any], known: set[str]) -> None:
+    """A ``fanOut.field`` must be a field the role can emit (checked when it declares any)."""
+    field = target["fanOut"]["field"]
+    if field not in known:
+        p.add(
+            where,
+            f"{key_text(field)} is not a field of the role's output "
+            f"(its fields: {', '.join(sorted(known)) or 'none'})",
+        )

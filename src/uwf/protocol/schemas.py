@@ -150,6 +150,54 @@ WORKFLOW_COMPACT = _extended(
     WORKFLOW, "Workflow (compactAfter)", "compactAfter", {"type": "integer", "minimum": 1}
 )
 
+#: A StepNode that ends a fan-out (docs/format.md, "Fan-out and join"): ``children`` are the
+#: final heads of the child threads, in item order; it may carry ``compact`` too.
+STEP_NODE_JOIN: dict[str, Any] = {
+    **STEP_NODE,
+    "title": "StepNode (join)",
+    "required": [*STEP_NODE["required"], "children"],
+    "properties": {
+        **STEP_NODE["properties"],
+        "compact": CAS_REF,
+        "children": {"type": "array", "items": CAS_REF},
+    },
+}
+
+FAN_OUT_MAX = 1000  # the most children one edge may start (``max``)
+
+#: An edge's ``fanOut``: child threads started for each item of an output field.
+FAN_OUT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["field"],
+    "properties": {
+        "field": {"type": "string", "minLength": 1},
+        "workflow": {"type": "string"},
+        "task": {"type": "string"},
+        "max": {"type": "integer", "minimum": 1, "maximum": FAN_OUT_MAX},
+    },
+}
+
+#: A Workflow with at least one ``fanOut`` edge; ``compactAfter`` allowed.
+WORKFLOW_FAN_OUT: dict[str, Any] = {
+    **WORKFLOW,
+    "title": "Workflow (fanOut)",
+    "properties": {
+        **WORKFLOW["properties"],
+        "compactAfter": {"type": "integer", "minimum": 1},
+        "graph": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                    **TARGET,
+                    "properties": {**TARGET["properties"], "fanOut": FAN_OUT},
+                },
+            },
+        },
+    },
+}
+
 #: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
 BLOB: dict[str, Any] = {
     "title": "Blob",
@@ -195,16 +243,18 @@ class SchemaHashes(NamedTuple):
     workflow_compact: str
     blob: str
     compact_request: str
+    step_join: str
+    workflow_fan_out: str
 
     @property
-    def steps(self) -> tuple[str, str]:
-        """Both StepNode types: plain, and with a compaction summary."""
-        return (self.step, self.step_compact)
+    def steps(self) -> tuple[str, ...]:
+        """Every StepNode type: plain, with a compaction summary, ending a fan-out."""
+        return (self.step, self.step_compact, self.step_join)
 
     @property
-    def workflows(self) -> tuple[str, str]:
-        """Both Workflow types: plain, and with ``compactAfter``."""
-        return (self.workflow, self.workflow_compact)
+    def workflows(self) -> tuple[str, ...]:
+        """Every Workflow type: plain, with ``compactAfter``, with ``fanOut`` edges."""
+        return (self.workflow, self.workflow_compact, self.workflow_fan_out)
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -222,6 +272,8 @@ HASHES = SchemaHashes(
     workflow_compact="D6P28VVTPTD2A",
     blob="2WPBX1H8S3QB9",
     compact_request="F2E78Y44BZF8Z",
+    step_join="6NC3P81VNXXDR",
+    workflow_fan_out="EJ69MHX84HJEN",
 )
 
 
@@ -240,6 +292,8 @@ def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
         ("workflow_compact", WORKFLOW_COMPACT),
         ("blob", BLOB),
         ("compact_request", COMPACT_REQUEST),
+        ("step_join", STEP_NODE_JOIN),
+        ("workflow_fan_out", WORKFLOW_FAN_OUT),
     )
 
 

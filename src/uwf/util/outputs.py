@@ -117,6 +117,7 @@ class StepLine(TypedDict):
     role: str | None
     done: bool
     status: str
+    children: NotRequired[list[ThreadId]]  # the child threads the step started (fan-out)
 
 
 class RerunLine(StepLine):

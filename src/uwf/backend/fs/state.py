@@ -38,7 +38,8 @@ from uwf.util.ulid import ThreadId, is_thread_id
 _LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'  # compiled on first use (test_startup.py)
 
 THREADS_HEADER = (
-    "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting, failure}"
+    "# uwf active threads: thread id -> head hash,"
+    " or {head, workflow, task, parent, waiting, failure}"
 )
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
@@ -138,7 +139,12 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     role, since, reason = raw.get("role"), raw.get("since"), raw.get("reason")
     if not isinstance(role, str) or not isinstance(since, int) or isinstance(since, bool):
         return None
-    return Waiting(role, since, head, reason if isinstance(reason, str) else None)
+    children = raw.get("children")
+    if children is not None:
+        if not isinstance(children, list) or not all(is_thread_id(c) for c in children):
+            return None
+        children = tuple(ThreadId(c) for c in children)
+    return Waiting(role, since, head, reason if isinstance(reason, str) else None, children)
 
 
 def _int(value: Any) -> TypeGuard[int]:
@@ -182,10 +188,11 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
-    task, waiting = raw.get("task"), raw.get("waiting")
+    task, waiting, parent = raw.get("task"), raw.get("waiting"), raw.get("parent")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         task if isinstance(task, str) else None,
+        ThreadId(parent) if parent is not None and is_thread_id(parent) else None,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -217,7 +224,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         or not isinstance(entry.get("workflow"), str)
     ):
         return None
-    completed, task = entry.get("completedAt"), entry.get("task")
+    completed, task, parent = entry.get("completedAt"), entry.get("task"), entry.get("parent")
     return HistoryEntry(
         thread=ThreadId(entry["thread"]),
         workflow=NodeHash(entry["workflow"]),
@@ -225,6 +232,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         completed_at=completed if isinstance(completed, int) else 0,
         status=str(entry.get("status", "completed")),
         task=task if isinstance(task, str) else None,
+        parent=ThreadId(str(parent)) if is_thread_id(parent) else None,
     )
 
 

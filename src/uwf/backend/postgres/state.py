@@ -30,7 +30,11 @@ _FAIL = (
     "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
     "fail_agent, fail_host"
 )
-_COLUMNS = f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, {_FAIL}"
+_COLUMNS = (
+    "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, parent,"
+    f" wait_children, {_FAIL}"
+)
+_HISTORY = "thread, workflow, head, completed_at, status, task, parent"
 _NO_FAILURE = ", ".join(f"{column} = NULL" for column in _FAIL.split(", "))
 
 
@@ -45,17 +49,20 @@ def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
 
 
 def _record(row: tuple[Any, ...]) -> ActiveThread:
-    thread, head, workflow, task, role, since, wait_head, reason = row[:8]
+    thread, head, workflow, task, role, since, wait_head, reason, parent, children = row[:10]
     waiting = None
     if role is not None and wait_head == head and since is not None:
-        waiting = Waiting(role, int(since), NodeHash(head), reason)
-    info = ThreadInfo(workflow, task)
-    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[8:]))
+        kids = tuple(ThreadId(c) for c in children.split(",") if c) if children else None
+        waiting = Waiting(role, int(since), NodeHash(head), reason, kids)
+    info = ThreadInfo(workflow, task, ThreadId(parent) if parent else None)
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[10:]))
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
-    thread, workflow, head, at, status, task = row
-    return HistoryEntry(ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task)
+    thread, workflow, head, at, status, task, parent = row
+    return HistoryEntry(
+        ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task, parent
+    )
 
 
 class PgThreads(ThreadTable):
@@ -74,27 +81,60 @@ class PgThreads(ThreadTable):
         return [_record(r) for r in self.db.all(f"SELECT {_COLUMNS} FROM uwf_threads")]
 
     def runnable(self) -> list[ActiveThread]:
+        # a parent waiting for children is runnable once none of them is active (its join)
         rows = self.db.all(
-            f"SELECT {_COLUMNS} FROM uwf_threads"
-            " WHERE wait_role IS NULL OR wait_head IS DISTINCT FROM head ORDER BY thread"
+            f"SELECT {_COLUMNS} FROM uwf_threads t"
+            " WHERE wait_role IS NULL OR wait_head IS DISTINCT FROM head"
+            " OR (wait_children IS NOT NULL"
+            "     AND NOT EXISTS (SELECT 1 FROM uwf_threads c WHERE c.parent = t.thread))"
+            " ORDER BY thread"
         )
         return [_record(r) for r in rows]
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
-        row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, moved)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, info.task, now_ms()),
-        )
-        if row is None:
+        if not self._insert(thread, head, info):
             raise Conflict(f"thread {thread} already exists")
+
+    def _insert(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> bool:
+        row = self.db.one(
+            "INSERT INTO uwf_threads (thread, head, workflow, task, parent, moved)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
+            (thread, head, info.workflow, info.task, info.parent, now_ms()),
+        )
+        return row is not None
+
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        ids = ",".join(child.thread for child in children)
+        with self.db.transaction():
+            row = self.db.one(
+                "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
+                " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s"
+                " RETURNING 1",
+                (
+                    waiting.role,
+                    waiting.since,
+                    waiting.head,
+                    waiting.reason,
+                    ids,
+                    thread,
+                    waiting.head,
+                ),
+            )
+            if row is None:
+                return False, self.head(thread)
+            for child in children:
+                if not self._insert(child.thread, child.head, child.info):
+                    raise Conflict(f"thread {child.thread} already exists")  # rolls back
+        return True, waiting.head
 
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
-            "UPDATE uwf_threads SET head = %s, moved = %s,"
-            " wait_role = NULL, wait_since = NULL, wait_head = NULL, wait_reason = NULL,"
+            "UPDATE uwf_threads SET head = %s, moved = %s, wait_role = NULL, wait_since = NULL,"
+            " wait_head = NULL, wait_reason = NULL, wait_children = NULL,"
             f" {_NO_FAILURE} WHERE thread = %s AND head = %s"
             " AND EXISTS (SELECT 1 FROM uwf_nodes WHERE hash = %s) RETURNING 1",
             (new, now_ms(), thread, expected, new),
@@ -104,7 +144,7 @@ class PgThreads(ThreadTable):
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
-            " wait_reason = %s WHERE thread = %s AND head = %s RETURNING 1",
+            " wait_reason = %s, wait_children = NULL WHERE thread = %s AND head = %s RETURNING 1",
             (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
         )
         return (True, waiting.head) if row is not None else (False, self.head(thread))
@@ -145,29 +185,26 @@ class PgThreads(ThreadTable):
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
-                " RETURNING head, task",
+                " RETURNING head, task, parent",
                 (thread, expected, expected),
             )
             if row is None:
                 return False, self.head(thread)
             self.db.execute(
-                "INSERT INTO uwf_history (thread, workflow, head, completed_at, status, task)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (thread, workflow, row[0], at_ms, status, row[1]),
+                "INSERT INTO uwf_history"
+                " (thread, workflow, head, completed_at, status, task, parent)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (thread, workflow, row[0], at_ms, status, row[1], row[2]),
             )
         return True, NodeHash(row[0])
 
     def history(self) -> list[HistoryEntry]:
-        rows = self.db.all(
-            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
-            " ORDER BY seq"
-        )
+        rows = self.db.all(f"SELECT {_HISTORY} FROM uwf_history ORDER BY seq")
         return [_entry(r) for r in rows]
 
     def history_entry(self, thread: ThreadId) -> HistoryEntry | None:
         row = self.db.one(
-            "SELECT thread, workflow, head, completed_at, status, task FROM uwf_history"
-            " WHERE thread = %s ORDER BY seq DESC LIMIT 1",
+            f"SELECT {_HISTORY} FROM uwf_history WHERE thread = %s ORDER BY seq DESC LIMIT 1",
             (thread,),
         )
         return _entry(row) if row is not None else None

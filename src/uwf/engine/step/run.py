@@ -32,6 +32,7 @@ from uwf.util.log import ProcessLog
 from uwf.util.ulid import now_ms
 
 TTY_ENV = "UWF_TTY"
+CHILDREN_ENV = "UWF_CHILDREN"
 
 
 class Runner(Protocol):
@@ -81,6 +82,9 @@ def agent_env(backend: Backend, plan: StepPlan, artifacts: str | None = None) ->
         env.setdefault(key, value)
     env.update(backend.env())
     env["UWF_EDGE_PROMPT"] = plan.prompt
+    env.pop(CHILDREN_ENV, None)  # never those of another step (a uwf run by an agent)
+    if plan.children is not None:  # the join of a fan-out (docs/format.md, "Fan-out and join")
+        env[CHILDREN_ENV] = ",".join(plan.children)
     env.pop(TTY_ENV, None)
     tty = terminal()
     if tty is not None:

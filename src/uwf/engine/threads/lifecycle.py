@@ -18,6 +18,7 @@ from uwf.model.threads import (
     failure_json,
     locate,
     require_active,
+    task_line,
     waiting_json,
     workflow_of,
 )
@@ -57,13 +58,6 @@ if TYPE_CHECKING:
 MAX_PROMPT_BYTES = 1 << 20
 LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
 ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
-TASK_LINE = 100  # characters of a task's first line recorded for listings
-
-
-def task_line(prompt: str) -> str:
-    """The first non-blank line of a task, shortened for listings."""
-    line = next((x.strip() for x in prompt.splitlines() if x.strip()), "")
-    return line if len(line) <= TASK_LINE else line[: TASK_LINE - 1] + "…"
 
 
 def start(

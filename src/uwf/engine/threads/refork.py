@@ -36,8 +36,8 @@ def fork_onto(
     Returns ``{"thread", "forkedFrom": {"step"}, "workflow", "head"}``. Onto the workflow
     the chain already runs, this is a plain fork (the head is ``node_hash`` itself).
     """
-    from uwf.engine.threads.lifecycle import task_line
     from uwf.engine.workflows import stored as workflows
+    from uwf.model.threads import task_line
 
     h = check_hash(node_hash)
     store = backend.nodes

@@ -107,7 +107,7 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
             "meta": store.put_schema(schema),
         }
     graph = {
-        node: {status: {"role": t["role"], "prompt": t["prompt"]} for status, t in edges.items()}
+        node: {status: _target(t) for status, t in edges.items()}
         for node, edges in definition["graph"].items()
     }
     payload = {"name": name, "description": definition["description"], "roles": roles}
@@ -117,11 +117,26 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def _target(target: dict[str, Any]) -> dict[str, Any]:
+    out = {"role": target["role"], "prompt": target["prompt"]}
+    if "fanOut" in target:  # docs/format.md, "Fan-out and join"
+        out["fanOut"] = dict(target["fanOut"])
+    return out
+
+
+def has_fan_out(payload: dict[str, Any]) -> bool:
+    """Whether any edge of a Workflow payload starts child threads."""
+    return any("fanOut" in t for edges in payload["graph"].values() for t in edges.values())
+
+
 def store_definition(store: Store, definition: dict[str, Any]) -> NodeHash:
     """Materialise a validated definition and store it as a Workflow node; return its hash.
 
-    A workflow with ``compactAfter`` is a Workflow (compactAfter) node (docs/format.md,
-    "Extended types"); any other keeps the plain Workflow type and its hash."""
+    A workflow with a ``fanOut`` edge is a Workflow (fanOut) node, else one with
+    ``compactAfter`` a Workflow (compactAfter) node (docs/format.md, "Extended types"); any
+    other keeps the plain Workflow type and its hash."""
     h = schemas.ensure(store)
     payload = materialise(store, definition)
+    if has_fan_out(payload):
+        return store.put(h.workflow_fan_out, payload)
     return store.put(h.workflow_compact if "compactAfter" in payload else h.workflow, payload)
