@@ -171,9 +171,10 @@ def test_a_failing_child_keeps_the_parent_waiting_a_killed_one_is_a_result(
     assert cli("thread", "kill", first).code == 0
     joined = cli("thread", "step", parent, "--agent", ok)
     assert joined.code == 0, joined.err
-    assert "- Validate the signup form -> killed: \n" in payload(
-        cli, joined.json()["head"]
-    )["edgePrompt"]
+    assert (
+        "- Validate the signup form -> killed: \n"
+        in payload(cli, joined.json()["head"])["edgePrompt"]
+    )
 
 
 def test_a_fork_of_the_fan_out_step_starts_its_own_children_when_stepped(
@@ -267,3 +268,25 @@ def test_workflow_check_refuses_a_bad_fan_out(
     r = cli("workflow", "check", str(path))
     assert r.code == 1
     assert any(line.startswith(problem) for line in r.json()[0]["problems"]), r.out
+
+
+def test_children_are_threads_listed_shown_and_killed_with_their_parent(
+    cli: Any, parallel: Any, scenario: Any
+) -> None:
+    agent = scenario(SCENARIO)
+    parent = parallel()
+    first, second, third = cli("thread", "step", parent, "--agent", agent).json()["children"]
+    assert cli("thread", "step", first, "--agent", agent).json()["status"] == "completed"
+    shown = cli("thread", "show", parent).json()
+    assert shown["children"] == [
+        {"thread": first, "status": "completed"},
+        {"thread": second, "status": "idle"},
+        {"thread": third, "status": "idle"},
+    ]
+    listed = cli("thread", "list", "--parent", parent).json()
+    assert sorted(t["thread"] for t in listed) == sorted([first, second, third])
+    assert cli("thread", "list", "--parent", first).json() == []
+    killed = cli("thread", "kill", parent)
+    assert killed.json() == {"thread": parent, "killed": True}
+    statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
+    assert statuses == {parent: "killed", first: "completed", second: "killed", third: "killed"}

@@ -223,6 +223,14 @@ class StepEntry(StepSpent):
     timestamp: int
 
 
+class ChildShown(TypedDict):
+    """A child thread a parent waits for (``thread show``): its status as ``thread list``
+    says it (``missing`` when the store has no trace of it)."""
+
+    thread: ThreadId
+    status: str
+
+
 class ThreadShown(TypedDict):
     """``thread show``."""
 
@@ -235,6 +243,7 @@ class ThreadShown(TypedDict):
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
     background: NotRequired[BackgroundShown]
+    children: NotRequired[list[ChildShown]]
     cost: ThreadCost
     chain: NotRequired[list[StartEntry | StepEntry]]
 
