@@ -5,6 +5,9 @@ resumes exactly once."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +293,48 @@ def test_children_are_threads_listed_shown_and_killed_with_their_parent(
     assert killed.json() == {"thread": parent, "killed": True}
     statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
     assert statuses == {parent: "killed", first: "completed", second: "killed", third: "killed"}
+
+
+def test_a_worker_killed_mid_fan_out_and_a_database_restart_lose_nothing(
+    cli: Any, parallel: Any, scenario: Any, any_store: str, request: pytest.FixtureRequest
+) -> None:
+    roles = dict(SCENARIO)
+    roles["developer"] = [{**SCENARIO["developer"][0], "sleep": 3}]
+    agent = scenario(roles)
+    parent = parallel()
+    children = cli("thread", "step", parent, "--agent", agent).json()["children"]
+    worker = spawn_uwf("worker", "--agent", agent)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(
+            t["status"] == "running" for t in cli("thread", "list", "--parent", parent).json()
+        ):
+            assert time.monotonic() < deadline, "the worker never took a child"
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)  # mid-step: its child's head must not move
+        worker.wait(timeout=30)
+    finally:
+        reap(worker)
+    if any_store == "pg":
+        request.getfixturevalue("pg_server").restart()
+    assert {t["status"] for t in cli("thread", "list", "--parent", parent).json()} <= {
+        "idle",
+        "running",  # the killed agent's group may still be letting go of the lock
+    }
+    fast = scenario(SCENARIO)
+    done = cli_run("worker", "--idle-exit", "2", "--agent", fast)
+    assert done.returncode == 0, done.stderr
+    statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
+    assert statuses == {parent: "completed", **{c: "completed" for c in children}}
+    steps = cli("thread", "steps", parent).json()["steps"]
+    assert [s.get("role") for s in steps[1:]] == ["planner", "reviewer"]
+    assert cli("cas", "verify").json()["ok"] is True
+
+
+def cli_run(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = spawn_uwf(*args)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        reap(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
