@@ -120,6 +120,7 @@ def thread_page(backend: Backend, thread: str, export: bool = False) -> str:
         steps=steps,
         roles=payload.get("roles", {}),
         graph=thread_graph_svg(backend, line, payload),
+        family=view.family(backend, thread),
         export=export,
         css=css() if export else "",
         now=when(now_ms()),
