@@ -144,8 +144,16 @@ class PgThreads(ThreadTable):
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
-            " wait_reason = %s, wait_children = NULL WHERE thread = %s AND head = %s RETURNING 1",
-            (waiting.role, waiting.since, waiting.head, waiting.reason, thread, waiting.head),
+            " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s RETURNING 1",
+            (
+                waiting.role,
+                waiting.since,
+                waiting.head,
+                waiting.reason,
+                None if waiting.children is None else ",".join(waiting.children),
+                thread,
+                waiting.head,
+            ),
         )
         return (True, waiting.head) if row is not None else (False, self.head(thread))
 

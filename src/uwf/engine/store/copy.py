@@ -72,7 +72,8 @@ def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
             continue
         active = dst.threads.get(thread)
         if active is None:  # never copied; or copied as active, then archived in FROM
-            dst.threads.create(thread, entry.head, ThreadInfo(entry.workflow, entry.task))
+            info = ThreadInfo(entry.workflow, entry.task, entry.parent)
+            dst.threads.create(thread, entry.head, info)
         elif active.head != entry.head:
             differ.append(f"{thread} is active in TO at another head")
             continue
