@@ -329,6 +329,8 @@ def test_a_fan_out_shows_its_tree(page: Any, server: str, cli: Any, scenario: An
         [children[2], "idle"],
     ]
     assert items[1].endswith("Validate the login form")
+    step(children[1], agent)  # live: the section follows the children as they end
+    page.wait_for_selector(f'#children li:has(a[href="/thread/{children[1]}"]) .badge.completed')
     page.click(f'#children a[href="/thread/{children[1]}"]')
     page.wait_for_url(re.compile(children[1]))
     assert page.locator("#parent a").inner_text() == parent

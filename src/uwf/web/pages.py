@@ -138,6 +138,13 @@ def artifact(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
     return artifact_bytes(backend, step_hash, path)
 
 
+def children_fragment(backend: Backend, thread: str) -> tuple[str, list[Any]]:
+    """The children section of a thread page, and what it shows (to tell a change)."""
+    family = view.family(backend, thread)
+    shown = [(c["thread"], c["status"]) for c in family["children"]]
+    return render("children.html", family=family, export=False), shown
+
+
 def step_fragment(step: dict[str, Any]) -> str:
     return render("step.html", s=step_view(step))
 
