@@ -338,3 +338,22 @@ def cli_run(*args: str) -> subprocess.CompletedProcess[str]:
     finally:
         reap(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_a_joining_role_that_defers_keeps_its_children(
+    cli: Any, parallel: Any, scenario: Any
+) -> None:
+    roles = {**SCENARIO, "reviewer": [{"exit": 75, "stderr": "error: a person reviews"}]}
+    agent = scenario(roles)
+    parent = parallel()
+    children = cli("thread", "step", parent, "--agent", agent).json()["children"]
+    finals = [cli("thread", "step", c, "--agent", agent).json()["head"] for c in children]
+    deferred = cli("thread", "step", parent, "--agent", agent)
+    assert deferred.code == 6
+    assert f"error: thread {parent} waits for reviewer: the agent deferred" in deferred.err
+    nothing = cli("thread", "step", "--next", "--agent", agent)  # a person's turn, not a worker's
+    assert nothing.code == 3
+    assert len(cli("thread", "list", "--all").json()) == 4  # no second fan-out
+    r = cli("thread", "answer", parent, "--set", "status=approved", "--set", "comments=ok")
+    assert r.code == 0, r.err
+    assert payload(cli, r.json()["head"])["children"] == finals

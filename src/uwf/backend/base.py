@@ -392,7 +392,8 @@ def joinable(record: ActiveThread, busy_parents: Collection[str | None]) -> bool
     waiting = record.waiting
     if waiting is None:
         return True
-    return waiting.children is not None and record.thread not in busy_parents
+    joining = waiting.children is not None and waiting.reason == "children"
+    return joining and record.thread not in busy_parents
 
 
 class Registry(abc.ABC):

@@ -5,9 +5,9 @@ Routes (GET only; anything else is 405): ``/`` the thread list (the filters of
 fragment, loaded when a step's detail is opened), ``/step/<hash>/artifact/<path>`` (a file
 the step produced: text as text/plain, anything else as a download), ``/fragment/threads``
 (the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.completed``,
-``thread.archived``, ``children.changed`` and, for the list, ``thread.opened``) and ``/static/…`` (the stylesheet
-and the one script, shipped in the package). Every response forbids outside requests by its
-Content-Security-Policy.
+``thread.archived``, ``children.changed`` and, for the list, ``thread.opened``) and
+``/static/…`` (the stylesheet and the one script, shipped in the package). Every response
+forbids outside requests by its Content-Security-Policy.
 """
 
 from __future__ import annotations

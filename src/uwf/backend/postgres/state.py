@@ -85,7 +85,7 @@ class PgThreads(ThreadTable):
         rows = self.db.all(
             f"SELECT {_COLUMNS} FROM uwf_threads t"
             " WHERE wait_role IS NULL OR wait_head IS DISTINCT FROM head"
-            " OR (wait_children IS NOT NULL"
+            " OR (wait_children IS NOT NULL AND wait_reason = 'children'"
             "     AND NOT EXISTS (SELECT 1 FROM uwf_threads c WHERE c.parent = t.thread))"
             " ORDER BY thread"
         )

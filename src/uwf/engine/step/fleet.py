@@ -62,7 +62,9 @@ def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
     if waiting is None:
         return True
     children = waiting.children
-    return children is not None and all(backend.threads.head(c) is None for c in children)
+    if children is None or waiting.reason != "children":  # e.g. the joining role deferred
+        return False
+    return all(backend.threads.head(c) is None for c in children)
 
 
 def step_next(

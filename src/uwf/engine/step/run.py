@@ -116,7 +116,9 @@ def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> D
     since = now_ms()
     if known is not None and known.head == plan.head and known.role == plan.role:
         since = known.since
-    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
+    # a joining role that defers keeps the children it joins (docs/format.md, "Fan-out and join")
+    children = known.children if known is not None and known.head == plan.head else None
+    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason, children))
     log.write("D7W2K9M4", f"agent deferred role={plan.role} reason={reason}")
     said = f" ({reason})" if reason else ""
     return Deferred(
