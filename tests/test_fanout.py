@@ -357,3 +357,17 @@ def test_a_joining_role_that_defers_keeps_its_children(
     r = cli("thread", "answer", parent, "--set", "status=approved", "--set", "comments=ok")
     assert r.code == 0, r.err
     assert payload(cli, r.json()["head"])["children"] == finals
+
+
+def test_an_unregistered_child_workflow_fails_the_step_before_the_head_moves(
+    cli: Any, scenario: Any
+) -> None:
+    assert cli("workflow", "put", str(EXAMPLES / "plan-parallel.yaml")).code == 0  # no dev-task
+    parent = cli("thread", "start", "plan-parallel", "-p", "x").json()["thread"]
+    r = cli("thread", "step", parent, "--agent", scenario(SCENARIO))
+    assert r.code == 5
+    assert r.err == (
+        'error: post-step moderator evaluate failed: fan-out workflow not found: "dev-task" '
+        "(register it with uwf workflow put) (head not moved)\n"
+    )
+    assert cli("thread", "show", parent).json()["steps"] == 0

@@ -20,7 +20,7 @@ from uwf.moderator import fanout as fanout_rules
 from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import AgentFailed, NotActive, UwfError
+from uwf.util.errors import AgentFailed, NotActive, NotFound, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -117,8 +117,11 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
     try:
         after = decide(store, workflow, step)
         if after.fan_out is not None:  # checked before the head moves
+            from uwf.engine.step import fanout
+
             fanout_rules.tasks(after.fan_out, chain.output_of(store, step))
-    except ModeratorError as exc:
+            fanout.child_workflow(backend, after.fan_out, plan.workflow)
+    except (ModeratorError, NotFound) as exc:
         raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
     backend.threads.move(plan.thread, plan.head, h)
     status = "active"
