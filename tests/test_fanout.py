@@ -371,3 +371,22 @@ def test_an_unregistered_child_workflow_fails_the_step_before_the_head_moves(
         "(register it with uwf workflow put) (head not moved)\n"
     )
     assert cli("thread", "show", parent).json()["steps"] == 0
+
+
+def test_a_fork_onto_another_version_keeps_the_join(
+    cli: Any, parallel: Any, scenario: Any, tmp_path: Path
+) -> None:
+    agent = scenario(SCENARIO)
+    parent = parallel()
+    children = cli("thread", "step", parent, "--agent", agent).json()["children"]
+    finals = [cli("thread", "step", c, "--agent", agent).json()["head"] for c in children]
+    joined = cli("thread", "step", parent, "--agent", agent).json()["head"]
+    path = tmp_path / "plan-parallel.yaml"
+    text = (EXAMPLES / "plan-parallel.yaml").read_text()
+    path.write_text(text.replace("review them together.", "review them as one."))
+    version = cli("workflow", "put", str(path)).json()["hash"]
+    forked = cli("thread", "fork", joined, "--workflow", version)
+    assert forked.code == 0, forked.err
+    head = forked.json()["head"]
+    assert payload(cli, head)["children"] == finals
+    assert cli("cas", "verify").json()["ok"] is True

@@ -281,6 +281,14 @@ def hashes() -> SchemaHashes:
     return HASHES
 
 
+def step_type(payload: dict[str, Any]) -> str:
+    """The StepNode type a payload has (docs/format.md, "Extended types"): with ``children``
+    StepNode (join), else with ``compact`` StepNode (compact), else StepNode."""
+    if "children" in payload:
+        return HASHES.step_join
+    return HASHES.step_compact if "compact" in payload else HASHES.step
+
+
 def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
     """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside)."""
     return (

@@ -62,7 +62,7 @@ def fork_onto(
         copy = dict(step.payload, start=new_start, prev=None if new_head == new_start else new_head)
         if step.hash in retyped:
             copy["output"] = store.put(roles[step.role]["meta"], retyped[step.hash])
-        new_head = store.put(types.step, copy)
+        new_head = store.put(schemas.step_type(copy), copy)  # compact, children kept
     thread = new_thread_id()
     backend.threads.create(thread, new_head, ThreadInfo(target, task_line(start.prompt)))
     ProcessLog(backend.root, thread=thread, workflow=target).write(
