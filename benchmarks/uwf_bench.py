@@ -160,7 +160,7 @@ class ChainBuilder:
         """Make threads active (thread id -> (head, task)), as ``thread start`` records them,
         in one threads.yaml write."""
         from uwf.backend.base import ActiveThread, ThreadInfo
-        from uwf.engine.threads.lifecycle import task_line
+        from uwf.model.threads import task_line
         from uwf.util.ulid import ThreadId
 
         wf = NodeHash(self.workflow_hash)

@@ -571,6 +571,36 @@ class BackendContract:
         with pytest.raises(NotActive):
             backend.threads.wait(_thread(7), Waiting("reviewer", 1, a))
 
+    def test_a_fan_out_creates_the_children_and_the_wait_at_once(self, backend: Backend) -> None:
+        """docs/format.md, "Fan-out and join": children and the parent's mark in one change;
+        the parent is runnable again once no child is active."""
+        a, b, c = (_chain_node(backend, x) for x in "abc")
+        parent, kids = _thread(1), (_thread(2), _thread(3))
+        backend.threads.create(parent, a, ThreadInfo(task="p", cwd="/srv/p"))
+        # a child's task is rendered from an agent's output: the NUL rule applies to it
+        info = ThreadInfo(task="k\0", cwd="/srv/p", parent=parent)
+        children = [ActiveThread(k, c, info) for k in kids]
+        waiting = Waiting("reviewer", 5, a, "children", kids)
+        with pytest.raises(Conflict):  # not at its head: nothing is recorded
+            backend.threads.fan_out(parent, waiting._replace(head=b), children)
+        assert [r.thread for r in backend.threads.active()] == [parent]
+        backend.threads.fan_out(parent, waiting, children)
+        record = backend.threads.get(parent)
+        assert record is not None and record.waiting == waiting
+        stored = children[0]._replace(info=info._replace(task="k\ufffd"))
+        assert backend.threads.get(kids[0]) == stored
+        assert [r.thread for r in backend.threads.runnable()] == list(kids)
+        backend.threads.archive(kids[0], a, "completed", 10)
+        assert [r.thread for r in backend.threads.runnable()] == [kids[1]]
+        backend.threads.archive(kids[1], a, "killed", 11)
+        assert [r.thread for r in backend.threads.runnable()] == [parent]  # the join is due
+        assert backend.threads.history_entry(kids[1]) == HistoryEntry(
+            kids[1], a, c, 11, "killed", "k\ufffd", cwd="/srv/p", parent=parent
+        )
+        assert [x.thread for x in backend.threads.children(parent)] == list(kids)
+        with pytest.raises(NotActive):
+            backend.threads.fan_out(_thread(9), waiting, [])
+
     def test_a_failure_counts_attempts_until_a_step_lands(self, backend: Backend) -> None:
         """docs/format.md, "Thread state": the last failure, its attempts at this head."""
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")

@@ -381,3 +381,34 @@ def test_a_long_output_is_folded_then_loaded_whole(
     page.wait_for_selector("#step-1 details.more", state="detached")
     assert output.inner_text().rstrip().endswith("THE END")
     only_local(page.requests, server)
+
+
+def test_a_fan_out_shows_its_tree(page: Any, server: str, cli: Any, scenario: Any) -> None:
+    import yaml
+
+    examples = REPO / "examples"
+    for name in ("dev-task", "plan-parallel"):
+        assert cli("workflow", "put", str(examples / f"{name}.yaml")).code == 0
+    roles = yaml.safe_load((examples / "plan-parallel.mock.yaml").read_text())["roles"]
+    agent = scenario(roles)
+    parent = cli("thread", "start", "plan-parallel", "-p", "Three forms").json()["thread"]
+    children = cli("thread", "step", parent, "--agent", agent).json()["children"]
+    step(children[0], agent)
+    page.goto(f"{server}thread/{parent}")
+    assert (
+        "for its child threads (below) to end; then reviewer joins"
+        in page.locator("#waiting").inner_text()
+    )
+    items = page.locator("#children li").evaluate_all("ls => ls.map(l => l.innerText)")
+    assert [item.split()[:2] for item in items] == [
+        [children[0], "completed"],
+        [children[1], "idle"],
+        [children[2], "idle"],
+    ]
+    assert items[1].endswith("Validate the login form")
+    step(children[1], agent)  # live: the section follows the children as they end
+    page.wait_for_selector(f'#children li:has(a[href="/thread/{children[1]}"]) .badge.completed')
+    page.click(f'#children a[href="/thread/{children[1]}"]')
+    page.wait_for_url(re.compile(children[1]))
+    assert page.locator("#parent a").inner_text() == parent
+    only_local(page.requests, server)

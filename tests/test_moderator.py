@@ -102,3 +102,49 @@ def test_bad_template_at_render_time_is_a_moderator_error() -> None:
     graph = {"r": {"_": {"role": "$END", "prompt": "{{#open}}"}}}
     with pytest.raises(ModeratorError, match="prompt template error"):
         evaluate(graph, "r", {})
+
+
+FAN = {
+    "planner": {
+        "_": {
+            "role": "reviewer",
+            "prompt": "{{plan}}: {{#children}}{{task}}={{status}} {{/children}}",
+            "fanOut": {"field": "subtasks", "task": "{{index}}. {{item}} ({{plan}})", "max": 2},
+        }
+    }
+}
+
+
+def test_a_fan_out_edge_is_part_of_the_decision_and_the_join_renders_the_children() -> None:
+    from uwf.moderator import fanout
+
+    output = {"plan": "P", "subtasks": ["a", "b"]}
+    decided = evaluate(FAN, "planner", output)
+    assert (decided.role, decided.prompt, decided.fan_out) == (
+        "reviewer",
+        "P: ",
+        FAN["planner"]["_"]["fanOut"],
+    )
+    assert fanout.tasks(FAN["planner"]["_"]["fanOut"], output) == ["0. a (P)", "1. b (P)"]
+    children = [{"task": "a", "status": "completed"}, {"task": "b", "status": "killed"}]
+    joined = evaluate(FAN, "planner", output, children=children)
+    assert joined.prompt == "P: a=completed b=killed "
+    assert evaluate(GRAPH, "planner", {"plan": "P"}).fan_out is None
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ({"subtasks": "a"}, 'fan-out field "subtasks" is not a list (got: str)'),
+        ({}, 'fan-out field "subtasks" is not a list (got: missing)'),
+        ({"subtasks": [1, 2, 3]}, 'fan-out field "subtasks" has 3 items, more than max 2'),
+        ({"subtasks": [" "]}, "fan-out task 0 renders empty"),
+    ],
+)
+def test_fan_out_items_that_cannot_start_children(output: dict[str, Any], message: str) -> None:
+    from uwf.moderator import fanout
+
+    spec = {"field": "subtasks", "max": 2}
+    with pytest.raises(ModeratorError) as raised:
+        fanout.tasks(spec, output)
+    assert raised.value.message == message

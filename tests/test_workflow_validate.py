@@ -435,7 +435,7 @@ def test_graph_key_end(tmp_path: Path) -> None:
         ),
         (
             {"role": "b", "prompt": "x", "when": "y"},
-            'graph.a._.when: unknown key "when" (known keys: role, prompt)',
+            'graph.a._.when: unknown key "when" (known keys: role, prompt, fanOut)',
         ),
     ],
 )

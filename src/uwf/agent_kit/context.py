@@ -15,6 +15,7 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uwf.agent_kit import children
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
 from uwf.model import chain, compact
@@ -55,6 +56,7 @@ class AgentContext:
         format_instruction: str = "",
         meter: Meter | None = None,
         compact: NodeHash | None = None,
+        children: list[NodeHash] | None = None,
     ) -> None:
         self.backend = backend
         self.thread = thread
@@ -75,6 +77,8 @@ class AgentContext:
         # the summary the new step records as ``compact``: one recorded by hand for this head
         # (``thread compact``), or the one ``history`` wrote because the steps no longer fit
         self.compact = compact
+        # the final heads of the children this step joins (``UWF_CHILDREN``), None if none
+        self.children = children
         self._since: tuple[list[StepView], StepView | None] | None = None
 
     @property
@@ -183,4 +187,5 @@ def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) ->
         schema_hash=schema_hash,
         schema=schema_node.payload if schema_node is not None else None,
         compact=compact.pending(store, tid, head_hash),
+        children=children.from_env(),
     )

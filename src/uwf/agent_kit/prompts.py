@@ -486,10 +486,19 @@ def prompt_inputs(ctx: AgentContext) -> PromptInputs:
         offset=history.offset,
         summary=history.summary,
         role=ctx.role,
-        edge_prompt=ctx.edge_prompt,
+        edge_prompt=_with_children(ctx),
         budget=history.budget,
         cli_reference=None if ctx.cli_reference else "",
     )
+
+
+def _with_children(ctx: AgentContext) -> str:
+    """The edge prompt, followed at the join of a fan-out by the children's results."""
+    if ctx.children is None:
+        return ctx.edge_prompt
+    from uwf.agent_kit import children
+
+    return f"{ctx.edge_prompt}\n\n{children.section(ctx.store, ctx.children)}"
 
 
 def agent_prompt(ctx: AgentContext, first_visit: bool) -> str:

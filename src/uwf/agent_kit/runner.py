@@ -229,6 +229,11 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
         "depth": ctx.depth + 1,
     }
     h = schemas.ensure(ctx.store)
+    if ctx.children is not None:  # the join of a fan-out (docs/format.md, "Fan-out and join")
+        step["children"] = list(ctx.children)
+        if ctx.compact is not None:
+            step["compact"] = ctx.compact
+        return str(ctx.store.put(h.step_join, step))
     if ctx.compact is not None:  # only then the extended type (docs/format.md, "Compaction")
         step["compact"] = ctx.compact
         return str(ctx.store.put(h.step_compact, step))

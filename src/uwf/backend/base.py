@@ -53,9 +53,15 @@ class ThreadInfo(NamedTuple):
     workflow: NodeHash | None = None  # the Workflow the thread runs
     task: str | None = None  # the first line of its task, shortened (for listings)
     cwd: str | None = None  # the directory its agents work in (``thread start --cwd``)
+    parent: ThreadId | None = None  # the thread whose fan-out started it
 
     def as_json(self) -> dict[str, str]:
-        pairs = (("workflow", self.workflow), ("task", self.task), ("cwd", self.cwd))
+        pairs = (
+            ("workflow", self.workflow),
+            ("task", self.task),
+            ("cwd", self.cwd),
+            ("parent", self.parent),
+        )
         return {k: v for k, v in pairs if v}
 
 
@@ -67,12 +73,15 @@ class Waiting(NamedTuple):
     role: str
     since: int  # unix ms
     head: NodeHash
-    reason: str | None = None  # what the agent said when it deferred
+    reason: str | None = None  # what the agent said when it deferred; "children": a fan-out
+    children: tuple[ThreadId, ...] | None = None  # a fan-out's children, in item order
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "since": self.since, "head": self.head}
         if self.reason:
             out["reason"] = self.reason
+        if self.children is not None:
+            out["children"] = list(self.children)
         return out
 
 
@@ -148,6 +157,7 @@ class HistoryEntry(NamedTuple):
     status: str  # one of HISTORY_STATUSES
     task: str | None = None
     cwd: str | None = None
+    parent: ThreadId | None = None  # the active record's parent, carried over
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -161,6 +171,8 @@ class HistoryEntry(NamedTuple):
             out["task"] = self.task
         if self.cwd is not None:
             out["cwd"] = self.cwd
+        if self.parent is not None:
+            out["parent"] = self.parent
         return out
 
 
@@ -236,6 +248,14 @@ class ThreadTable(abc.ABC):
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
 
+    def fan_out(self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]) -> None:
+        """Start a fan-out in one atomic change: record ``children`` (new threads, fresh ids)
+        and mark ``thread`` as waiting for them at ``waiting.head`` (docs/format.md,
+        "Fan-out and join"). Refused like ``wait``, and then nothing is recorded."""
+        done, head = self._fan_out(thread, waiting, children)
+        if not done:
+            raise self._refusal(thread, head, waiting.head, "wait")
+
     def fail(self, thread: ThreadId, failure: Failure) -> Failure:
         """Record a failed attempt to step ``thread`` at ``failure.head`` and return the record
         as stored (``Failure.after`` the one before it, in one atomic change: attempts from
@@ -259,8 +279,8 @@ class ThreadTable(abc.ABC):
         expected: NodeHash | None = None,
     ) -> NodeHash:
         """Move an active thread to the archive with ``status``; return its head. The entry
-        keeps the task line and the working directory the thread was created with
-        (``ThreadInfo.task``, ``ThreadInfo.cwd``).
+        keeps the task line, the working directory and the parent the thread was created with
+        (``ThreadInfo.task``, ``ThreadInfo.cwd``, ``ThreadInfo.parent``).
 
         With ``expected``, only if the head is still that (else Conflict). NotActive when the
         thread is not active. A crash in the middle may leave the thread both active and
@@ -284,6 +304,13 @@ class ThreadTable(abc.ABC):
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         """Atomically: when ``thread`` is active at ``waiting.head``, record ``waiting``.
         Returns (done, the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        """Atomically: when ``thread`` is active at ``waiting.head``, record ``waiting`` and
+        create ``children``. Returns (done, the head found: None when not active)."""
 
     @abc.abstractmethod
     def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
@@ -349,12 +376,36 @@ class ThreadTable(abc.ABC):
         return Conflict(f"thread {thread} moved to {head} while archiving")
 
     def runnable(self) -> list[ActiveThread]:
-        """Active threads that are not waiting, oldest first (thread ids are ULIDs: their
+        """Active threads that are not waiting — or wait for children of which none is
+        active any more (their join is due) — oldest first (thread ids are ULIDs: their
         order is the order of creation). ``thread step --next`` picks among them."""
+        records = self.active()
+        parents = {record.info.parent for record in records if record.info.parent}
         return sorted(
-            (record for record in self.active() if record.waiting is None),
+            (record for record in records if joinable(record, parents)),
             key=lambda record: record.thread,
         )
+
+    def children(self, thread: ThreadId) -> list[ActiveThread | HistoryEntry]:
+        """Every thread ``thread``'s fan-outs started, active or archived, oldest first."""
+        found: dict[str, ActiveThread | HistoryEntry] = {}
+        for entry in self.history():
+            if entry.parent == thread:
+                found[entry.thread] = entry
+        for record in self.active():
+            if record.info.parent == thread:
+                found[record.thread] = record
+        return [found[key] for key in sorted(found)]
+
+
+def joinable(record: ActiveThread, busy_parents: Collection[str | None]) -> bool:
+    """Whether ``record`` can be stepped by a fleet: not waiting, or waiting for children of
+    which none is active (``busy_parents``: the parents of the active threads)."""
+    waiting = record.waiting
+    if waiting is None:
+        return True
+    joining = waiting.children is not None and waiting.reason == "children"
+    return joining and record.thread not in busy_parents
 
 
 class Registry(abc.ABC):

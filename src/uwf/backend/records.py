@@ -16,6 +16,7 @@ import contextlib
 from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
+from uwf.util.errors import Conflict
 from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId
 
@@ -54,6 +55,24 @@ class RecordThreads(ThreadTable):
             )  # a failure stays
             return True, record.head
 
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None or record.head != waiting.head:
+                return False, record.head if record is not None else None
+            if any(child.thread in records for child in children):
+                raise Conflict(f"thread {children[0].thread} already exists")
+            records[thread] = record._replace(
+                waiting=waiting._replace(reason=storable(waiting.reason))
+            )
+            for child in children:  # a child's task is rendered from an agent's output
+                records[child.thread] = child._replace(
+                    info=child.info._replace(task=storable(child.info.task))
+                )
+            return True, record.head
+
     def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)
@@ -77,6 +96,9 @@ class RecordThreads(ThreadTable):
                 return False, record.head if record is not None else None
             info = record.info
             task = storable(info.task)
-            self._append(HistoryEntry(thread, workflow, record.head, at_ms, status, task, info.cwd))
+            entry = HistoryEntry(
+                thread, workflow, record.head, at_ms, status, task, cwd=info.cwd, parent=info.parent
+            )
+            self._append(entry)
             del records[thread]
             return True, record.head

@@ -11,7 +11,8 @@ The agent kit takes the relay when it is offered (``open_for_agent``): the varia
 removed and the descriptor made non-inheritable, so commands the agent runs never see it
 (they open the store from ``$UWF_STORE`` as before). Only what an agent does is relayed:
 reading nodes and the thread's head, writing nodes (validated by uwf, as any put), the type
-index. Anything else is refused.
+index. Anything else is refused — a fan-out's children among it: uwf starts them after the
+step, and the agent of a join only reads their nodes and writes its StepNode (join).
 
 The protocol: each message is a 4-byte big-endian length and that many bytes of JSON; a
 request is ``{"op", "args"}``, its answer ``{"ok": value}`` or ``{"error", "kind"}``.
@@ -203,6 +204,11 @@ class RelayThreads(ThreadTable):
 
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         raise _refused("marking a thread as waiting")
+
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        raise _refused("starting child threads")  # uwf starts a fan-out, never its agent
 
     def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
         raise _refused("recording a failure")

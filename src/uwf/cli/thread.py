@@ -102,10 +102,12 @@ def show(
     Prints {"workflow","thread","head","done","status","steps","cost"}, plus "waiting"
     ({"role","since","reason"}) when its agent deferred, "failure" ({"error","code","at",
     "attempts","since","role","agent","host"}: the attempts that failed since its last step;
-    status failing) and "background" ({"pid","host","since","log"}) while a background run
-    holds it. With --full also "chain": the StartNode ({"hash","workflow","prompt",
-    "timestamp"}) and every step, oldest first ({"hash","role","output","detail","agent",
-    "timestamp"}, the output expanded). --format table prints one field per line.
+    status failing), "background" ({"pid","host","since","log"}) while a background run
+    holds it, and "children" ([{"thread","status"}], in item order) while it waits for the
+    child threads a fan-out started. With --full also "chain": the StartNode ({"hash",
+    "workflow","prompt","timestamp"}) and every step, oldest first ({"hash","role",
+    "output","detail","agent","timestamp"}, the output expanded). --format table prints one
+    field per line.
     """
     from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
@@ -145,9 +147,17 @@ def list_(
     take: Annotated[
         str | None, typer.Option("--take", help="Return at most N.", show_default=False)
     ] = None,
+    parent: Annotated[
+        str | None,
+        typer.Option(
+            "--parent",
+            help="Only the child threads this thread's fan-outs started (active and archived).",
+            show_default=False,
+        ),
+    ] = None,
     fmt: TableFormatOpt = None,
 ) -> None:
-    """List threads, newest first (active only unless --all or --status).
+    """List threads, newest first (active only unless --all, --status or --parent).
 
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
     line of the thread's task (up to 100 characters) and createdAt its creation time (unix
@@ -167,7 +177,14 @@ def list_(
 
     storage = backend()
     items = threads.list_threads(
-        storage, all_=all_, status=status, after=after, before=before, skip=skip_n, take=take_n
+        storage,
+        all_=all_,
+        status=status,
+        after=after,
+        before=before,
+        skip=skip_n,
+        take=take_n,
+        parent=parent,
     )
     emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
 
@@ -377,7 +394,7 @@ app.command("step-details")(_step_details)
 
 
 def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """Archive an active thread with status killed."""
+    """Archive an active thread with status killed (its active child threads first)."""
     from uwf.engine.threads import lifecycle as threads
 
     emit(threads.kill(backend(), thread), fmt)

@@ -227,6 +227,7 @@ def write_step(
     body: str,
     detail: dict[str, Any],
     duration_ms: int | None = None,
+    children: tuple[NodeHash, ...] | None = None,
 ) -> NodeHash:
     """Store a person's step after ``prev``: its detail (``store_detail``) and the StepNode;
     the StepNode's hash."""
@@ -242,4 +243,6 @@ def write_step(
         "edgePrompt": edge_prompt,
         "depth": chain.depth_of(store, prev) + 1,
     }
+    if children is not None:  # the join of a fan-out (docs/format.md, "Fan-out and join")
+        return store.put(schemas.ensure(store).step_join, {**step, "children": list(children)})
     return store.put(schemas.ensure(store).step, step)

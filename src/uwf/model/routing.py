@@ -54,10 +54,15 @@ def view_of(store: Store, workflow: dict[str, Any], step: chain.Step, output: An
 
 
 def decide(
-    store: Store, workflow: dict[str, Any], head: chain.Start | chain.Step, output: Any = None
+    store: Store,
+    workflow: dict[str, Any],
+    head: chain.Start | chain.Step,
+    output: Any = None,
+    children: list[Any] | None = None,
 ) -> Decision:
     """The moderator's decision for a head (``$START`` for a thread with no steps yet);
-    ``output``: the step's, when the caller has read it already.
+    ``output``: the step's, when the caller has read it already; ``children``: the joined
+    children's results at the end of a fan-out (docs/format.md, "Fan-out and join").
 
     Resuming an ended thread, the text the person wrote follows the ``$START.resume`` prompt
     when that prompt does not show it itself (``_body``)."""
@@ -71,7 +76,8 @@ def decide(
         return decision
     if output is None:
         output = chain.output_of(store, head)
-    return evaluate(graph, head.role, view_of(store, workflow, head, output), rules)
+    view = view_of(store, workflow, head, output)
+    return evaluate(graph, head.role, view, rules, children=children)
 
 
 def _prompt(graph: dict[str, Any], status: str) -> str:

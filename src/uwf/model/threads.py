@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from uwf.util.outputs import FailureShown, WaitingShown
 
 
+TASK_LINE = 100  # characters of a task's first line recorded for listings
+
+
+def task_line(prompt: str) -> str:
+    """The first non-blank line of a task, shortened for listings."""
+    line = next((x.strip() for x in prompt.splitlines() if x.strip()), "")
+    return line if len(line) <= TASK_LINE else line[: TASK_LINE - 1] + "…"
+
+
 class ThreadRef(NamedTuple):
     """A thread's head, whether it is active, and its status (``active`` or the history's)."""
 

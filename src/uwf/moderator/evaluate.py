@@ -62,6 +62,7 @@ class Decision(NamedTuple):
     prompt: str
     status: str
     location: str | None = None  # the edge's working directory (version 1), as written
+    fan_out: dict[str, Any] | None = None  # the edge's ``fanOut``: children before ``role``
 
     @property
     def done(self) -> bool:
@@ -78,8 +79,15 @@ def status_of(last_role: str, last_output: Any, rules: Rules = V05) -> str:
 
 
 def evaluate(
-    graph: dict[str, Any], last_role: str, last_output: Any, rules: Rules = V05
+    graph: dict[str, Any],
+    last_role: str,
+    last_output: Any,
+    rules: Rules = V05,
+    children: list[dict[str, Any]] | None = None,
 ) -> Decision:
+    """The edge the last output takes, its prompt rendered against that output (plus
+    ``children``, the joined children's results, at the end of a fan-out: docs/format.md,
+    "Fan-out and join")."""
     status = status_of(last_role, last_output, rules)
     edges = graph.get(last_role)
     if not isinstance(edges, dict):
@@ -88,9 +96,17 @@ def evaluate(
     if not isinstance(target, dict) or not isinstance(target.get("role"), str):
         raise ModeratorError(f'no transition for role "{last_role}" with status "{status}"')
     view = last_output if isinstance(last_output, dict) else {}
+    if children is not None:
+        view = {**view, "children": children}
     prompt = render(str(target.get("prompt", "")), view, rules.dialect)
-    location = target.get("location")
-    return Decision(target["role"], prompt, status, location if isinstance(location, str) else None)
+    location, fan_out = target.get("location"), target.get("fanOut")
+    return Decision(
+        target["role"],
+        prompt,
+        status,
+        location if isinstance(location, str) else None,
+        fan_out if isinstance(fan_out, dict) else None,
+    )
 
 
 def check_template(template: str, dialect: str = MUSTACHE) -> str | None:

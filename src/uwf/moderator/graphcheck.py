@@ -85,7 +85,7 @@ def _target_location(p: Problems, where: str, location: Any) -> bool:
 
 def _check_target(
     p: Problems, node: str, status: Any, target: Any, roles: set[str], rules: Rules = V05
-) -> dict[str, str] | None:
+) -> dict[str, Any] | None:
     """One edge ``graph[node][status]``, normalised to ``{role, prompt}`` (and ``location``
     when a version-1 edge has one); None when broken.
 
@@ -112,16 +112,48 @@ def _check_target(
         return None
     good_role = _target_role(p, where, node, target, roles)
     good_prompt = _target_prompt(p, where, target.get("prompt"), rules)
-    fields = TARGET_FIELDS_V1 if rules.version == 1 else TARGET_FIELDS
+    fields = TARGET_FIELDS_V1 if rules.version == 1 else (*TARGET_FIELDS, "fanOut")
     good_location = rules.version == 0 or _target_location(p, where, target.get("location"))
+    fan_out = target.get("fanOut") if rules.version == 0 else None
+    good_fan_out = fan_out is None or _fan_out(p, where, node, target, fan_out)
     if any(key not in fields for key in target) or not (good_role and good_prompt):
         return None
-    if not good_location:
+    if not (good_location and good_fan_out):
         return None
-    out = {"role": str(target["role"]), "prompt": str(target.get("prompt") or "")}
+    out: dict[str, Any] = {"role": str(target["role"]), "prompt": str(target.get("prompt") or "")}
     if isinstance(target.get("location"), str):
         out["location"] = target["location"]
+    if fan_out is not None:
+        out["fanOut"] = dict(fan_out)
     return out
+
+
+def _fan_out(p: Problems, where: str, node: str, target: dict[Any, Any], spec: Any) -> bool:
+    """An edge's ``fanOut`` (docs/format.md, "Fan-out and join"): what its schema cannot say
+    (its shape and ``max`` are the file schema's to report). True when it is usable."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("field"), str):
+        return False
+    where = f"{where}.fanOut"
+    good = True
+    if node == START:
+        p.add(where, "$START has no output to fan out over")
+        good = False
+    if target.get("role") == END:
+        p.add(where, "a fan-out must route to a role, not $END (the role joins the children)")
+        good = False
+    workflow = spec.get("workflow")
+    if isinstance(workflow, str):
+        problem = schemas.workflow_name_problem(workflow)
+        if problem is not None:
+            p.add(f"{where}.workflow", f"{key_text(workflow)} {problem}")
+            good = False
+    task = spec.get("task")
+    if isinstance(task, str):
+        problem = check_template(task)
+        if problem is not None:
+            p.add(f"{where}.task", f"task template does not parse: {problem}")
+            good = False
+    return good
 
 
 def _node_ok(p: Problems, node: Any, edges: Any, roles: set[str]) -> bool:
@@ -324,8 +356,12 @@ def check_variables(
         for status, target in edges.items():
             if known is None:
                 continue
+            if "fanOut" in target:
+                _check_fan_out_field(
+                    p, loc("graph", node, status, "fanOut", "field"), target, known
+                )
             for name in output_names(target["prompt"], rules.dialect):
-                if name in known:
+                if name in known or (name == "children" and "fanOut" in target):
                     continue
                 where = loc("graph", node, status, "prompt")
                 if node == START:
@@ -337,3 +373,14 @@ def check_variables(
                         f"{{{{{name}}}}} is not a field of {loc('roles', node, meta)}, so it "
                         f"renders empty (its fields: {', '.join(sorted(known))})",
                     )
+
+
+def _check_fan_out_field(p: Problems, where: str, target: dict[str, Any], known: set[str]) -> None:
+    """A ``fanOut.field`` must be a field the role can emit (checked when it declares any)."""
+    field = target["fanOut"]["field"]
+    if field not in known:
+        p.add(
+            where,
+            f"{key_text(field)} is not a field of the role's output "
+            f"(its fields: {', '.join(sorted(known)) or 'none'})",
+        )

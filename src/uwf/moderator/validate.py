@@ -64,7 +64,7 @@ LEGACY = (
 @functools.cache
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a workflow file: the Workflow node's, as a file writes it."""
-    node, role, target = schemas.WORKFLOW_COMPACT, schemas.ROLE_DEFINITION, schemas.TARGET
+    node, role, target = schemas.WORKFLOW_FAN_OUT, schemas.ROLE_DEFINITION, schemas.TARGET
     inline = {"type": "object", EXPECTED: "a JSON Schema mapping"}
     file_role = {
         **role,
@@ -80,6 +80,10 @@ def file_schema() -> dict[str, Any]:
         "properties": {
             "role": {**to["role"], EXPECTED: "a role name or $END"},
             "prompt": {**to["prompt"], "pattern": r"\S", EXPECTED: "a non-blank Mustache template"},
+            "fanOut": {
+                **schemas.FAN_OUT,
+                EXPECTED: "a mapping {field, workflow?, task?, max?}",
+            },
         },
     }
     top = node["properties"]
@@ -91,7 +95,7 @@ def file_schema() -> dict[str, Any]:
     }
     return {
         **node,
-        "required": schemas.WORKFLOW["required"],  # compactAfter is optional in a file
+        "required": schemas.WORKFLOW["required"],  # compactAfter is optional
         "properties": {
             **top,
             "roles": {

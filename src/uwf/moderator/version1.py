@@ -18,7 +18,8 @@ routes; everything else is checked by the same code (``uwf.moderator.validate``,
 (``schemas.WORKFLOW_V1``), read through :func:`file_schema`, which relaxes what a file may
 leave out and drops ``source`` (what uwf records of the files, never written in one). A key
 uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
-problem that names its place and the keys it could have been.
+problem that names its place and the keys it could have been; an edge's ``fanOut`` (uwf-py's
+fan-out, written in uwf 0.5's format only) is refused with a line saying so (``NO_FAN_OUT``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,19 @@ def file_schema() -> dict[str, Any]:
     }
 
 
+#: A version-1 edge with ``fanOut`` (docs/format.md, "Fan-out and join"): fan-out is uwf-py's
+#: own, written in uwf 0.5's format only, whose Mustache prompts render the joined children.
+NO_FAN_OUT = (
+    "fan-out is not supported in a version-1 file (uwf 0.8's format has no fanOut); "
+    "write this workflow without `version: 1`, in uwf 0.5's format, to fan out"
+)
+
+
+def _is_fan_out(path: list[Any]) -> bool:
+    """Whether a schema problem's path is a ``fanOut`` key of an edge."""
+    return len(path) == 4 and path[0] == "graph" and path[3] == "fanOut"
+
+
 def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
     """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
     if "name" in document:
@@ -124,7 +138,7 @@ def validate_v1(
     ``location``."""
     p = Problems()
     for path, what in problems(file_schema(), document, "uwf:workflow-file-v1"):
-        p.add(where(document, path), what)
+        p.add(where(document, path), NO_FAN_OUT if _is_fan_out(path) else what)
     name = _name(p, document, basename, implied)
     names, roles = _roles(p, document)
     graph: dict[str, Any] = {}

@@ -157,6 +157,54 @@ TARGET_V1: dict[str, Any] = {
     "properties": {**TARGET["properties"], "location": {"type": "string", "minLength": 1}},
 }
 
+#: A StepNode that ends a fan-out (docs/format.md, "Fan-out and join"): ``children`` are the
+#: final heads of the child threads, in item order; it may carry ``compact`` too.
+STEP_NODE_JOIN: dict[str, Any] = {
+    **STEP_NODE,
+    "title": "StepNode (join)",
+    "required": [*STEP_NODE["required"], "children"],
+    "properties": {
+        **STEP_NODE["properties"],
+        "compact": CAS_REF,
+        "children": {"type": "array", "items": CAS_REF},
+    },
+}
+
+FAN_OUT_MAX = 1000  # the most children one edge may start (``max``)
+
+#: An edge's ``fanOut``: child threads started for each item of an output field.
+FAN_OUT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["field"],
+    "properties": {
+        "field": {"type": "string", "minLength": 1},
+        "workflow": {"type": "string"},
+        "task": {"type": "string"},
+        "max": {"type": "integer", "minimum": 1, "maximum": FAN_OUT_MAX},
+    },
+}
+
+#: A Workflow with at least one ``fanOut`` edge; ``compactAfter`` allowed.
+WORKFLOW_FAN_OUT: dict[str, Any] = {
+    **WORKFLOW,
+    "title": "Workflow (fanOut)",
+    "properties": {
+        **WORKFLOW["properties"],
+        "compactAfter": {"type": "integer", "minimum": 1},
+        "graph": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {
+                    **TARGET,
+                    "properties": {**TARGET["properties"], "fanOut": FAN_OUT},
+                },
+            },
+        },
+    },
+}
+
 #: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
 BLOB: dict[str, Any] = {
     "title": "Blob",
@@ -234,16 +282,19 @@ class SchemaHashes(NamedTuple):
     compact_request: str
     workflow_v1: str
     start_resume: str
+    step_join: str
+    workflow_fan_out: str
 
     @property
-    def steps(self) -> tuple[str, str]:
-        """Both StepNode types: plain, and with a compaction summary."""
-        return (self.step, self.step_compact)
+    def steps(self) -> tuple[str, ...]:
+        """Every StepNode type: plain, with a compaction summary, ending a fan-out."""
+        return (self.step, self.step_compact, self.step_join)
 
     @property
-    def workflows(self) -> tuple[str, str, str]:
-        """Every Workflow type: plain, with ``compactAfter``, and read from a version-1 file."""
-        return (self.workflow, self.workflow_compact, self.workflow_v1)
+    def workflows(self) -> tuple[str, ...]:
+        """Every Workflow type: plain, with ``compactAfter``, read from a version-1 file, with
+        ``fanOut`` edges."""
+        return (self.workflow, self.workflow_compact, self.workflow_v1, self.workflow_fan_out)
 
     @property
     def starts(self) -> tuple[str, str]:
@@ -268,11 +319,21 @@ HASHES = SchemaHashes(
     compact_request="F2E78Y44BZF8Z",
     workflow_v1="3D65XQC8SHQR9",
     start_resume="8EMCBJCKVDG6H",
+    step_join="6NC3P81VNXXDR",
+    workflow_fan_out="EJ69MHX84HJEN",
 )
 
 
 def hashes() -> SchemaHashes:
     return HASHES
+
+
+def step_type(payload: dict[str, Any]) -> str:
+    """The StepNode type a payload has (docs/format.md, "Extended types"): with ``children``
+    StepNode (join), else with ``compact`` StepNode (compact), else StepNode."""
+    if "children" in payload:
+        return HASHES.step_join
+    return HASHES.step_compact if "compact" in payload else HASHES.step
 
 
 def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -288,6 +349,8 @@ def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
         ("compact_request", COMPACT_REQUEST),
         ("workflow_v1", WORKFLOW_V1),
         ("start_resume", START_NODE_RESUME),
+        ("step_join", STEP_NODE_JOIN),
+        ("workflow_fan_out", WORKFLOW_FAN_OUT),
     )
 
 

@@ -117,6 +117,7 @@ class StepLine(TypedDict):
     role: str | None
     done: bool
     status: str
+    children: NotRequired[list[ThreadId]]  # the child threads the step started (fan-out)
 
 
 class RerunLine(StepLine):
@@ -246,6 +247,14 @@ class StepAt(StepEntry):
     number: int
 
 
+class ChildShown(TypedDict):
+    """A child thread a parent waits for (``thread show``): its status as ``thread list``
+    says it (``missing`` when the store has no trace of it)."""
+
+    thread: ThreadId
+    status: str
+
+
 class ThreadShown(TypedDict):
     """``thread show``."""
 
@@ -259,6 +268,7 @@ class ThreadShown(TypedDict):
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
     background: NotRequired[BackgroundShown]
+    children: NotRequired[list[ChildShown]]
     cost: ThreadCost
     chain: NotRequired[list[StartEntry | StepEntry]]
 

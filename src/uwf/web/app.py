@@ -5,10 +5,10 @@ Routes (GET only; anything else is 405): ``/`` the thread list (the filters of
 fragment, loaded when a step's detail is opened), ``/step/<hash>/artifact/<path>`` (a file
 the step produced: text as text/plain, anything else as a download), ``/fragment/threads``
 (the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.completed``,
-``thread.archived`` and, for the list, ``thread.opened``), ``/step/<hash>/output`` (a folded
-output, whole: loaded when asked) and ``/static/…`` (the stylesheet and the one script,
-shipped in the package). Every response forbids outside requests by its
-Content-Security-Policy.
+``thread.archived``, ``children.changed`` and, for the list, ``thread.opened``),
+``/step/<hash>/output`` (a folded output, whole: loaded when asked) and ``/static/…`` (the
+stylesheet and the one script, shipped in the package). Every response forbids outside
+requests by its Content-Security-Policy.
 
 Hostile pages and floods (docs/ui.md, "Limits"): a request whose ``Host`` is not one the
 server serves (loopback names and the ``--host`` given: a DNS-rebinding page names its own)
@@ -30,7 +30,7 @@ from uwf.engine.views.follow import AllFollower, Follower
 from uwf.engine.views.graph import of_workflow, with_path
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError
-from uwf.util.ulid import check_thread_id
+from uwf.util.ulid import ThreadId, check_thread_id
 from uwf.web import pages
 from uwf.web.shared import Shared
 from uwf.web.svg import to_svg
@@ -60,6 +60,17 @@ class ThreadStream:
         self.path = [(s["role"], s["status"]) for s in line["steps"][:upto]]
         self.base = of_workflow(view.workflow_payload(backend, line["workflow"]))
         self.follower = Follower(backend, thread, since)
+        self.backend, self.thread = backend, thread
+        self.children: list[Any] | None = None  # what the children section shows
+
+    def _children(self) -> list[tuple[str, dict[str, Any]]]:
+        """``children.changed`` when a fan-out's children moved on (docs/ui.md)."""
+        html, shown = pages.children_fragment(self.backend, self.thread)
+        if self.children is None or shown == self.children:
+            self.children = shown
+            return []
+        self.children = shown
+        return [("children.changed", {"html": html})]
 
     @property
     def done(self) -> bool:
@@ -88,6 +99,9 @@ class ThreadStream:
             elif kind == "thread.archived":
                 data = {"status": event["status"], "graph": self.graph(event["status"])}
                 out.append((kind, data))
+        record = self.backend.threads.get(ThreadId(self.thread))
+        if record is not None and record.waiting is not None and record.waiting.children:
+            out += self._children()  # only while it waits for them: a cheap check otherwise
         return out
 
 

@@ -155,6 +155,7 @@ def thread_page(backend: Backend, thread: str, export: bool = False) -> str:
         steps=steps,
         roles=payload.get("roles", {}),
         graph=thread_graph_svg(backend, line, payload),
+        family=view.family(backend, thread),
         export=export,
         css=css() if export else "",
         now=when(now_ms()),
@@ -170,6 +171,13 @@ def artifact(backend: Backend, step_hash: str, path: str) -> tuple[bytes, bool]:
     from uwf.engine.threads.longthreads import artifact_bytes
 
     return artifact_bytes(backend, step_hash, path)
+
+
+def children_fragment(backend: Backend, thread: str) -> tuple[str, list[Any]]:
+    """The children section of a thread page, and what it shows (to tell a change)."""
+    family = view.family(backend, thread)
+    shown = [(c["thread"], c["status"]) for c in family["children"]]
+    return render("children.html", family=family, export=False), shown
 
 
 def step_fragment(step: dict[str, Any]) -> str:

@@ -40,7 +40,8 @@ _LINE = r'^("(?:[^"\\]|\\.)*"): (["{].*)$'
 _THREAD_FIELD = rb'^\{"thread":\s*"([0-9A-HJKMNP-TV-Z]{1,26})(?:"|$)'
 
 THREADS_HEADER = (
-    "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting, failure}"
+    "# uwf active threads: thread id -> head hash,"
+    " or {head, workflow, task, cwd, parent, waiting, failure}"
 )
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 
@@ -167,7 +168,13 @@ def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     role, since, reason = raw.get("role"), raw.get("since"), raw.get("reason")
     if not isinstance(role, str) or not isinstance(since, int) or isinstance(since, bool):
         return None
-    return Waiting(role, since, head, storable(reason) if isinstance(reason, str) else None)
+    children = raw.get("children")
+    if children is not None:
+        if not isinstance(children, list) or not all(is_thread_id(c) for c in children):
+            return None
+        children = tuple(ThreadId(c) for c in children)
+    reason = storable(reason) if isinstance(reason, str) else None
+    return Waiting(role, since, head, reason, children)
 
 
 def _int(value: Any) -> TypeGuard[int]:
@@ -201,7 +208,8 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
 
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, waiting?, failure?}``.
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, parent?, waiting?,
+    failure?}``.
 
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
@@ -211,11 +219,13 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
-    task, waiting, cwd = raw.get("task"), raw.get("waiting"), raw.get("cwd")
+    task, waiting = raw.get("task"), raw.get("waiting")
+    cwd, parent = raw.get("cwd"), raw.get("parent")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         storable(task) if isinstance(task, str) else None,
         cwd if isinstance(cwd, str) else None,
+        ThreadId(parent) if parent is not None and is_thread_id(parent) else None,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -261,7 +271,8 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         or not isinstance(entry.get("workflow"), str)
     ):
         return None
-    completed, task, cwd = entry.get("completedAt"), entry.get("task"), entry.get("cwd")
+    completed, task = entry.get("completedAt"), entry.get("task")
+    cwd, parent = entry.get("cwd"), entry.get("parent")
     return HistoryEntry(
         thread=ThreadId(entry["thread"]),
         workflow=NodeHash(entry["workflow"]),
@@ -270,6 +281,7 @@ def _decode_history(line: bytes | str) -> HistoryEntry | None:
         status=str(entry.get("status", "completed")),
         task=storable(task) if isinstance(task, str) else None,
         cwd=cwd if isinstance(cwd, str) else None,
+        parent=ThreadId(str(parent)) if is_thread_id(parent) else None,
     )
 
 

@@ -140,6 +140,16 @@ MIGRATIONS: list[str] = [
     END
     $$;
     """,
+    # 5 -> 6: fan-out (docs/format.md, "Fan-out and join"): a child's parent (kept in the
+    # history too) and the children a parent waits for (ids, comma-separated, item order)
+    """
+    ALTER TABLE uwf_threads
+        ADD COLUMN parent text,
+        ADD COLUMN wait_children text;
+    CREATE INDEX uwf_threads_parent ON uwf_threads (parent);
+    ALTER TABLE uwf_history ADD COLUMN parent text;
+    CREATE INDEX uwf_history_parent ON uwf_history (parent);
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -25,7 +25,7 @@ from uwf.backend.postgres.schema import REGISTRY_KEY
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import Conflict, Damaged
 from uwf.util.storable import storable
-from uwf.util.ulid import ThreadId, now_ms
+from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
 # the columns of a thread's last failure (docs/format.md, "The PostgreSQL backend")
 _FAIL = (
@@ -33,10 +33,11 @@ _FAIL = (
     "fail_agent, fail_host"
 )
 _COLUMNS = (
-    f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, {_FAIL}"
+    "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, parent,"
+    f" wait_children, {_FAIL}"
 )
 _NO_FAILURE = ", ".join(f"{column} = NULL" for column in _FAIL.split(", "))
-_HISTORY = "thread, workflow, head, completed_at, status, task, cwd"
+_HISTORY = "thread, workflow, head, completed_at, status, task, cwd, parent"
 
 
 def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
@@ -62,20 +63,40 @@ def _hash(value: Any, table: str, what: str) -> NodeHash:
 
 
 def _record(row: tuple[Any, ...]) -> ActiveThread:
-    thread, head, workflow, task, role, since, wait_head, reason, cwd = row[:9]
+    thread, head, workflow, task, role, since, wait_head, reason, cwd, parent, children = row[:11]
     head = _hash(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
     if role is not None and wait_head == head and since is not None:
-        waiting = Waiting(role, int(since), NodeHash(head), reason)
-    info = ThreadInfo(workflow, task, cwd)
-    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[9:]))
+        waiting = _waiting(role, int(since), head, reason, children)
+    info = ThreadInfo(workflow, task, cwd, ThreadId(parent) if is_thread_id(parent) else None)
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[11:]))
+
+
+def _waiting(
+    role: str, since: int, head: NodeHash, reason: str | None, children: str | None
+) -> Waiting | None:
+    """A waiting mark; one whose children are not thread ids (a hand edit) is none, as in
+    threads.yaml."""
+    if not children:
+        return Waiting(role, since, head, reason)
+    ids = children.split(",")
+    if not all(is_thread_id(c) for c in ids):
+        return None
+    return Waiting(role, since, head, reason, tuple(ThreadId(c) for c in ids))
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
-    thread, workflow, head, at, status, task, cwd = row
+    thread, workflow, head, at, status, task, cwd, parent = row
     head = _hash(head, "uwf_history", f"the head of thread {thread}")
     return HistoryEntry(
-        ThreadId(thread), NodeHash(workflow), NodeHash(head), int(at), status, task, cwd
+        ThreadId(thread),
+        NodeHash(workflow),
+        NodeHash(head),
+        int(at),
+        status,
+        task,
+        cwd,
+        ThreadId(parent) if is_thread_id(parent) else None,
     )
 
 
@@ -95,29 +116,62 @@ class PgThreads(ThreadTable):
         return [_record(r) for r in self.db.all(f"SELECT {_COLUMNS} FROM uwf_threads")]
 
     def runnable(self, also: str = "TRUE") -> list[ActiveThread]:
-        """Threads not waiting, oldest first; ``also``: a further SQL condition (constant)."""
+        """Threads not waiting, oldest first, and parents waiting for children of which none
+        is active (their join); ``also``: a further SQL condition (constant)."""
         rows = self.db.all(
-            f"SELECT {_COLUMNS} FROM uwf_threads"
-            f" WHERE (wait_role IS NULL OR wait_head IS DISTINCT FROM head) AND {also}"
+            f"SELECT {_COLUMNS} FROM uwf_threads t"
+            " WHERE (wait_role IS NULL OR wait_head IS DISTINCT FROM head"
+            "   OR (wait_children IS NOT NULL AND wait_reason = 'children'"
+            "       AND NOT EXISTS (SELECT 1 FROM uwf_threads c WHERE c.parent = t.thread)))"
+            f" AND {also}"
             " ORDER BY thread"
         )
         return [_record(r) for r in rows]
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
-        row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, moved)"
-            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, storable(info.task), info.cwd, now_ms()),
-        )
-        if row is None:
+        if not self._insert(thread, head, info):
             raise Conflict(f"thread {thread} already exists")
+
+    def _insert(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> bool:
+        row = self.db.one(
+            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, parent, moved)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
+            (thread, head, info.workflow, storable(info.task), info.cwd, info.parent, now_ms()),
+        )
+        return row is not None
+
+    def _fan_out(
+        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+    ) -> tuple[bool, NodeHash | None]:
+        ids = ",".join(child.thread for child in children)
+        with self.db.transaction():
+            row = self.db.one(
+                "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
+                " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s"
+                " RETURNING 1",
+                (
+                    waiting.role,
+                    waiting.since,
+                    waiting.head,
+                    storable(waiting.reason),
+                    ids,
+                    thread,
+                    waiting.head,
+                ),
+            )
+            if row is None:
+                return False, self.head(thread)
+            for child in children:
+                if not self._insert(child.thread, child.head, child.info):
+                    raise Conflict(f"thread {child.thread} already exists")  # rolls back
+        return True, waiting.head
 
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
-            "UPDATE uwf_threads SET head = %s, moved = %s,"
-            " wait_role = NULL, wait_since = NULL, wait_head = NULL, wait_reason = NULL,"
+            "UPDATE uwf_threads SET head = %s, moved = %s, wait_role = NULL, wait_since = NULL,"
+            " wait_head = NULL, wait_reason = NULL, wait_children = NULL,"
             f" {_NO_FAILURE} WHERE thread = %s AND head = %s"
             " AND EXISTS (SELECT 1 FROM uwf_nodes WHERE hash = %s) RETURNING 1",
             (new, now_ms(), thread, expected, new),
@@ -127,12 +181,13 @@ class PgThreads(ThreadTable):
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
             "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
-            " wait_reason = %s WHERE thread = %s AND head = %s RETURNING 1",
+            " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s RETURNING 1",
             (
                 waiting.role,
                 waiting.since,
                 waiting.head,
                 storable(waiting.reason),
+                None if waiting.children is None else ",".join(waiting.children),
                 thread,
                 waiting.head,
             ),
@@ -175,14 +230,14 @@ class PgThreads(ThreadTable):
         with self.db.transaction():
             row = self.db.one(
                 "DELETE FROM uwf_threads WHERE thread = %s AND (%s::text IS NULL OR head = %s)"
-                " RETURNING head, task, cwd",
+                " RETURNING head, task, cwd, parent",
                 (thread, expected, expected),
             )
             if row is None:
                 return False, self.head(thread)
             self.db.execute(
-                f"INSERT INTO uwf_history ({_HISTORY}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (thread, workflow, row[0], at_ms, status, row[1], row[2]),
+                f"INSERT INTO uwf_history ({_HISTORY}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (thread, workflow, row[0], at_ms, status, row[1], row[2], row[3]),
             )
         return True, NodeHash(row[0])
 

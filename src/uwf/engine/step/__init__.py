@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
-from uwf.engine.step import tracing
+from uwf.engine.step import fanout, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure
 from uwf.engine.step.plan import StepPlan, plan_step
@@ -30,6 +30,7 @@ from uwf.engine.step.run import (
     process_runner,
     prompt_file,
 )
+from uwf.model import chain
 from uwf.model.threads import not_active, require_active
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import (
@@ -175,6 +176,11 @@ def step_held(
             if plan.archive is not None:
                 status = archive(backend, plan, plan.archive, head, log)
                 result = StepResult(plan.workflow, thread, head, None, True, status)
+            elif plan.fan_out is not None:  # a fork of a fan-out step, or a crash after it
+                output = chain.output_of(backend.nodes, chain.require_step(backend.nodes, head))
+                ids = fanout.start(backend, thread, head, plan.workflow, plan.fan_out, output)
+                log.write("F9C2T5J8", f"fan-out started late children={','.join(ids)}")
+                result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
                 result = _run(backend, lock, plan, runner, log, span, should_stop)
             tracing.landed(span, result)

@@ -21,10 +21,11 @@ from uwf.cas.store import Store
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.step.run import suspend
 from uwf.model import artifacts, chain, routing
-from uwf.moderator.evaluate import SUSPEND, ModeratorError
+from uwf.moderator import fanout as fanout_rules
+from uwf.moderator.evaluate import SUSPEND, Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import AgentFailed, InvalidInput, NotActive
+from uwf.util.errors import AgentFailed, InvalidInput, NotActive, NotFound, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -47,9 +48,10 @@ class StepResult:
     role: str | None
     done: bool
     status: str
+    children: tuple[ThreadId, ...] | None = None  # the child threads this step started
 
     def as_json(self) -> StepLine:
-        return {
+        out: StepLine = {
             "workflow": self.workflow,
             "thread": self.thread,
             "head": self.head,
@@ -57,6 +59,9 @@ class StepResult:
             "done": self.done,
             "status": self.status,
         }
+        if self.children is not None:
+            out["children"] = list(self.children)
+        return out
 
 
 def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
@@ -77,6 +82,10 @@ def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
         problems.append(f'role is "{step.role}", expected "{plan.role}"')
     if step.depth is not None and step.depth != plan.depth + 1:
         problems.append(f"depth is {step.depth}, expected {plan.depth + 1}")
+    children = step.payload.get("children")
+    expected_children = list(plan.children) if plan.children is not None else None
+    if children != expected_children:
+        problems.append(f"children are {_listed(children)}, expected {_listed(expected_children)}")
     if problems:
         raise AgentFailed(f"agent returned StepNode {h} for another step: {'; '.join(problems)}")
     listed = artifacts.of_detail(store, step.payload.get("detail"))
@@ -87,6 +96,12 @@ def check_step_node(store: Store, h: NodeHash, plan: StepPlan) -> chain.Step:
             f"agent returned StepNode {h} with bad artifacts: {exc.message}"
         ) from None
     return step
+
+
+def _listed(children: object) -> str:
+    if not isinstance(children, list):
+        return "none" if children is None else repr(children)
+    return "[" + ", ".join(str(child) for child in children) + "]"
 
 
 def archive(backend: Backend, plan: StepPlan, status: str, head: NodeHash, log: ProcessLog) -> str:
@@ -116,18 +131,50 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
         raise suspend(backend, plan, _reason(output), log)
     try:
         after = routing.decide(store, workflow, step, output)
-    except ModeratorError as exc:
+        if after.fan_out is not None:  # checked before the head moves
+            from uwf.engine.step import fanout
+
+            fanout_rules.tasks(after.fan_out, output)
+            fanout.child_workflow(backend, after.fan_out, plan.workflow)
+    except (ModeratorError, NotFound) as exc:
         raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
     backend.threads.move(plan.thread, plan.head, h)
     status = "active"
+    children = None
     if after.done:
         status = archive(backend, plan, "completed", h, log)
     elif plan.limit is not None and plan.depth + 1 - plan.rounds_before >= plan.limit:
         status = archive(backend, plan, "max_rounds", h, log)
-    return StepResult(plan.workflow, plan.thread, h, plan.role, status != "active", status)
+    elif after.fan_out is not None:
+        children = start_children(backend, plan, h, after, step, log)
+    return StepResult(
+        plan.workflow, plan.thread, h, plan.role, status != "active", status, children
+    )
 
 
 def _reason(output: object) -> str | None:
     """Why an output suspends its step: its ``reason``."""
     reason = output.get("reason") if isinstance(output, dict) else None
     return reason if isinstance(reason, str) and reason.strip() else None
+
+
+def start_children(
+    backend: Backend,
+    plan: StepPlan,
+    head: NodeHash,
+    decision: Decision,
+    step: chain.Start | chain.Step,
+    log: ProcessLog,
+) -> tuple[ThreadId, ...] | None:
+    """Start the fan-out the step at ``head`` routes through, once its head has moved. A
+    failure here leaves the step recorded: the thread's next step starts them (None)."""
+    from uwf.engine.step import fanout
+
+    output = chain.output_of(backend.nodes, step) if isinstance(step, chain.Step) else {}
+    try:
+        ids = fanout.start(backend, plan.thread, head, plan.workflow, decision, output)
+    except UwfError as exc:
+        log.write("K4F7N2Q8", f"fan-out not started: {exc.message}")
+        return None
+    log.write("P6W3H9T2", f"fan-out started children={','.join(ids)}")
+    return tuple(ids)

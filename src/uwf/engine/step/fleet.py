@@ -55,6 +55,18 @@ def _runs(backend: Backend, record: ActiveThread, versions: set[NodeHash] | None
         return False
 
 
+def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
+    """Re-checked under the step lock: not waiting, or waiting for children that all ended
+    (docs/format.md, "Fan-out and join"); the parent's join then runs exactly once."""
+    waiting = record.waiting
+    if waiting is None:
+        return True
+    children = waiting.children
+    if children is None or waiting.reason != "children":  # e.g. the joining role deferred
+        return False
+    return all(backend.threads.head(c) is None for c in children)
+
+
 def step_next(
     backend: Backend,
     *,
@@ -79,7 +91,7 @@ def step_next(
         try:
             with backend.locks.step(record.thread, wait=False) as lock:
                 current = backend.threads.get(record.thread)
-                if current is None or current.waiting is not None:
+                if current is None or not _still_runnable(backend, current):
                     continue  # archived or deferred since the listing
                 if on_pick is not None:
                     on_pick(record.thread)

@@ -52,29 +52,39 @@ class StepPlan:
     timeout: float | None = None
     cwd: str | None = None  # where the agent works: None, the directory uwf runs in
     rounds_before: int = 0  # steps of the ended thread a resumed one continues (not counted)
+    # docs/format.md, "Fan-out and join": start the children and run nothing (``fan_out``), or
+    # the join: the children's final heads, which the new StepNode must carry
+    fan_out: Decision | None = None
+    children: tuple[NodeHash, ...] | None = None
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
         planned: _Planned = {}
-        if self.archive is None:
+        if self.archive is None and self.fan_out is None:
             planned = {"prompt": self.prompt, "agent": list(self.argv)}
             if self.cwd is not None:
                 planned["cwd"] = self.cwd
-        return {
+        out: DryRun = {
             "workflow": self.workflow,
             "thread": self.thread,
             "head": self.head,
             "role": self.role,
             "done": self.archive is not None,
             "status": self.archive or "active",
-            **planned,
             "dryRun": True,
         }
+        return {**out, **planned, "dryRun": True}  # dryRun last, as it always was
 
 
-def decide(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> Decision:
-    """The moderator's decision for a head (``$START`` for a thread with no steps yet)."""
-    return routing.decide(store, workflow, head)
+def decide(
+    store: Any,
+    workflow: dict[str, Any],
+    head: chain.Start | chain.Step,
+    children: list[Any] | None = None,
+) -> Decision:
+    """The moderator's decision for a head (``$START`` for a thread with no steps yet);
+    ``children``: the joined children's results, for the prompt."""
+    return routing.decide(store, workflow, head, children=children)
 
 
 def round_limit(start: chain.Start, config: Config) -> int | None:
@@ -139,6 +149,20 @@ def plan_step(
         )
     if base.limit is not None and base.depth - base.rounds_before >= base.limit:
         return replace(base, archive="max_rounds")
+    children = None
+    if decision.fan_out is not None:
+        record = backend.threads.get(thread)
+        waiting = record.waiting if record is not None else None
+        if waiting is None or waiting.children is None:  # a fork, or a crash after the move
+            return replace(base, fan_out=decision)
+        from uwf.engine.step import fanout
+
+        joined = fanout.results(backend, thread, waiting.children)  # Deferred while active
+        try:
+            decision = decide(store, workflow, node, joined)
+        except ModeratorError as exc:
+            raise UwfError(f"moderator evaluate failed: {exc}") from None
+        children = tuple(NodeHash(child["head"]) for child in joined)
     if by is not None:
         argv: tuple[str, ...] = by
     else:
@@ -157,4 +181,5 @@ def plan_step(
         argv=argv,
         timeout=timeout if timeout is not None else config.agent_timeout,
         cwd=agent_dir(workdir, decision.location),
+        children=children,
     )

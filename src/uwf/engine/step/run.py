@@ -36,6 +36,7 @@ from uwf.util.ulid import now_ms
 TTY_ENV = "UWF_TTY"
 PROMPT_ENV = "UWF_EDGE_PROMPT"
 PROMPT_FILE_ENV = "UWF_EDGE_PROMPT_FILE"  # set instead when the prompt is too long for it
+CHILDREN_ENV = "UWF_CHILDREN"
 
 
 class Runner(Protocol):
@@ -164,6 +165,9 @@ def agent_env(
         env[PROMPT_FILE_ENV] = prompt
     if plan.cwd is not None:
         env["PWD"] = plan.cwd  # the agent starts there, not where uwf was run
+    env.pop(CHILDREN_ENV, None)  # never those of another step (a uwf run by an agent)
+    if plan.children is not None:  # the join of a fan-out (docs/format.md, "Fan-out and join")
+        env[CHILDREN_ENV] = ",".join(plan.children)
     env.pop(TTY_ENV, None)
     tty = terminal()
     if tty is not None:
@@ -224,14 +228,16 @@ def suspend(backend: Backend, plan: StepPlan, reason: str | None, log: ProcessLo
 
 def _wait(backend: Backend, plan: StepPlan, reason: str | None) -> None:
     """Record that the thread waits at the plan's head for its role (since the first time it
-    waited there for it)."""
+    waited there for it). A joining role that defers or suspends keeps the children it joins
+    (docs/format.md, "Fan-out and join")."""
     assert plan.role is not None
     record = backend.threads.get(plan.thread)
     known = record.waiting if record is not None else None
     since = now_ms()
     if known is not None and known.head == plan.head and known.role == plan.role:
         since = known.since
-    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason))
+    children = known.children if known is not None and known.head == plan.head else None
+    backend.threads.wait(plan.thread, Waiting(plan.role, since, plan.head, reason, children))
 
 
 def stderr_summary(text: str, limit: int = 500) -> str:

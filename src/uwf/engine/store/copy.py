@@ -72,7 +72,7 @@ def _copy_history(src: Backend, dst: Backend, differ: list[str]) -> CopyCounts:
             continue
         active = dst.threads.get(thread)
         if active is None:  # never copied; or copied as active, then archived in FROM
-            info = ThreadInfo(entry.workflow, entry.task, entry.cwd)
+            info = ThreadInfo(entry.workflow, entry.task, entry.cwd, entry.parent)
             dst.threads.create(thread, entry.head, info)
         elif active.head != entry.head:
             differ.append(f"{thread} is active in TO at another head")

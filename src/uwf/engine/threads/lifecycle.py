@@ -19,17 +19,19 @@ from uwf.model.threads import (
     failure_json,
     locate,
     require_active,
+    task_line,
     waiting_json,
     workflow_of,
 )
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import InvalidInput, UsageError, UwfError, oneline
-from uwf.util.ulid import ThreadId, new_thread_id, now_ms, timestamp_ms
+from uwf.util.errors import InvalidInput, NotActive, UsageError, UwfError, oneline
+from uwf.util.ulid import ThreadId, check_thread_id, new_thread_id, now_ms, timestamp_ms
 
 if TYPE_CHECKING:
     from uwf.util.outputs import (
         BackgroundShown,
+        ChildShown,
         FailureShown,
         Forked,
         Killed,
@@ -53,19 +55,13 @@ if TYPE_CHECKING:
         waiting: WaitingShown
         failure: FailureShown
         background: BackgroundShown
+        children: list[ChildShown]
         chain: list[StartEntry | StepEntry]
 
 
 MAX_PROMPT_BYTES = 1 << 20
 LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
 ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
-TASK_LINE = 100  # characters of a task's first line recorded for listings
-
-
-def task_line(prompt: str) -> str:
-    """The first non-blank line of a task, shortened for listings."""
-    line = next((x.strip() for x in prompt.splitlines() if x.strip()), "")
-    return line if len(line) <= TASK_LINE else line[: TASK_LINE - 1] + "…"
 
 
 MAX_CWD_BYTES = 4096
@@ -156,6 +152,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         now["failure"] = failure_json(ref.failure)
     if holder is not None and holder.background:
         now["background"] = _background(holder)
+    if ref.waiting is not None and ref.active and ref.waiting.children is not None:
+        now["children"] = _children(backend, ref.waiting.children)
     out: ThreadShown = {
         "workflow": ref.workflow or start.workflow,
         "thread": ref.thread,
@@ -169,6 +167,21 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
     if full:
         first, entries, _ = _chain_entries(store, head)
         out["chain"] = [first, *entries]
+    return out
+
+
+def _children(backend: Backend, children: tuple[ThreadId, ...]) -> list[ChildShown]:
+    """The children a parent waits for, in item order, each with its status."""
+    running = backend.locks.running()
+    out: list[ChildShown] = []
+    for child in children:
+        record = backend.threads.get(child)
+        if record is not None:
+            status = active_status(record.waiting, child in running, record.failure)
+        else:
+            entry = backend.threads.history_entry(child)
+            status = entry.status if entry is not None else "missing"
+        out.append({"thread": child, "status": status})
     return out
 
 
@@ -296,6 +309,7 @@ def list_threads(
     before: str | None = None,
     skip: int = 0,
     take: int | None = None,
+    parent: str | None = None,
 ) -> list[ThreadListed]:
     """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter.
 
@@ -312,10 +326,15 @@ def list_threads(
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
+    kids = None
+    if parent is not None:  # active and archived (docs/format.md, "Fan-out and join")
+        kids = {child.thread for child in backend.threads.children(check_thread_id(parent))}
     starts = _Starts(backend)
     items = _active_items(backend, starts)
-    if all_ or (wanted is not None and bool(wanted & set(HISTORY_STATUSES))):
+    if all_ or kids is not None or (wanted is not None and bool(wanted & set(HISTORY_STATUSES))):
         items += _archived_items(backend, {item["thread"] for item in items})
+    if kids is not None:
+        items = [i for i in items if i["thread"] in kids]
     if wanted is not None:
         items = [i for i in items if i["status"] in wanted]
     if after_ms is not None or before_ms is not None:
@@ -441,6 +460,12 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> Killed:
     """
     tid, head = require_active(backend, thread)
     workflow = workflow_of(backend, ThreadRef(tid, head, True, "active"))
+    for child in backend.threads.active():  # its fan-outs' children first, and theirs
+        if child.info.parent == tid:
+            try:
+                kill(backend, child.thread, stop_wait=stop_wait)
+            except NotActive:
+                continue  # ended meanwhile
     head = backend.threads.archive(tid, workflow, "killed", now_ms())
     from uwf.util.log import ProcessLog
 

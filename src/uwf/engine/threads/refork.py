@@ -36,8 +36,8 @@ def fork_onto(
     Returns ``{"thread", "forkedFrom": {"step"}, "workflow", "head"}``. Onto the workflow
     the chain already runs, this is a plain fork (the head is ``node_hash`` itself).
     """
-    from uwf.engine.threads.lifecycle import task_line
     from uwf.engine.workflows import stored as workflows
+    from uwf.model.threads import task_line
 
     h = check_hash(node_hash)
     store = backend.nodes
@@ -62,7 +62,7 @@ def fork_onto(
         copy = dict(step.payload, start=new_start, prev=None if new_head == new_start else new_head)
         if step.hash in retyped:
             copy["output"] = store.put(roles[step.role]["meta"], retyped[step.hash])
-        new_head = store.put(types.step, copy)
+        new_head = store.put(schemas.step_type(copy), copy)  # compact, children kept
     thread = new_thread_id()
     backend.threads.create(thread, new_head, ThreadInfo(target, task_line(start.prompt)))
     ProcessLog(backend.root, thread=thread, workflow=target).write(

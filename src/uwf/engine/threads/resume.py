@@ -116,7 +116,7 @@ def _line(step_line: StepLine, resumed_from: ThreadId | None = None) -> ResumeLi
 def resume_ended(backend: Backend, entry: HistoryEntry, text: str | None) -> ThreadId:
     """A new thread that continues the ended one of ``entry`` through ``$START.resume``
     (nothing run yet)."""
-    from uwf.engine.threads.lifecycle import task_line
+    from uwf.model.threads import task_line
 
     tid, head, status = entry.thread, entry.head, entry.status
     store = backend.nodes

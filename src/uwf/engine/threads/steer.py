@@ -183,6 +183,7 @@ def answer_step(
             output=output_hash,
             body=body,
             detail={"via": "thread answer"},
+            children=plan.children,
         )
         log = ProcessLog(backend.root, thread=tid, workflow=plan.workflow)
         log.write("E3N8V5Q1", f"answered role={plan.role} step={h}")

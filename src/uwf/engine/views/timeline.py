@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from uwf.backend.base import Backend
+from uwf.backend.base import ActiveThread, Backend
 from uwf.model import artifacts, chain, routing
 from uwf.model.threads import active_status, failure_json, locate, waiting_json
 from uwf.model.turns import last_assistant_content
@@ -205,3 +205,24 @@ def thread_graph(backend: Backend, thread: str) -> Any:
     base = graph.of_workflow(workflow_payload(backend, line["workflow"]))
     steps = [(s["role"], s["status"]) for s in line["steps"]]
     return graph.with_path(base, steps, line["status"])
+
+
+def family(backend: Backend, thread: str) -> dict[str, Any]:
+    """A thread's place in its fan-out tree (docs/format.md, "Fan-out and join"):
+    ``{parent, children}``, ``parent`` the thread whose fan-out started it (None), ``children``
+    every thread its fan-outs started, oldest first, ``{thread, status, task}`` each."""
+    tid = locate(backend, thread).thread
+    threads = backend.threads
+    record = threads.get(tid)
+    entry = threads.history_entry(tid) if record is None else None
+    parent = record.info.parent if record is not None else (entry.parent if entry else None)
+    running = backend.locks.running()
+    children = []
+    for child in threads.children(tid):
+        if isinstance(child, ActiveThread):
+            status = active_status(child.waiting, child.thread in running, child.failure)
+            task = child.info.task
+        else:
+            status, task = child.status, child.task
+        children.append({"thread": child.thread, "status": status, "task": task or ""})
+    return {"parent": parent, "children": children}

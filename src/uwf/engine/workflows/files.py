@@ -155,9 +155,10 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     """Store every role's schema and return the Workflow payload that refers to them.
 
     A schema without a ``title`` gets ``<workflow>.<role>``; the stored role keeps exactly the
-    six fields, ``meta`` being the schema node's hash. A version-1 definition also stores its
-    files as Text nodes (``source``) and keeps ``version`` and its edges' ``location``. The
-    payload itself is not stored here.
+    six fields, ``meta`` being the schema node's hash. Edges keep what the validator
+    normalised: ``role``, ``prompt``, and ``fanOut`` (docs/format.md, "Fan-out and join") or
+    a version-1 edge's ``location``. A version-1 definition also stores its files as Text
+    nodes (``source``) and keeps ``version``. The payload itself is not stored here.
     """
     name = definition["name"]
     roles: dict[str, Any] = {}
@@ -191,14 +192,23 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def has_fan_out(payload: dict[str, Any]) -> bool:
+    """Whether any edge of a Workflow payload starts child threads."""
+    return any("fanOut" in t for edges in payload["graph"].values() for t in edges.values())
+
+
 def store_definition(store: Store, definition: dict[str, Any]) -> NodeHash:
     """Materialise a validated definition and store it as a Workflow node; return its hash.
 
-    A workflow with ``compactAfter`` is a Workflow (compactAfter) node, one read from a
-    version-1 file a Workflow (version 1) node (docs/format.md, "Extended types"); any other
-    keeps the plain Workflow type and its hash."""
+    A workflow read from a version-1 file is a Workflow (version 1) node, one with a
+    ``fanOut`` edge a Workflow (fanOut) node, else one with ``compactAfter`` a Workflow
+    (compactAfter) node (docs/format.md, "Extended types"); any other keeps the plain
+    Workflow type and its hash. (Version-1 files have no ``fanOut``: the validator refuses
+    it.)"""
     h = schemas.ensure(store)
     payload = materialise(store, definition)
     if payload.get("version") == 1:
         return store.put(h.workflow_v1, payload)
+    if has_fan_out(payload):
+        return store.put(h.workflow_fan_out, payload)
     return store.put(h.workflow_compact if "compactAfter" in payload else h.workflow, payload)

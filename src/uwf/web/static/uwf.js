@@ -57,6 +57,12 @@
     setStatus(d.status);
   });
 
+  source.addEventListener("children.changed", function (ev) {
+    const d = JSON.parse(ev.data);
+    const section = $("family-children");
+    if (section) section.innerHTML = d.html;
+  });
+
   source.addEventListener("thread.opened", function () {
     if (body.dataset.live === "list") refreshList();
   });
