@@ -29,6 +29,7 @@ from uwf.backend.base import (
     Backend,
     Failure,
     HistoryEntry,
+    RetryPolicy,
     ThreadInfo,
     Waiting,
 )
@@ -558,11 +559,11 @@ class BackendContract:
         backend.threads.create(t, a, ThreadInfo(task="x"))
         first = Failure(a, "error: agent failed", 5, 1000, role="dev", agent="uwf-cmd", host="h1")
         stored = backend.threads.fail(t, first)
-        assert stored == first._replace(attempts=1, since=1000)
+        assert stored == first._replace(attempts=1, since=1000, retry_at=2000)  # back-off 1 s
         record = backend.threads.get(t)
         assert record is not None and record.failure == stored and record.info.task == "x"
         again = backend.threads.fail(t, Failure(a, "error: again", 1, 2000, host="h2"))
-        assert again == Failure(a, "error: again", 1, 2000, 2, 1000, None, None, "h2")
+        assert again == Failure(a, "error: again", 1, 2000, 2, 1000, None, None, "h2", None, 4000)
         assert [r.failure for r in backend.threads.active()] == [again]
         waiting = Waiting("dev", 3000, a)
         backend.threads.wait(t, waiting)  # a deferral keeps the count
@@ -570,7 +571,7 @@ class BackendContract:
         assert record is not None and (record.waiting, record.failure) == (waiting, again)
         assert again.as_json() == {
             "head": a, "error": "error: again", "code": 1, "at": 2000, "attempts": 2,
-            "since": 1000, "host": "h2",
+            "since": 1000, "host": "h2", "retryAt": 4000,
         }  # fmt: skip
         with pytest.raises(Conflict):
             backend.threads.fail(t, Failure(b, "error: elsewhere", 1, 1))  # not at its head
@@ -583,6 +584,36 @@ class BackendContract:
         backend.threads.archive(t, a, "killed", 5000)
         with pytest.raises(NotActive):
             backend.threads.fail(t, Failure(b, "e", 5, 6000))
+
+    def test_a_retry_policy_backs_off_then_marks_the_thread_failed(self, backend: Backend) -> None:
+        """docs/format.md, "Retries": the next allowed attempt, the dead-letter mark, and
+        ``retry`` that ends both; ``runnable`` leaves out what may not be tried now."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t, other = _thread(1), _thread(2)
+        backend.threads.create(t, a, ThreadInfo())
+        backend.threads.create(other, b, ThreadInfo())
+        policy = RetryPolicy(attempts=3, backoff=10, max_backoff=15)
+        one = backend.threads.fail(t, Failure(a, "e", 5, 1000), policy)
+        assert (one.attempts, one.limit, one.retry_at, one.exhausted) == (1, 3, 11_000, False)
+        assert [r.thread for r in backend.threads.runnable(10_999)] == [other]
+        assert [r.thread for r in backend.threads.runnable(11_000)] == [t, other]
+        two = backend.threads.fail(t, Failure(a, "e", 5, 12_000), policy)
+        assert (two.attempts, two.retry_at, two.exhausted) == (2, 27_000, False)  # capped: 15 s
+        three = backend.threads.fail(t, Failure(a, "e", 5, 30_000), policy)
+        assert (three.attempts, three.retry_at, three.exhausted) == (3, None, True)
+        assert three.as_json()["exhausted"] is True and three.as_json()["limit"] == 3
+        record = backend.threads.get(t)
+        assert record is not None and record.failure == three
+        assert [r.thread for r in backend.threads.runnable(10**15)] == [other]  # never again
+        assert backend.threads.retry(t) == three
+        record = backend.threads.get(t)
+        assert record is not None and record.failure is None and record.head == a
+        assert [r.thread for r in backend.threads.runnable(0)] == [t, other]
+        assert backend.threads.retry(t) is None  # nothing left to end
+        assert backend.threads.fail(t, Failure(a, "e", 5, 40_000), policy).attempts == 1
+        backend.threads.archive(t, a, "killed", 50_000)
+        with pytest.raises(NotActive):
+            backend.threads.retry(t)
 
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:

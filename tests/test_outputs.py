@@ -179,6 +179,8 @@ def test_every_command_prints_the_keys_of_its_type(
     failing = agent_script("print('error: out of tokens', file=sys.stderr)\nsys.exit(1)")
     assert cli("thread", "step", fails, "--agent", failing).code == 5
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
+    c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
+    c("thread retry", printed(cli("thread", "retry", fails)), o.Retried)
     c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
     summary = write(tmp_path / "summary.txt", "Planned, built, reviewed.")
     answered = cli("thread", "answer", waits, "--file", write(tmp_path / "answer.md", PLAN))

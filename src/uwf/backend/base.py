@@ -74,6 +74,21 @@ class Waiting(NamedTuple):
         return out
 
 
+class RetryPolicy(NamedTuple):
+    """How a failing thread is tried again (docs/format.md, "Retries"): after ``attempts``
+    failed attempts at one head it is ``failed`` (None: never); after the n-th, no fleet
+    stepper tries it for ``backoff * 2**(n-1)`` seconds, at most ``max_backoff``."""
+
+    attempts: int | None = None
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+
+    def delay_ms(self, attempts: int) -> int:
+        """The wait after the ``attempts``-th failed attempt, in ms."""
+        seconds = min(self.max_backoff, self.backoff * 2.0 ** min(attempts - 1, 40))
+        return int(seconds * 1000)
+
+
 class Failure(NamedTuple):
     """The last failure of a thread (docs/format.md, "Thread state"): attempts to step it at
     ``head`` that failed since its last step landed. A landed step (any head move) ends it,
@@ -82,7 +97,9 @@ class Failure(NamedTuple):
     ``attempts`` counts the failed attempts at this head, by any process on any machine
     sharing the backend; ``since`` is the first of them and ``at`` the last, whose error
     line, exit code (the loop contract's: 1, 5), role, agent and host the record keeps.
-    Later fields (a next allowed attempt, a dead-letter mark) are added beside these.
+    The retry policy in force (``RetryPolicy``) adds ``limit`` (the attempts it allows),
+    ``retry_at`` (unix ms: no fleet stepper tries again before) and ``exhausted`` (the last
+    attempt failed: the thread is ``failed`` until ``thread retry``).
     """
 
     head: NodeHash
@@ -94,6 +111,9 @@ class Failure(NamedTuple):
     role: str | None = None
     agent: str | None = None
     host: str | None = None
+    limit: int | None = None  # the attempts the retry policy allows (None: no limit)
+    retry_at: int | None = None  # unix ms before which no fleet stepper tries again
+    exhausted: bool = False  # the last allowed attempt failed: the thread is ``failed``
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -108,14 +128,35 @@ class Failure(NamedTuple):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.limit is not None:
+            out["limit"] = self.limit
+        if self.retry_at is not None:
+            out["retryAt"] = self.retry_at
+        if self.exhausted:
+            out["exhausted"] = True
         return out
 
-    def after(self, previous: Failure | None) -> Failure:
+    def after(self, previous: Failure | None, policy: RetryPolicy = RetryPolicy()) -> Failure:
         """This attempt's record, following ``previous`` (the one stored): its attempts plus
-        one and its first time when it was at the same head, else a first attempt."""
-        if previous is None or previous.head != self.head:
-            return self._replace(attempts=1, since=self.at)
-        return self._replace(attempts=previous.attempts + 1, since=previous.since)
+        one and its first time when it was at the same head, else a first attempt; with the
+        next allowed attempt (or the dead-letter mark) that ``policy`` gives it."""
+        attempts, since = 1, self.at
+        if previous is not None and previous.head == self.head:
+            attempts, since = previous.attempts + 1, previous.since or previous.at
+        exhausted = policy.attempts is not None and attempts >= policy.attempts
+        retry_at = None if exhausted else self.at + policy.delay_ms(attempts)
+        return self._replace(
+            attempts=attempts,
+            since=since,
+            limit=policy.attempts,
+            retry_at=retry_at,
+            exhausted=exhausted,
+        )
+
+    def ready(self, now: int) -> bool:
+        """Whether a fleet stepper (``--next``, ``uwf worker``) may try the thread at ``now``
+        (unix ms): not exhausted, and its next allowed attempt has come."""
+        return not self.exhausted and (self.retry_at is None or self.retry_at <= now)
 
 
 class ActiveThread(NamedTuple):
@@ -201,10 +242,11 @@ class ThreadTable(abc.ABC):
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         """Record a new active thread (a fresh id: never one that exists or existed)."""
 
-    # The semantics of move/wait/archive live here, once; a backend supplies the three
-    # primitives below (``_move``, ``_wait``, ``_archive``), each one atomic step that
-    # answers what it found. Every refusal is worded and ordered here: not active, then a
-    # head other than the expected one, then (``move``) a new head that is not stored.
+    # The semantics of move/wait/fail/retry/archive live here, once; a backend supplies the
+    # primitives below (``_move``, ``_wait``, ``_fail``, ``_retry``, ``_archive``), each one
+    # atomic step that answers what it found. Every refusal is worded and ordered here: not
+    # active, then a head other than the expected one, then (``move``) a new head that is not
+    # stored.
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait and failure.
@@ -229,19 +271,31 @@ class ThreadTable(abc.ABC):
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
 
-    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
+    def fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy = RetryPolicy()
+    ) -> Failure:
         """Record a failed attempt to step ``thread`` at ``failure.head`` and return the record
-        as stored (``Failure.after`` the one before it, in one atomic change: attempts from
-        many processes are all counted).
+        as stored (``Failure.after`` the one before it under ``policy``, in one atomic change:
+        attempts from many processes are all counted).
 
         NotActive when the thread is not active; Conflict when its head is no longer
-        ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` ends it,
-        ``wait`` keeps it.
+        ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` and
+        ``retry`` end it, ``wait`` keeps it.
         """
-        stored, head = self._fail(thread, failure)
+        stored, head = self._fail(thread, failure, policy)
         if stored is None:
             raise self._refusal(thread, head, failure.head, "fail")
         return stored
+
+    def retry(self, thread: ThreadId) -> Failure | None:
+        """End the last failure of ``thread`` (``thread retry``): a ``failed`` or backing-off
+        thread may be stepped again at once, with its attempts counted from zero. Returns the
+        record it ended, None when the thread had none at its head. NotActive when the thread
+        is not active."""
+        cleared, head = self._retry(thread)
+        if head is None:
+            raise self.not_active(thread)
+        return cleared
 
     def archive(
         self,
@@ -278,10 +332,17 @@ class ThreadTable(abc.ABC):
         Returns (done, the head found: None when not active)."""
 
     @abc.abstractmethod
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
         """Atomically: when ``thread`` is active at ``failure.head``, record
-        ``failure.after(<the record stored>)``. Returns (the record stored, None when nothing
-        was; the head found: None when not active)."""
+        ``failure.after(<the record stored>, policy)``. Returns (the record stored, None when
+        nothing was; the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        """Atomically: remove the failure record of ``thread``. Returns (the record removed
+        when it was at the head, else None; the head found: None when not active)."""
 
     @abc.abstractmethod
     def _archive(
@@ -340,11 +401,16 @@ class ThreadTable(abc.ABC):
             return Conflict(f"thread {thread} moved to {head} before its failure was recorded")
         return Conflict(f"thread {thread} moved to {head} while archiving")
 
-    def runnable(self) -> list[ActiveThread]:
-        """Active threads that are not waiting, oldest first (thread ids are ULIDs: their
-        order is the order of creation). ``thread step --next`` picks among them."""
+    def runnable(self, now: int) -> list[ActiveThread]:
+        """Active threads that are not waiting, not ``failed`` and not backing off at ``now``
+        (unix ms), oldest first (thread ids are ULIDs: their order is the order of creation).
+        ``thread step --next`` and ``uwf worker`` pick among them."""
         return sorted(
-            (record for record in self.active() if record.waiting is None),
+            (
+                record
+                for record in self.active()
+                if record.waiting is None and (record.failure is None or record.failure.ready(now))
+            ),
             key=lambda record: record.thread,
         )
 

@@ -2,8 +2,8 @@
 that it reads and writes whole under a lock (the filesystem's ``threads.yaml``, the memory
 backend's dict).
 
-``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``
-and ``archive``; this class answers its four primitives from two of the backend's own:
+``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``,
+``retry`` and ``archive``; this class answers its five primitives from two of the backend's own:
 ``_edit`` (the records under the lock, written back when changed) and ``_append`` (one
 history entry, durable before the record goes).
 """
@@ -13,7 +13,14 @@ from __future__ import annotations
 import abc
 import contextlib
 
-from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
+from uwf.backend.base import (
+    ActiveThread,
+    Failure,
+    HistoryEntry,
+    RetryPolicy,
+    ThreadTable,
+    Waiting,
+)
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.ulid import ThreadId
@@ -51,14 +58,25 @@ class RecordThreads(ThreadTable):
             records[thread] = record._replace(waiting=waiting)  # a failure stays
             return True, record.head
 
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)
             if record is None or record.head != failure.head:
                 return None, record.head if record is not None else None
-            stored = failure.after(record.failure)
+            stored = failure.after(record.failure, policy)
             records[thread] = record._replace(failure=stored)
             return stored, record.head
+
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None:
+                return None, None
+            if record.failure is not None:
+                records[thread] = record._replace(failure=None)
+            return record.failure, record.head
 
     def _archive(
         self,

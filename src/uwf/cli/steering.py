@@ -1,6 +1,6 @@
-"""`uwf thread rerun`, `thread answer` and the edits of `thread fork --output/--edit`:
-steering a thread by hand (docs/agents.md, "People as roles"). Registered on the thread
-group by ``uwf.cli.thread``."""
+"""`uwf thread rerun`, `thread answer`, `thread retry` and the edits of `thread fork
+--output/--edit`: steering a thread by hand (docs/agents.md, "People as roles"). Registered on
+the thread group by ``uwf.cli.thread``."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -15,6 +15,7 @@ from uwf.cli.options import (
     TimeoutOpt,
     WaitOpt,
     backend,
+    emit,
     emit_stream,
     loop_contract,
     read_input,
@@ -141,3 +142,16 @@ def answer(
             backend(), thread, fields=fields, text=text, message=message, wait=wait
         )
         emit_stream(result.as_json(), fmt)
+
+
+def retry(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """Step a failed or failing thread again: end its last failure.
+
+    A thread whose retry policy's last attempt failed is failed (thread list --status failed)
+    and never stepped; one that is failing waits for its next allowed attempt (docs/format.md,
+    "Retries"). This ends the failure: the next step runs at once, attempts counted from
+    zero; the head does not move. Prints {"thread","retried","failure"} (the failure ended).
+    """
+    from uwf.engine.threads import steer
+
+    emit(steer.retry(backend(), thread), fmt)

@@ -1,6 +1,6 @@
 """`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, kill, graph,
-watch, export; step and stop come from ``uwf.cli.stepping``, rerun and answer from
-``uwf.cli.steering``."""
+watch, export; step and stop come from ``uwf.cli.stepping``, rerun, answer and retry
+from ``uwf.cli.steering``."""
 
 import sys
 from pathlib import Path
@@ -95,8 +95,9 @@ def show(
 
     Prints {"workflow","thread","head","done","status","steps","cost"}, plus "waiting"
     ({"role","since","reason"}) when its agent deferred, "failure" ({"error","code","at",
-    "attempts","since","role","agent","host"}: the attempts that failed since its last step;
-    status failing) and "background" ({"pid","host","since","log"}) while a background run
+    "attempts","since","role","agent","host","limit","retryAt","exhausted"}: the attempts that
+    failed since its last step; status failing, or failed after the last attempt its retry
+    policy allows) and "background" ({"pid","host","since","log"}) while a background run
     holds it. With --full also "chain": the StartNode ({"hash","workflow","prompt",
     "timestamp"}) and every step, oldest first ({"hash","role","output","detail","agent",
     "timestamp"}, the output expanded). --format table prints one field per line.
@@ -116,8 +117,8 @@ def list_(
         str | None,
         typer.Option(
             "--status",
-            help="idle, running, waiting, failing, completed, killed, max_rounds "
-            "(comma-separated), or active (the first four).",
+            help="idle, running, waiting, failing, failed, completed, killed, max_rounds "
+            "(comma-separated), or active (the first five).",
             show_default=False,
         ),
     ] = None,
@@ -428,6 +429,7 @@ def _register_steering() -> None:
 
     app.command("rerun")(steering.rerun)
     app.command("answer")(steering.answer)
+    app.command("retry")(steering.retry)
 
 
 _register_steering()

@@ -90,6 +90,10 @@ class Config(NamedTuple):
     # role cliReferenceOverrides over it (docs/format.md, "config.yaml and .env")
     cli_reference: bool = True
     cli_reference_overrides: Mapping[str, Mapping[str, bool]] = _EMPTY
+    # retry policies (docs/format.md, "Retries"), each {attempts?, backoff?, maxBackoff?}:
+    # config-wide, and per workflow name ("retry") and role ("roles") of ``retryOverrides``
+    retry: Mapping[str, float] = _EMPTY
+    retry_overrides: Mapping[str, Mapping[str, Any]] = _EMPTY
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -172,7 +176,29 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
                 for workflow, roles in _section(raw, "cliReferenceOverrides").items()
             }
         ),
+        retry=_policy(raw.get("retry")),
+        retry_overrides=_frozen(
+            {
+                str(workflow): MappingProxyType(
+                    {
+                        "retry": _policy(entry.get("retry")),
+                        "roles": MappingProxyType(
+                            {str(r): _policy(p) for r, p in _section(entry, "roles").items()}
+                        ),
+                    }
+                )
+                for workflow, entry in _section(raw, "retryOverrides").items()
+            }
+        ),
     )
+
+
+def _policy(raw: Any) -> Mapping[str, float]:
+    """The keys a retry policy sets (checked by the schema; null keys are unset)."""
+    if not isinstance(raw, dict):
+        return _EMPTY
+    keys = ("attempts", "backoff", "maxBackoff")
+    return MappingProxyType({k: raw[k] for k in keys if raw.get(k) is not None})
 
 
 def configured_store(data: bytes) -> str | None:

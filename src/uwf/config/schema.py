@@ -34,6 +34,14 @@ def _entries(entry: dict[str, Any], what: str) -> dict[str, Any]:
 ALIAS = _text("an alias (a non-empty string)")
 POSITIVE = {"type": ["integer", "null"], "minimum": 1, EXPECTED: "a positive integer"}
 
+SECONDS = {"type": ["number", "null"], "minimum": 0, EXPECTED: "a number of seconds (0 or more)"}
+#: A retry policy (docs/format.md, "Retries"): config-wide, per workflow or per role.
+RETRY: dict[str, Any] = {
+    "type": ["object", "null"],
+    EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
+    "properties": {"attempts": POSITIVE, "backoff": SECONDS, "maxBackoff": SECONDS},
+}
+
 CONFIG: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "config.yaml",
@@ -100,6 +108,18 @@ CONFIG: dict[str, Any] = {
         "compactAfter": POSITIVE,
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,
+        "retry": RETRY,
+        "retryOverrides": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping {retry, roles}",
+                "properties": {
+                    "retry": RETRY,
+                    "roles": _entries(RETRY, "a mapping of role -> retry policy"),
+                },
+            },
+            "a mapping of workflow name -> {retry, roles}",
+        ),
         "store": _optional(_text("a URL or a directory")),
         "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
         "cliReferenceOverrides": _entries(

@@ -29,13 +29,16 @@ class ThreadRef(NamedTuple):
 
 def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
     """An active thread's status: ``running`` while a step holds its lock, ``waiting`` when
-    its agent deferred the step (a person answers later), ``failing`` when its last attempt
-    to step failed (docs/format.md, "Thread state"), else ``idle``."""
+    its agent deferred the step (a person answers later), ``failed`` when the last attempt
+    its retry policy allows failed (a dead letter: docs/format.md, "Retries"), ``failing``
+    when its last attempt to step failed (docs/format.md, "Thread state"), else ``idle``."""
     if running:
         return "running"
     if waiting is not None:
         return "waiting"
-    return "failing" if failure is not None else "idle"
+    if failure is None:
+        return "idle"
+    return "failed" if failure.exhausted else "failing"
 
 
 def waiting_json(waiting: Waiting) -> WaitingShown:
@@ -48,7 +51,8 @@ def waiting_json(waiting: Waiting) -> WaitingShown:
 
 def failure_json(failure: Failure) -> FailureShown:
     """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
-    code, at, attempts, since, role?, agent?, host?}`` (at the thread's head)."""
+    code, at, attempts, since, role?, agent?, host?, limit?, retryAt?, exhausted?}`` (at the
+    thread's head)."""
     out: FailureShown = {
         "error": failure.error,
         "code": failure.code,
@@ -62,6 +66,12 @@ def failure_json(failure: Failure) -> FailureShown:
         out["agent"] = failure.agent
     if failure.host is not None:
         out["host"] = failure.host
+    if failure.limit is not None:
+        out["limit"] = failure.limit
+    if failure.retry_at is not None:
+        out["retryAt"] = failure.retry_at
+    if failure.exhausted:
+        out["exhausted"] = True
     return out
 
 

@@ -184,6 +184,17 @@ class FailureShown(TypedDict):
     role: NotRequired[str]
     agent: NotRequired[str]
     host: NotRequired[str]
+    limit: NotRequired[int]  # the attempts the retry policy allows (docs/format.md, "Retries")
+    retryAt: NotRequired[int]  # unix ms: no fleet stepper tries the thread before
+    exhausted: NotRequired[bool]  # true: the last allowed attempt failed (status failed)
+
+
+class Retried(TypedDict):
+    """``thread retry``: the thread, back to be stepped, and the failure it ended."""
+
+    thread: str
+    retried: bool
+    failure: FailureShown
 
 
 class BackgroundShown(TypedDict, total=False):

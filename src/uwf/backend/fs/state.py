@@ -157,7 +157,7 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
     attempts = raw.get("attempts")
     if not isinstance(error, str) or not (_int(code) and _int(at) and _int(attempts)):
         return None
-    since = raw.get("since")
+    since, limit, retry_at = raw.get("since"), raw.get("limit"), raw.get("retryAt")
     return Failure(
         head,
         error,
@@ -168,6 +168,9 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
         _text(raw.get("role")),
         _text(raw.get("agent")),
         _text(raw.get("host")),
+        limit if _int(limit) else None,
+        retry_at if _int(retry_at) else None,
+        raw.get("exhausted") is True,
     )
 
 

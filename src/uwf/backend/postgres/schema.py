@@ -96,6 +96,14 @@ MIGRATIONS: list[str] = [
         ADD COLUMN fail_agent text,
         ADD COLUMN fail_host text;
     """,
+    # 3 -> 4: retries (docs/format.md, "Retries"): the attempts the policy allows, the next
+    # allowed attempt and the dead-letter mark of the last failure
+    """
+    ALTER TABLE uwf_threads
+        ADD COLUMN fail_limit integer,
+        ADD COLUMN fail_retry_at bigint,
+        ADD COLUMN fail_exhausted boolean NOT NULL DEFAULT false;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -18,7 +18,7 @@ from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
 from uwf.engine.step import tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
-from uwf.engine.step.failure import record_failure
+from uwf.engine.step.failure import record_failure, refuse_failed
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import (
     Runner,
@@ -131,12 +131,15 @@ def step_held(
     steps under one lock): re-read the head, plan, run, commit. With tracing on, the step is
     one span (docs/format.md, "Traces").
 
-    ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
-    the thread's head while the agent runs; when it answers True the agent's process group is
-    killed and the step fails, leaving the head where it was."""
-    head = backend.threads.head(thread)
-    if head is None:  # archived while we waited, or between two steps of a run
+    A ``failed`` thread (its retry policy's last attempt failed) is refused: exit 3 until
+    ``thread retry``. ``should_stop`` (a background run passes its lock's ``stop_requested``)
+    is polled with the thread's head while the agent runs; when it answers True the agent's
+    process group is killed and the step fails, leaving the head where it was."""
+    record = backend.threads.get(thread)
+    if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
+    refuse_failed(record.failure, thread)  # under the lock: a dead letter is never stepped
+    head = record.head
     log = ProcessLog(backend.root, thread=thread)
     plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:

@@ -1,7 +1,9 @@
 """Fleets: ``thread step --next`` and ``uwf worker`` (docs/scale-out.md).
 
 Many processes, on one machine or many, share one backend and no coordinator. Each picks the
-oldest active thread that is not waiting and that nobody steps, takes its step lock without
+oldest active thread that is not waiting, not ``failed``, not backing off after a failure (its
+next allowed attempt is stored with the thread: docs/format.md, "Retries") and that nobody
+steps, takes its step lock without
 waiting (a lock another process holds means "skip it", like ``SKIP LOCKED``), and runs one
 step under it. Two processes that pick the same thread at the same moment: one gets the
 lock, the other moves on; should both ever run (a lock lost with its connection), the
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
@@ -20,8 +22,8 @@ from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Busy, Interrupted, NotActive, NothingToStep, UwfError, exit_code
-from uwf.util.ulid import ThreadId
+from uwf.util.errors import Busy, Interrupted, NothingToStep, UwfError, exit_code
+from uwf.util.ulid import ThreadId, now_ms
 
 if TYPE_CHECKING:
     from typing import NotRequired, TypedDict
@@ -65,14 +67,15 @@ def step_next(
     timeout: float | None = None,
     runner: Runner = process_runner,
 ) -> StepResult:
-    """One step of the oldest thread that is active, not waiting and not being stepped.
+    """One step of the oldest thread that is active, not waiting, not failed, not backing
+    off and not being stepped.
 
-    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out (a
-    worker's cooling-down failures). NothingToStep when there is none.
+    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out.
+    NothingToStep when there is none.
     """
     skipped = set(skip)
     running = backend.locks.running()
-    for record in backend.threads.runnable():
+    for record in backend.threads.runnable(now_ms()):
         if record.thread in running or record.thread in skipped:
             continue
         if not _runs(backend, record, versions):
@@ -82,6 +85,8 @@ def step_next(
                 current = backend.threads.get(record.thread)
                 if current is None or current.waiting is not None:
                     continue  # archived or deferred since the listing
+                if current.failure is not None and not current.failure.ready(now_ms()):
+                    continue  # failed by another process since the listing
                 if on_pick is not None:
                     on_pick(record.thread)
                 return step_held(
@@ -94,7 +99,9 @@ def step_next(
 
 @dataclass
 class Worker:
-    """``uwf worker``: ``step_next`` in a loop, with back-off when idle and after failures.
+    """``uwf worker``: ``step_next`` in a loop, with back-off when idle. A thread whose step
+    failed waits for the next attempt its retry policy allows, recorded in the backend, so
+    every worker on every machine honours it.
 
     ``emit`` gets one record per step attempt (the step's JSON, plus ``ms``; or the thread
     and the error); ``say`` gets the worker's own lines (idle, stopping). Interrupted (SIGTERM,
@@ -115,7 +122,6 @@ class Worker:
     clock: Callable[[], float] = time.monotonic
     steps: int = 0
     failed: int = 0
-    cooling: dict[ThreadId, tuple[int, float]] = field(default_factory=dict)
 
     def run(self) -> WorkerSummary:
         """Work until ``max_steps``, ``idle_exit`` seconds without work, or a signal."""
@@ -142,10 +148,6 @@ class Worker:
             out["stopped"] = stopped
         return out
 
-    def _cooling(self) -> set[ThreadId]:
-        now = self.clock()
-        return {t for t, (_, until) in self.cooling.items() if until > now}
-
     def _attempt(self) -> bool:
         """One step attempt; False when there was nothing to do (or the store is away)."""
         picked: list[ThreadId] = []
@@ -154,7 +156,6 @@ class Worker:
             result = step_next(
                 self.backend,
                 versions=self.versions,
-                skip=self._cooling(),
                 on_pick=picked.append,
                 agent=self.agent,
                 timeout=self.timeout,
@@ -168,16 +169,12 @@ class Worker:
                 return False
             self._failed(picked[0], exc, began)
             return True
-        self.cooling.pop(result.thread, None)
         self.steps += 1
         self.emit({**result.as_json(), "ms": round((self.clock() - began) * 1000)})
         return True
 
     def _failed(self, thread: ThreadId, exc: UwfError, began: float) -> None:
         self.failed += 1
-        if not isinstance(exc, NotActive):  # a finished thread needs no cooling down
-            count = self.cooling.get(thread, (0, 0.0))[0] + 1
-            self.cooling[thread] = (count, self.clock() + min(60.0, 2.0 ** (count - 1)))
         self.emit(
             {
                 "thread": thread,

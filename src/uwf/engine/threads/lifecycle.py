@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
-ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
+LIST_STATUSES = ("idle", "running", "waiting", "failing", "failed", *HISTORY_STATUSES)
+ACTIVE_STATUSES = ("idle", "running", "waiting", "failing", "failed")
 TASK_LINE = 100  # characters of a task's first line recorded for listings
 
 
