@@ -615,6 +615,20 @@ class BackendContract:
         with pytest.raises(NotActive):
             backend.threads.retry(t)
 
+    def test_a_start_key_names_one_thread_per_scope(self, backend: Backend) -> None:
+        """docs/format.md, "Start keys"."""
+        a = _chain_node(backend, "a")
+        t1, t2, t3 = _thread(1), _thread(2), _thread(3)
+        assert backend.threads.keyed("wf", "k") is None
+        assert backend.threads.create_keyed("wf", "k", t1, a, ThreadInfo(task="x")) == (t1, True)
+        assert backend.threads.create_keyed("wf", "k", t2, a, ThreadInfo()) == (t1, False)
+        assert backend.threads.keyed("wf", "k") == t1
+        assert backend.threads.create_keyed("other", "k", t3, a, ThreadInfo()) == (t3, True)
+        assert sorted(r.thread for r in backend.threads.active()) == [t1, t3]
+        backend.threads.archive(t1, a, "completed", 1)
+        assert backend.threads.create_keyed("wf", "k", t2, a, ThreadInfo()) == (t1, False)
+        assert backend.threads.get(t2) is None
+
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
@@ -768,6 +782,11 @@ try:
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
     elif op == "register":
         backend.registry.set(thread, NodeHash(a))
+    elif op == "keyed":  # create thread at head a unless key b names one; print the winner
+        from uwf.backend.base import ThreadInfo
+        got = backend.threads.create_keyed("wf", b, ThreadId(thread), NodeHash(a), ThreadInfo())
+        print(f"{got[0]}:{got[1]}", flush=True)
+        sys.exit(0)
     elif op == "fail":  # b failed attempts at head a
         from uwf.backend.base import Failure
         for n in range(int(b)):
@@ -854,6 +873,17 @@ class SharedBackendContract(BackendContract):
         assert self._race(tmp_path, spec, jobs) == ["ok"] * 12
         assert {r.thread for r in backend.threads.active()} == {_thread(n) for n in range(8)}
         assert set(backend.registry.read()) == {f"wf{n}" for n in range(4)}
+
+    def test_processes_starting_with_one_key_create_one_thread(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        a = _chain_node(backend, "a")
+        ops = [("keyed", _thread(n), a, "k") for n in range(1, 5)]
+        outs = [out.split(":") for out in self._race(tmp_path, spec, ops)]
+        winners = {thread for thread, _ in outs}
+        assert len(winners) == 1
+        assert sorted(created for _, created in outs) == ["False", "False", "False", "True"]
+        assert [r.thread for r in backend.threads.active()] == list(winners)
 
     def test_failed_attempts_of_many_processes_are_all_counted(
         self, backend: Backend, spec: str, tmp_path: Path

@@ -136,6 +136,9 @@ def test_every_command_prints_the_keys_of_its_type(
     mock = scenario({"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
     started = printed(cli("thread", "start", "solve-issue", "-p", "Fix the bug"))
     c("thread start", started, o.ThreadStarted)
+    keyed = cli("thread", "start", "solve-issue", "-p", "Once", "--key", "k1")
+    c("thread start --key", printed(keyed), o.ThreadStarted)
+    printed(cli("thread", "kill", printed(keyed)["thread"]))
     thread = started["thread"]
     dry = cli("thread", "step", thread, "--dry-run", "--agent", mock)
     c("thread step --dry-run", printed(dry), o.DryRun)

@@ -242,6 +242,21 @@ class ThreadTable(abc.ABC):
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         """Record a new active thread (a fresh id: never one that exists or existed)."""
 
+    # Start keys (docs/format.md, "Start keys"): ``thread start --key`` names a thread once
+    # per workflow name (``scope``), so a start retried by a script returns the same thread.
+
+    @abc.abstractmethod
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        """The thread ``key`` named in ``scope``, None when it names none yet."""
+
+    @abc.abstractmethod
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        """``create`` the thread unless ``key`` already names one in ``scope``, atomically
+        (many processes starting with one key create one thread). Returns the thread the key
+        names and whether this call created it. The key stays when the thread is archived."""
+
     # The semantics of move/wait/fail/retry/archive live here, once; a backend supplies the
     # primitives below (``_move``, ``_wait``, ``_fail``, ``_retry``, ``_archive``), each one
     # atomic step that answers what it found. Every refusal is worded and ordered here: not

@@ -95,6 +95,8 @@ class MemoryThreads(RecordThreads):
         self._active: dict[str, ActiveThread] = {}
         self._history: list[HistoryEntry] = []
         self._mutex = threading.Lock()
+        self._start_keys: dict[str, ThreadId] = {}
+        self._keys_mutex = threading.Lock()
 
     def head(self, thread: ThreadId) -> NodeHash | None:
         record = self._active.get(thread)
@@ -119,6 +121,14 @@ class MemoryThreads(RecordThreads):
 
     def _append(self, entry: HistoryEntry) -> None:
         self._history.append(entry)
+
+    @contextlib.contextmanager
+    def _keys(self) -> Iterator[dict[str, ThreadId]]:
+        with self._keys_mutex:
+            yield self._start_keys
+
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        pass  # the dict is the store
 
     def history(self) -> list[HistoryEntry]:
         return list(self._history)

@@ -5,7 +5,7 @@ backend's dict).
 ``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``,
 ``retry`` and ``archive``; this class answers its five primitives from two of the backend's own:
 ``_edit`` (the records under the lock, written back when changed) and ``_append`` (one
-history entry, durable before the record goes).
+history entry, durable before the record goes); and start keys from ``_keys``/``_save_keys``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from uwf.backend.base import (
     Failure,
     HistoryEntry,
     RetryPolicy,
+    ThreadInfo,
     ThreadTable,
     Waiting,
 )
@@ -39,6 +40,37 @@ class RecordThreads(ThreadTable):
     @abc.abstractmethod
     def _append(self, entry: HistoryEntry) -> None:
         """Add ``entry`` to the history (the caller holds the ``_edit`` lock)."""
+
+    @abc.abstractmethod
+    def _keys(self) -> contextlib.AbstractContextManager[dict[str, ThreadId]]:
+        """The start keys (``<scope>/<key>`` -> thread) under an exclusive lock of their own
+        (taken before the records' lock, never after); written back when changed, at once
+        by ``_save_keys``."""
+
+    @abc.abstractmethod
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        """Write the start keys durably (the caller holds the ``_keys`` lock)."""
+
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        with self._keys() as keys:
+            return keys.get(f"{scope}/{key}")
+
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        # The key is written before the thread: a start that dies in between left a key that
+        # names no thread, and the next start with that key creates it under that id.
+        with self._keys() as keys:
+            found = keys.get(f"{scope}/{key}")
+            if found is not None:
+                if self.get(found) is not None or self.history_entry(found) is not None:
+                    return found, False
+                thread = found
+            else:
+                keys[f"{scope}/{key}"] = thread
+                self._save_keys(keys)
+            self.create(thread, head, info)
+            return thread, True
 
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash

@@ -62,13 +62,28 @@ def start(
             show_default=False,
         ),
     ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="Start at most once per KEY and workflow name: a later start with the same "
+            "key prints the thread the first one created.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """Create a thread for a workflow and a task. Runs nothing."""
+    """Create a thread for a workflow and a task. Runs nothing.
+
+    Prints {"workflow","thread"}; with --key also "key" and "existing" (true: the key named
+    a thread already, which is printed and nothing is written; a retried CI job starts its
+    work once).
+    """
     from uwf.engine.threads import lifecycle as threads
 
     text = read_input("-", "task") if prompt == "-" else prompt
-    emit(threads.start(backend(), workflow, text, max_rounds), fmt)
+    emit(threads.start(backend(), workflow, text, max_rounds, key=key), fmt)
 
 
 def _register_stepping() -> None:

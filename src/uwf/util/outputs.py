@@ -101,10 +101,13 @@ class WorkflowRolledBack(TypedDict):
 
 
 class ThreadStarted(TypedDict):
-    """``thread start``."""
+    """``thread start``; with ``--key``, the key and whether the thread existed already
+    (docs/format.md, "Start keys")."""
 
     workflow: NodeHash
     thread: ThreadId
+    key: NotRequired[str]
+    existing: NotRequired[bool]
 
 
 class StepLine(TypedDict):

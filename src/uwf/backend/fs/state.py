@@ -41,6 +41,7 @@ THREADS_HEADER = (
     "# uwf active threads: thread id -> head hash, or {head, workflow, task, waiting, failure}"
 )
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
+KEYS_HEADER = "# uwf start keys: <workflow name>/<key> -> thread id"
 
 
 def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
@@ -129,6 +130,10 @@ class MappingFile:
 
 def _decode_hash(_key: str, raw: Any) -> NodeHash | None:
     return raw if is_hash(raw) else None
+
+
+def _decode_thread_id(_key: str, raw: Any) -> ThreadId | None:
+    return ThreadId(raw) if is_thread_id(raw) else None
 
 
 def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
@@ -246,6 +251,7 @@ class FsThreads(RecordThreads):
         super().__init__(nodes)
         self.file = MappingFile(root / "threads.yaml", THREADS_HEADER, is_thread_id, _decode_thread)
         self.history_path = root / "history.jsonl"
+        self.keys_file = MappingFile(root / "start-keys.yaml", KEYS_HEADER, bool, _decode_thread_id)
 
     # -- reading ----------------------------------------------------------------------
     def _last_archived(self) -> str | None:
@@ -328,6 +334,14 @@ class FsThreads(RecordThreads):
 
     def _append(self, entry: HistoryEntry) -> None:
         fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
+
+    @contextlib.contextmanager
+    def _keys(self) -> Iterator[dict[str, ThreadId]]:
+        with self.keys_file.locked():
+            yield self.keys_file.read()
+
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        self.keys_file.write(keys, str)
 
 
 class FsRegistry(Registry):

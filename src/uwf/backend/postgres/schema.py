@@ -104,6 +104,16 @@ MIGRATIONS: list[str] = [
         ADD COLUMN fail_retry_at bigint,
         ADD COLUMN fail_exhausted boolean NOT NULL DEFAULT false;
     """,
+    # 4 -> 5: start keys (docs/format.md, "Start keys"): the thread a key named per workflow
+    """
+    CREATE TABLE uwf_start_keys (
+        scope text NOT NULL,
+        key text NOT NULL,
+        thread text NOT NULL,
+        created bigint NOT NULL,
+        PRIMARY KEY (scope, key)
+    );
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

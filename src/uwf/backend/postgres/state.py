@@ -108,6 +108,31 @@ class PgThreads(ThreadTable):
         if row is None:
             raise Conflict(f"thread {thread} already exists")
 
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        row = self.db.one(
+            "SELECT thread FROM uwf_start_keys WHERE scope = %s AND key = %s", (scope, key)
+        )
+        return ThreadId(row[0]) if row is not None else None
+
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        # One transaction: the key and the thread row commit together. A second insert of
+        # the key waits for the first transaction, then finds the row (DO NOTHING).
+        with self.db.transaction():
+            row = self.db.one(
+                "INSERT INTO uwf_start_keys (scope, key, thread, created)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (scope, key) DO NOTHING RETURNING thread",
+                (scope, key, thread, now_ms()),
+            )
+            if row is not None:
+                self.create(thread, head, info)
+                return thread, True
+        found = self.keyed(scope, key)
+        if found is None:  # uwf never deletes a key row; someone did meanwhile: claim it anew
+            return self.create_keyed(scope, key, thread, head, info)
+        return found, False
+
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:

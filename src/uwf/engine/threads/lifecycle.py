@@ -66,16 +66,33 @@ def task_line(prompt: str) -> str:
     return line if len(line) <= TASK_LINE else line[: TASK_LINE - 1] + "…"
 
 
+KEY_LIMIT = 200  # characters of a start key
+
+
+def check_key(key: str | None) -> None:
+    """``thread start --key``: 1 to 200 characters, none of them a control character."""
+    if key is not None and not (
+        0 < len(key) <= KEY_LIMIT and all(c.isprintable() or c == " " for c in key)
+    ):
+        raise UsageError(f"--key must be 1 to {KEY_LIMIT} characters, with no control characters")
+
+
 def start(
     backend: Backend,
     workflow_ident: str,
     prompt: str,
     max_rounds: int | None = None,
     cwd: Path | None = None,
+    key: str | None = None,
 ) -> ThreadStarted:
-    """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing."""
+    """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing.
+
+    With ``key``, at most once per key and workflow name (docs/format.md, "Start keys"): when
+    the key already names a thread of that workflow, that thread is returned (``existing``),
+    whatever its state, and nothing is written."""
     from uwf.engine.workflows import stored as workflows
 
+    check_key(key)
     try:
         size = len(prompt.encode("utf-8"))
     except UnicodeEncodeError:  # undecodable argv or stdin bytes arrive as lone surrogates
@@ -88,17 +105,36 @@ def start(
         raise InvalidInput(f"--max-rounds must be a positive integer, got: {max_rounds}")
     wf_hash = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
     store = backend.nodes
+    scope = str(chain.load_workflow(store, wf_hash)["name"]) if key is not None else ""
+    if key is not None:
+        found = backend.threads.keyed(scope, key)
+        if found is not None:  # a start retried: write nothing
+            return _keyed(backend, found, key, existing=True)
     h = schemas.ensure(store)
     payload: dict[str, Any] = {"workflow": wf_hash, "prompt": prompt}
     if max_rounds is not None:
         payload["maxRounds"] = max_rounds
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
-    backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt)))
+    info = ThreadInfo(wf_hash, task_line(prompt))
+    if key is None:
+        backend.threads.create(thread, start_hash, info)
+    else:
+        thread, created = backend.threads.create_keyed(scope, key, thread, start_hash, info)
+        if not created:  # another start with this key won the race
+            return _keyed(backend, thread, key, existing=True)
     ProcessLog(backend.root, thread=thread, workflow=wf_hash).write(
-        "7HNQ4B2X", f"thread created start={start_hash}"
+        "7HNQ4B2X", f"thread created start={start_hash}" + (" (keyed)" if key else "")
     )
+    if key is not None:
+        return {"workflow": wf_hash, "thread": thread, "key": key, "existing": False}
     return {"workflow": wf_hash, "thread": thread}
+
+
+def _keyed(backend: Backend, thread: ThreadId, key: str, *, existing: bool) -> ThreadStarted:
+    """What ``thread start --key`` prints for the thread a key names."""
+    workflow = workflow_of(backend, locate(backend, thread))
+    return {"workflow": workflow, "thread": thread, "key": key, "existing": existing}
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
