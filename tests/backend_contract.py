@@ -43,6 +43,7 @@ from uwf.util.errors import (
     Collision,
     Conflict,
     CorruptNode,
+    HeldBack,
     InvalidInput,
     NotActive,
     NotFound,
@@ -628,6 +629,26 @@ class BackendContract:
         backend.threads.archive(t1, a, "completed", 1)
         assert backend.threads.create_keyed("wf", "k", t2, a, ThreadInfo()) == (t1, False)
         assert backend.threads.get(t2) is None
+
+    def test_limits_cap_holders_at_once_and_holds_a_minute(self, backend: Backend) -> None:
+        """docs/format.md, "Limits"."""
+
+        def refused(name: str, concurrency: int | None, per_minute: int | None) -> str:
+            try:
+                with backend.limits.hold(name, concurrency, per_minute):
+                    return "held"
+            except HeldBack as exc:
+                return exc.message
+
+        with backend.limits.hold("agents/a", 2, None), backend.limits.hold("agents/a", 2, None):
+            assert refused("agents/a", 2, None) == "concurrency"
+            assert refused("agents/b", 2, None) == "held"  # another name, other slots
+        assert refused("agents/a", 1, None) == "held"  # released: room again
+        assert [refused("providers/p", None, 2) for _ in range(3)] == [
+            "held", "held", "perMinute",
+        ]  # fmt: skip
+        assert refused("providers/p", 5, 2) == "perMinute"  # a refused hold counts nothing
+        assert refused("providers/p", 1, None) == "held"  # ... and left no slot taken
 
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:

@@ -514,8 +514,24 @@ class Locks(abc.ABC):
         """
 
 
+class Limits(abc.ABC):
+    """Limits shared by every process using the backend (docs/format.md, "Limits"): how many
+    steps of one agent or provider run at once, and how many start in a minute."""
+
+    @abc.abstractmethod
+    def hold(
+        self, name: str, concurrency: int | None, per_minute: int | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A slot of ``name`` for the block: at most ``concurrency`` holders at once (None: no
+        cap), and at most ``per_minute`` holds begun in the last 60 s (the hold counts as one
+        when it begins). Raises :class:`~uwf.util.errors.HeldBack` at once, with
+        ``"concurrency"`` or ``"perMinute"`` as its message, when a limit is reached. A slot
+        dies with its holder (process exit, closed connection)."""
+
+
 class Backend(abc.ABC):
-    """A storage backend: the four parts, plus the local root of this machine.
+    """A storage backend: the four parts and the fleet's limits, plus the local root of this
+    machine.
 
     ``root`` is where this machine keeps what is not shared: ``config.yaml``, ``.env``, the
     debug log and agent caches. For the filesystem backend the shared state lives there too.
@@ -526,6 +542,7 @@ class Backend(abc.ABC):
     threads: ThreadTable
     registry: Registry
     locks: Locks
+    limits: Limits
 
     @property
     @abc.abstractmethod

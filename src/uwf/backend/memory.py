@@ -18,6 +18,7 @@ from uwf.backend.base import (
     Backend,
     HistoryEntry,
     Holder,
+    Limits,
     Locks,
     Registry,
     StepLock,
@@ -26,7 +27,7 @@ from uwf.backend.base import (
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Busy, Conflict
+from uwf.util.errors import Busy, Conflict, HeldBack
 from uwf.util.jsonfmt import dumps
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -232,6 +233,32 @@ class MemoryLocks(Locks):
             self._gc.release()
 
 
+class MemoryLimits(Limits):
+    """Limits within one process: counters under a mutex."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, int] = {}
+        self._starts: dict[str, list[int]] = {}
+        self._mutex = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, name: str, concurrency: int | None, per_minute: int | None) -> Iterator[None]:
+        with self._mutex:
+            if concurrency is not None and self._running.get(name, 0) >= concurrency:
+                raise HeldBack("concurrency")
+            now = now_ms()
+            recent = [t for t in self._starts.get(name, []) if t > now - 60_000]
+            if per_minute is not None and len(recent) >= per_minute:
+                raise HeldBack("perMinute")
+            self._starts[name] = [*recent, now]
+            self._running[name] = self._running.get(name, 0) + 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._running[name] -= 1
+
+
 class MemoryBackend(Backend):
     """Nothing on disk but what lives in ``root`` on every backend: config, .env, logs."""
 
@@ -241,6 +268,7 @@ class MemoryBackend(Backend):
         self.threads = MemoryThreads(self.nodes)
         self.registry = MemoryRegistry()
         self.locks = MemoryLocks()
+        self.limits = MemoryLimits()
 
     @property
     def name(self) -> str:

@@ -57,6 +57,7 @@ class Agent(NamedTuple):
 
     command: str
     args: tuple[str, ...] = ()
+    provider: str | None = None  # the provider it calls, for fleet limits (``limits``)
 
 
 class ModelSpec(NamedTuple):
@@ -94,6 +95,9 @@ class Config(NamedTuple):
     # config-wide, and per workflow name ("retry") and role ("roles") of ``retryOverrides``
     retry: Mapping[str, float] = _EMPTY
     retry_overrides: Mapping[str, Mapping[str, Any]] = _EMPTY
+    # fleet limits (docs/format.md, "Limits"): "agents"/"providers" -> name -> {concurrency?,
+    # perMinute?}
+    limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -153,7 +157,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         ),
         agents=_frozen(
             {
-                n: Agent(e["command"], tuple(e.get("args") or ()))
+                n: Agent(e["command"], tuple(e.get("args") or ()), e.get("provider"))
                 for n, e in _section(raw, "agents").items()
             }
         ),
@@ -177,6 +181,19 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
             }
         ),
         retry=_policy(raw.get("retry")),
+        limits=_frozen(
+            {
+                section: MappingProxyType(
+                    {
+                        str(name): MappingProxyType(
+                            {k: int(v) for k, v in (entry or {}).items() if k in LIMIT_KEYS and v}
+                        )
+                        for name, entry in _section(raw.get("limits") or {}, section).items()
+                    }
+                )
+                for section in ("agents", "providers")
+            }
+        ),
         retry_overrides=_frozen(
             {
                 str(workflow): MappingProxyType(
@@ -191,6 +208,9 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
             }
         ),
     )
+
+
+LIMIT_KEYS = ("concurrency", "perMinute")
 
 
 def _policy(raw: Any) -> Mapping[str, float]:
@@ -294,6 +314,17 @@ def agent_command(
     if alias is None:
         raise InvalidInput("no agent configured: pass --agent or set defaultAgent in config.yaml")
     return _agent_argv(config, alias)
+
+
+def agent_alias(
+    config: Config, workflow_name: str, role: str, override: str | None = None
+) -> str | None:
+    """The alias ``agent_command`` runs for ``role``, None for a command line given with
+    ``--agent`` (which names no alias)."""
+    if override is not None:
+        words = override.split()
+        return words[0] if len(words) == 1 and words[0] in config.agents else None
+    return config.agent_overrides.get(workflow_name, _EMPTY).get(role) or config.default_agent
 
 
 def _agent_argv(config: Config, alias: str) -> list[str]:

@@ -42,6 +42,13 @@ RETRY: dict[str, Any] = {
     "properties": {"attempts": POSITIVE, "backoff": SECONDS, "maxBackoff": SECONDS},
 }
 
+#: The fleet limits of one agent alias or provider (docs/format.md, "Limits").
+LIMIT: dict[str, Any] = {
+    "type": ["object", "null"],
+    EXPECTED: "a mapping {concurrency, perMinute}",
+    "properties": {"concurrency": POSITIVE, "perMinute": POSITIVE},
+}
+
 CONFIG: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "config.yaml",
@@ -79,6 +86,7 @@ CONFIG: dict[str, Any] = {
                 "required": ["command"],
                 "properties": {
                     "command": _text("a command"),
+                    "provider": _optional(_text("a provider name")),
                     "args": {
                         "type": ["array", "null"],
                         "items": {"type": "string"},
@@ -108,6 +116,14 @@ CONFIG: dict[str, Any] = {
         "compactAfter": POSITIVE,
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,
+        "limits": {
+            "type": ["object", "null"],
+            EXPECTED: "a mapping {agents, providers}",
+            "properties": {
+                "agents": _entries(LIMIT, "a mapping of agent alias -> limits"),
+                "providers": _entries(LIMIT, "a mapping of provider name -> limits"),
+            },
+        },
         "retry": RETRY,
         "retryOverrides": _entries(
             {

@@ -20,6 +20,7 @@ from pathlib import Path
 from uwf.backend.base import Backend
 from uwf.backend.postgres import schema
 from uwf.backend.postgres.db import Db, shown
+from uwf.backend.postgres.limits import PgLimits
 from uwf.backend.postgres.locks import PgLocks
 from uwf.backend.postgres.nodes import PgStore
 from uwf.backend.postgres.state import PgRegistry, PgThreads
@@ -38,6 +39,7 @@ class PgBackend(Backend):
         self.threads: PgThreads = PgThreads(self.db)
         self.registry = PgRegistry(self.db)
         self.locks: PgLocks = PgLocks(self.db)
+        self.limits = PgLimits(self.db, self.locks)
 
     def _first_connect(self, db: Db) -> None:
         if not self._checked:

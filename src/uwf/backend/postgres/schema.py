@@ -114,6 +114,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scope, key)
     );
     """,
+    # 5 -> 6: fleet limits (docs/format.md, "Limits"): the steps begun in the last minute
+    """
+    CREATE TABLE uwf_limit_starts (
+        name text NOT NULL,
+        at bigint NOT NULL
+    );
+    CREATE INDEX uwf_limit_starts_name ON uwf_limit_starts (name, at);
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

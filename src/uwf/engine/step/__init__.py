@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
-from uwf.engine.step import tracing
+from uwf.engine.step import limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure, refuse_failed
 from uwf.engine.step.plan import StepPlan, plan_step
@@ -182,7 +182,7 @@ def _run(
     lock.note(role=plan.role, agent=plan.argv[0])
     log.write("R5J2W8N4", f"spawning agent command={plan.argv[0]}", args=" ".join(plan.argv[1:]))
     span.event("spawn", {"uwf.agent": plan.argv[0]})
-    with artifacts_dir(backend, plan) as artifacts:
+    with limits.held(backend, plan), artifacts_dir(backend, plan) as artifacts:
         env = {**agent_env(backend, plan, artifacts), **span.child_env()}
         finished = runner(plan, env, _stop_when(backend, plan, should_stop))
     span.event("agent exited", {"exit_code": finished.code, "duration_ms": finished.duration_ms})

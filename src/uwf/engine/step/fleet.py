@@ -22,7 +22,7 @@ from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Busy, Interrupted, NothingToStep, UwfError, exit_code
+from uwf.util.errors import Busy, HeldBack, Interrupted, NothingToStep, UwfError, exit_code
 from uwf.util.ulid import ThreadId, now_ms
 
 if TYPE_CHECKING:
@@ -71,9 +71,11 @@ def step_next(
     off and not being stepped.
 
     ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out.
-    NothingToStep when there is none.
+    A thread a fleet limit holds back is passed over for the next one; NothingToStep when
+    there is none, HeldBack (the last reason) when every candidate was held back.
     """
     skipped = set(skip)
+    held: HeldBack | None = None
     running = backend.locks.running()
     for record in backend.threads.runnable(now_ms()):
         if record.thread in running or record.thread in skipped:
@@ -92,8 +94,12 @@ def step_next(
                 return step_held(
                     backend, lock, record.thread, agent=agent, timeout=timeout, runner=runner
                 )
+        except HeldBack as exc:
+            held = exc  # its agent or provider is at a limit: try a thread it may step
         except Busy:
             continue  # another process took it first: skip-locked
+    if held is not None:
+        raise held
     raise NothingToStep("nothing to step: no active thread is idle and not waiting")
 
 
@@ -161,13 +167,13 @@ class Worker:
                 timeout=self.timeout,
                 runner=self.runner,
             )
-        except NothingToStep:
+        except (NothingToStep, HeldBack):  # held back: idle until a limit has room
             return False
         except UwfError as exc:
             if not picked:  # the store itself failed (e.g. unreachable): back off
                 self.say(f"error: {exc.message}")
                 return False
-            self._failed(picked[0], exc, began)
+            self._failed(picked[-1], exc, began)  # the thread stepped: the last one picked
             return True
         self.steps += 1
         self.emit({**result.as_json(), "ms": round((self.clock() - began) * 1000)})

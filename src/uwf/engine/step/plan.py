@@ -9,10 +9,10 @@ its head already routes to ``$END``, or it has reached its round limit), or a ro
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from uwf.backend.base import Backend
-from uwf.config.config import Config, agent_command, load_config
+from uwf.config.config import Config, agent_alias, agent_command, load_config
 from uwf.model import chain
 from uwf.moderator import evaluate
 from uwf.moderator.evaluate import START, Decision, ModeratorError
@@ -31,6 +31,16 @@ if TYPE_CHECKING:
         agent: list[str]
 
 
+class Limit(NamedTuple):
+    """A fleet limit a step is held to (docs/format.md, "Limits"): ``limits.<section>.<name>``
+    of config.yaml, ``section`` being ``agents`` or ``providers``."""
+
+    section: str
+    name: str
+    concurrency: int | None
+    per_minute: int | None
+
+
 @dataclass(frozen=True)
 class StepPlan:
     """One step, decided. ``archive`` set: the thread ends; else ``role`` runs via ``argv``."""
@@ -47,6 +57,7 @@ class StepPlan:
     prompt: str = ""
     argv: tuple[str, ...] = ()
     timeout: float | None = None
+    limits: tuple[Limit, ...] = ()  # the agent's and its provider's, when configured
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
@@ -132,4 +143,22 @@ def plan_step(
         prompt=decision.prompt if edge_prompt is None else edge_prompt,
         argv=argv,
         timeout=timeout if timeout is not None else config.agent_timeout,
+        limits=()
+        if by is not None
+        else limits_of(config, base.workflow_name, decision.role, agent),
     )
+
+
+def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:
+    """The limits of the agent alias that runs ``role`` and of the provider its entry names
+    (an ``--agent`` command line names no alias: no agent limit)."""
+    if not config.limits:
+        return ()
+    alias = agent_alias(config, workflow, role, agent)
+    entry = config.agents.get(alias) if alias is not None else None
+    found = []
+    for section, name in (("agents", alias), ("providers", entry.provider if entry else None)):
+        limit = config.limits.get(section, {}).get(name) if name is not None else None
+        if limit and name is not None:
+            found.append(Limit(section, name, limit.get("concurrency"), limit.get("perMinute")))
+    return tuple(found)

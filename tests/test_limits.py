@@ -1,0 +1,131 @@
+"""Fleet limits (docs/format.md, "Limits"): config.yaml caps the steps of an agent alias or a
+provider that run at once and that start in a minute, for every `thread step`, `--next` and
+`uwf worker` sharing the store; a step held back is busy (exit 4) with the reason, records no
+failure, and `--next` moves on to a thread it may step.
+
+Every test drives the real CLI in subprocesses, on the filesystem and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import EXAMPLES, reap, spawn_uwf
+
+
+def script(tmp_path: Path, name: str, body: str) -> dict[str, Any]:
+    """An agents entry running a Python script that fails after ``body``."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        f"import sys, time\n{body}\nprint('error: {name} failed', file=sys.stderr)\nsys.exit(1)\n"
+    )
+    return {"command": sys.executable, "args": [str(path)]}
+
+
+def configure(root: Path, **config: Any) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def show(cli_proc: Any, thread: str) -> dict[str, Any]:
+    r = cli_proc("thread", "show", thread)
+    assert r.code == 0, r.err
+    return dict(r.json())
+
+
+def test_concurrency_holds_a_second_step_back_on_every_path(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    configure(
+        root,
+        agents={"slow": script(tmp_path, "slow", "time.sleep(2)")},
+        defaultAgent="slow",
+        limits={"agents": {"slow": {"concurrency": 1}}},
+        retry={"backoff": 0},
+    )
+    first, second = new_thread("One"), new_thread("Two")
+    running = spawn_uwf("thread", "step", first)
+    try:
+        deadline = time.monotonic() + 30
+        while show(cli_proc, first)["status"] != "running":
+            assert time.monotonic() < deadline and running.poll() is None
+            time.sleep(0.05)
+        reason = (
+            f"error: thread {second} is held back: agent slow is at its limit of 1 steps at "
+            "once (limits.agents.slow.concurrency)"
+        )
+        named = cli_proc("thread", "step", second)
+        assert (named.code, named.err_line) == (4, reason)
+        picked = cli_proc("thread", "step", "--next")  # the first runs, the second is held
+        assert (picked.code, picked.err_line) == (4, reason)
+        idle = cli_proc("worker", "--idle-exit", "0.3")
+        assert (idle.code, idle.out) == (0, ""), idle.err
+        assert "failure" not in show(cli_proc, second)  # held back is not a failure
+        assert running.wait(timeout=60) == 5
+    finally:
+        reap(running)
+    after = cli_proc("thread", "step", second)  # the slot is free again
+    assert after.code == 5 and show(cli_proc, second)["failure"]["attempts"] == 1
+
+
+def test_a_provider_rate_limit_counts_the_steps_of_all_its_agents(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    configure(
+        root,
+        agents={
+            "a": {**script(tmp_path, "a", ""), "provider": "p"},
+            "b": {**script(tmp_path, "b", ""), "provider": "p"},
+        },
+        limits={"providers": {"p": {"perMinute": 2}}},
+    )
+    thread = new_thread()
+    assert cli_proc("thread", "step", thread, "--agent", "a").code == 5
+    assert cli_proc("thread", "step", thread, "--agent", "b").code == 5
+    third = cli_proc("thread", "step", thread, "--agent", "a")
+    assert (third.code, third.err_line) == (
+        4,
+        f"error: thread {thread} is held back: provider p is at its limit of 2 steps a minute "
+        "(limits.providers.p.perMinute)",
+    )
+    assert show(cli_proc, thread)["failure"]["attempts"] == 2
+    command_line = f"{sys.executable} {tmp_path / 'a.py'}"  # the same agent, not by its alias
+    unlimited = cli_proc("thread", "step", thread, "--agent", command_line)
+    assert unlimited.code == 5  # a command line names no alias: no limit applies
+
+
+def test_next_moves_on_to_a_thread_it_may_step(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-flow.yaml"
+    other.write_text(
+        (EXAMPLES / "solve-issue.yaml")
+        .read_text(encoding="utf-8")
+        .replace("name: solve-issue", "name: other-flow", 1),
+        encoding="utf-8",
+    )
+    assert cli_proc("workflow", "put", str(other)).code == 0
+    configure(
+        root,
+        agents={"limited": script(tmp_path, "limited", ""), "free": script(tmp_path, "free", "")},
+        defaultAgent="limited",
+        agentOverrides={"other-flow": {"planner": "free"}},
+        limits={"agents": {"limited": {"perMinute": 1}}},
+        retry={"backoff": 0},
+    )
+    older = new_thread("Limited")
+    newer = cli_proc("thread", "start", "other-flow", "-p", "Free").json()["thread"]
+    assert cli_proc("thread", "step", older).code == 5  # the one start a minute of "limited"
+    for attempt in (1, 2):
+        moved = cli_proc("thread", "step", "--next")  # the older one is held back
+        assert (moved.code, moved.err.splitlines()[-1]) == (
+            5,
+            f"error: agent command failed ({sys.executable}) with exit code 1: error: free failed",
+        )
+        assert show(cli_proc, newer)["failure"]["attempts"] == attempt
+    assert show(cli_proc, older)["failure"]["attempts"] == 1
