@@ -649,6 +649,14 @@ class BackendContract:
         ]  # fmt: skip
         assert refused("providers/p", 5, 2) == "perMinute"  # a refused hold counts nothing
         assert refused("providers/p", 1, None) == "held"  # ... and left no slot taken
+        soon, later = now_ms() + 60_000, now_ms() + 120_000
+        assert backend.limits.paused("providers/p") is None
+        assert backend.limits.pause("providers/p", later) == later
+        assert backend.limits.pause("providers/p", soon) == later  # never shortened
+        assert backend.limits.paused("providers/p") == later
+        assert backend.limits.paused("providers/q") is None
+        backend.limits.pause("providers/q", now_ms() - 1)  # already over
+        assert backend.limits.paused("providers/q") is None
 
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:

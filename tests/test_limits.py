@@ -8,6 +8,7 @@ Every test drives the real CLI in subprocesses, on the filesystem and on Postgre
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from conftest import EXAMPLES, reap, spawn_uwf
+from llm_server import LLMServer, llm_fixture, write_config  # noqa: F401
 
 
 def script(tmp_path: Path, name: str, body: str) -> dict[str, Any]:
@@ -41,9 +43,11 @@ def show(cli_proc: Any, thread: str) -> dict[str, Any]:
 def test_concurrency_holds_a_second_step_back_on_every_path(
     any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
 ) -> None:
+    go = tmp_path / "go"  # the slow agent runs until the test creates it
+    wait = f"import os\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.02)"
     configure(
         root,
-        agents={"slow": script(tmp_path, "slow", "time.sleep(2)")},
+        agents={"slow": script(tmp_path, "slow", wait)},
         defaultAgent="slow",
         limits={"agents": {"slow": {"concurrency": 1}}},
         retry={"backoff": 0},
@@ -66,6 +70,7 @@ def test_concurrency_holds_a_second_step_back_on_every_path(
         idle = cli_proc("worker", "--idle-exit", "0.3")
         assert (idle.code, idle.out) == (0, ""), idle.err
         assert "failure" not in show(cli_proc, second)  # held back is not a failure
+        go.touch()
         assert running.wait(timeout=60) == 5
     finally:
         reap(running)
@@ -129,3 +134,41 @@ def test_next_moves_on_to_a_thread_it_may_step(
         )
         assert show(cli_proc, newer)["failure"]["attempts"] == attempt
     assert show(cli_proc, older)["failure"]["attempts"] == 1
+
+
+def test_a_429_backs_the_provider_off_fleet_wide(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, llm: LLMServer
+) -> None:
+    """uwf-builtin gets a 429 with Retry-After: its provider is paused in the store, so no
+    step of an agent naming that provider starts (exit 4) until the pause ends."""
+    write_config(root, llm.base_url, {"bot": {"command": "uwf-builtin", "provider": "local"}})
+    first, second = new_thread("One"), new_thread("Two")
+    llm.reply({"status": 429, "body": "slow down", "headers": {"Retry-After": "2"}})
+    refused = cli_proc("thread", "step", first)
+    assert refused.code == 5
+    assert refused.err.splitlines()[-1].endswith(
+        "LLM HTTP 429 (rate limited; uwf does not retry): slow down"
+    )
+    for args in ((second,), ("--next",)):
+        held = cli_proc("thread", "step", *args)
+        assert held.code == 4
+        assert re.fullmatch(
+            f"error: thread ({second}|{first}) is held back: provider local answered 429 "
+            r"\(rate limited\); no step of it starts for [12] s",
+            held.err_line,
+        ), held.err
+    assert len(llm.chat_requests()) == 1  # nothing more was sent into the rate limit
+    time.sleep(2.1)
+    llm.reply({"status": 500, "body": "down"})
+    after = cli_proc("thread", "step", second)  # the pause is over: the agent runs again
+    assert after.code == 5 and after.err.splitlines()[-1].endswith("LLM HTTP 500: down")
+    assert len(llm.chat_requests()) == 2
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from uwf.adapters.llm import retry_after
+
+    assert retry_after("120", 1000.0) == 120.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470.0) == 10.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412490.0) == 0.0  # past: now
+    assert [retry_after(v, 0.0) for v in (None, "", "soon", "-5")] == [None] * 4

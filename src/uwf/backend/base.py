@@ -528,6 +528,15 @@ class Limits(abc.ABC):
         ``"concurrency"`` or ``"perMinute"`` as its message, when a limit is reached. A slot
         dies with its holder (process exit, closed connection)."""
 
+    @abc.abstractmethod
+    def pause(self, name: str, until: int) -> int:
+        """Hold every step of ``name`` back until ``until`` (unix ms), e.g. a provider that
+        answered 429; a later pause never shortens an earlier one. Returns the pause in force."""
+
+    @abc.abstractmethod
+    def paused(self, name: str) -> int | None:
+        """Until when (unix ms) ``name`` is paused, None when it is not (or no longer)."""
+
 
 class Backend(abc.ABC):
     """A storage backend: the four parts and the fleet's limits, plus the local root of this

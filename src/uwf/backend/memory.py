@@ -239,7 +239,17 @@ class MemoryLimits(Limits):
     def __init__(self) -> None:
         self._running: dict[str, int] = {}
         self._starts: dict[str, list[int]] = {}
+        self._pauses: dict[str, int] = {}
         self._mutex = threading.Lock()
+
+    def pause(self, name: str, until: int) -> int:
+        with self._mutex:
+            self._pauses[name] = max(until, self._pauses.get(name, 0))
+            return self._pauses[name]
+
+    def paused(self, name: str) -> int | None:
+        until = self._pauses.get(name)
+        return until if until is not None and until > now_ms() else None
 
     @contextlib.contextmanager
     def hold(self, name: str, concurrency: int | None, per_minute: int | None) -> Iterator[None]:

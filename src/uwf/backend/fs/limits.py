@@ -7,7 +7,7 @@ becomes a path); a holder takes the first it can ``flock`` without waiting and k
 the step, and the kernel frees it when the holder exits, SIGKILL included. ``perMinute: M`` is
 ``locks/limit-<id>.starts``: the unix-ms times of the holds begun in the last minute, one JSON
 list, changed under ``flock`` of ``limit-<id>.starts.lock`` (read-modify-write, temp file and
-rename).
+rename). A pause (a provider that answered 429) is ``locks/limit-<id>.pause``: its end, unix ms.
 """
 
 from __future__ import annotations
@@ -47,6 +47,30 @@ class FsLimits(Limits):
         finally:
             if fd is not None:
                 os.close(fd)
+
+    def pause(self, name: str, until: int) -> int:
+        path = self._pause_path(name)
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        with fsio.locked(path):
+            longest = max(until, self._read_pause(path) or 0)
+            fsio.atomic_write(path, str(longest).encode())
+        return longest
+
+    def paused(self, name: str) -> int | None:
+        until = self._read_pause(self._pause_path(name))
+        return until if until is not None and until > now_ms() else None
+
+    def _pause_path(self, name: str) -> Path:
+        stem = self._stem(name)
+        return stem.with_name(stem.name + ".pause")
+
+    @staticmethod
+    def _read_pause(path: Path) -> int | None:
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            return None
+        return int(text) if text.isdigit() else None
 
     def _slot(self, stem: Path, concurrency: int) -> int:
         self.lock_dir.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,8 @@ recent starts, shared by every machine using the store.
 connection of its own for the step, and the server frees it when the session ends (exit,
 SIGKILL, a lost network). ``perMinute: M`` counts the rows of ``uwf_limit_starts`` for the
 name in the last 60 s, in a transaction serialised by a transaction-level advisory lock on
-the name, and inserts one when there is room.
+the name, and inserts one when there is room. A pause (a provider that answered 429) is a row
+of ``uwf_limit_pauses``: its end, only ever pushed later.
 """
 
 from __future__ import annotations
@@ -44,6 +45,21 @@ class PgLimits(Limits):
         finally:
             if held is not None:
                 self._release(*held)
+
+    def pause(self, name: str, until: int) -> int:
+        row = self.db.one(
+            "INSERT INTO uwf_limit_pauses (name, until) VALUES (%s, %s) ON CONFLICT (name)"
+            " DO UPDATE SET until = GREATEST(uwf_limit_pauses.until, EXCLUDED.until)"
+            " RETURNING until",
+            (name, until),
+        )
+        return int(row[0]) if row is not None else until
+
+    def paused(self, name: str) -> int | None:
+        row = self.db.one(
+            "SELECT until FROM uwf_limit_pauses WHERE name = %s AND until > %s", (name, now_ms())
+        )
+        return int(row[0]) if row is not None else None
 
     def _slot(self, name: str, concurrency: int) -> tuple[Any, int]:
         conn = self.locks.connection()

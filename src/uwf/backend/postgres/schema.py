@@ -114,13 +114,18 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scope, key)
     );
     """,
-    # 5 -> 6: fleet limits (docs/format.md, "Limits"): the steps begun in the last minute
+    # 5 -> 6: fleet limits (docs/format.md, "Limits"): the steps begun in the last minute,
+    # and the pauses of providers that answered 429
     """
     CREATE TABLE uwf_limit_starts (
         name text NOT NULL,
         at bigint NOT NULL
     );
     CREATE INDEX uwf_limit_starts_name ON uwf_limit_starts (name, at);
+    CREATE TABLE uwf_limit_pauses (
+        name text PRIMARY KEY,
+        until bigint NOT NULL
+    );
     """,
 ]
 VERSION = len(MIGRATIONS)

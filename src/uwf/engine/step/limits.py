@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from uwf.backend.base import Backend
 from uwf.engine.step.plan import Limit, StepPlan
 from uwf.util.errors import HeldBack
+from uwf.util.ulid import now_ms
 
 
 def reason(limit: Limit, which: str) -> str:
@@ -28,10 +29,17 @@ def reason(limit: Limit, which: str) -> str:
 
 @contextlib.contextmanager
 def held(backend: Backend, plan: StepPlan) -> Iterator[None]:
-    """A slot of each of the plan's limits for the block, or HeldBack."""
+    """A slot of each of the plan's limits for the block, or HeldBack (also while a provider
+    of the plan backs off after a 429: ``back_off``)."""
     with contextlib.ExitStack() as stack:
         for limit in plan.limits:
             name = f"{limit.section}/{limit.name}"
+            until = backend.limits.paused(name) if limit.section == "providers" else None
+            if until is not None:
+                raise HeldBack(
+                    f"thread {plan.thread} is held back: provider {limit.name} answered 429 "
+                    f"(rate limited); no step of it starts for {_seconds(until)} s"
+                )
             try:
                 stack.enter_context(backend.limits.hold(name, limit.concurrency, limit.per_minute))
             except HeldBack as exc:
@@ -39,3 +47,7 @@ def held(backend: Backend, plan: StepPlan) -> Iterator[None]:
                     f"thread {plan.thread} is held back: {reason(limit, exc.message)}"
                 ) from None
         yield
+
+
+def _seconds(until: int) -> int:
+    return max(1, -(-(until - now_ms()) // 1000))

@@ -151,14 +151,15 @@ def plan_step(
 
 def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:
     """The limits of the agent alias that runs ``role`` and of the provider its entry names
-    (an ``--agent`` command line names no alias: no agent limit)."""
-    if not config.limits:
-        return ()
+    (an ``--agent`` command line names no alias: no agent limit). A provider is named even
+    without limits: a 429 it answered pauses it (``engine.step.limits.back_off``)."""
     alias = agent_alias(config, workflow, role, agent)
     entry = config.agents.get(alias) if alias is not None else None
+    provider = entry.provider if entry is not None else None
     found = []
-    for section, name in (("agents", alias), ("providers", entry.provider if entry else None)):
+    for section, name in (("agents", alias), ("providers", provider)):
         limit = config.limits.get(section, {}).get(name) if name is not None else None
-        if limit and name is not None:
+        if name is not None and (limit or section == "providers"):
+            limit = limit or {}
             found.append(Limit(section, name, limit.get("concurrency"), limit.get("perMinute")))
     return tuple(found)
