@@ -616,6 +616,20 @@ class BackendContract:
         with pytest.raises(NotActive):
             backend.threads.retry(t)
 
+    def test_a_priority_is_kept_and_changed(self, backend: Backend) -> None:
+        """docs/format.md, "Priorities": set at creation, changed by ``prioritize``, kept by
+        a head move."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="x", priority=3))
+        assert backend.threads.prioritize(t, -2) == 3
+        backend.threads.move(t, a, b)
+        record = backend.threads.get(t)
+        assert record is not None and record.info == ThreadInfo(task="x", priority=-2)
+        assert [r.info.priority for r in backend.threads.runnable(0)] == [-2]
+        with pytest.raises(NotActive):
+            backend.threads.prioritize(_thread(9), 1)
+
     def test_a_start_key_names_one_thread_per_scope(self, backend: Backend) -> None:
         """docs/format.md, "Start keys"."""
         a = _chain_node(backend, "a")

@@ -184,6 +184,8 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
     c("thread retry", printed(cli("thread", "retry", fails)), o.Retried)
+    c("thread priority", printed(cli("thread", "priority", fails, "4")), o.Prioritized)
+    c("thread show (priority)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
     summary = write(tmp_path / "summary.txt", "Planned, built, reviewed.")
     answered = cli("thread", "answer", waits, "--file", write(tmp_path / "answer.md", PLAN))

@@ -52,9 +52,15 @@ class ThreadInfo(NamedTuple):
 
     workflow: NodeHash | None = None  # the Workflow the thread runs
     task: str | None = None  # the first line of its task, shortened (for listings)
+    priority: int = 0  # higher is stepped first by --next and workers (``prioritize``)
 
-    def as_json(self) -> dict[str, str]:
-        return {k: v for k, v in (("workflow", self.workflow), ("task", self.task)) if v}
+    def as_json(self) -> dict[str, str | int]:
+        out: dict[str, str | int] = {
+            k: v for k, v in (("workflow", self.workflow), ("task", self.task)) if v
+        }
+        if self.priority:
+            out["priority"] = self.priority
+        return out
 
 
 class Waiting(NamedTuple):
@@ -301,6 +307,19 @@ class ThreadTable(abc.ABC):
         if stored is None:
             raise self._refusal(thread, head, failure.head, "fail")
         return stored
+
+    def prioritize(self, thread: ThreadId, priority: int) -> int:
+        """Set the priority of an active thread; return the one it had. NotActive when it is
+        not active."""
+        previous = self._prioritize(thread, priority)
+        if previous is None:
+            raise self.not_active(thread)
+        return previous
+
+    @abc.abstractmethod
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        """Atomically: set the priority of active ``thread``; the previous one, None when the
+        thread is not active."""
 
     def retry(self, thread: ThreadId) -> Failure | None:
         """End the last failure of ``thread`` (``thread retry``): a ``failed`` or backing-off

@@ -101,6 +101,14 @@ class RecordThreads(ThreadTable):
             records[thread] = record._replace(failure=stored)
             return stored, record.head
 
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None:
+                return None
+            records[thread] = record._replace(info=record.info._replace(priority=priority))
+            return record.info.priority
+
     def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)

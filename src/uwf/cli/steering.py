@@ -1,6 +1,6 @@
-"""`uwf thread rerun`, `thread answer`, `thread retry` and the edits of `thread fork
---output/--edit`: steering a thread by hand (docs/agents.md, "People as roles"). Registered on
-the thread group by ``uwf.cli.thread``."""
+"""`uwf thread rerun`, `thread answer`, `thread retry`, `thread priority` and the edits of
+`thread fork --output/--edit`: steering a thread by hand (docs/agents.md, "People as
+roles"). Registered on the thread group by ``uwf.cli.thread``."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -155,3 +155,27 @@ def retry(thread: ThreadArg, fmt: FormatOpt = None) -> None:
     from uwf.engine.threads import steer
 
     emit(steer.retry(backend(), thread), fmt)
+
+
+def priority(
+    thread: ThreadArg,
+    value: Annotated[
+        int,
+        typer.Argument(
+            metavar="PRIORITY",
+            help="An integer; higher is stepped first (default of a thread: 0).",
+            show_default=False,
+        ),
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Set how soon --next and workers step an active thread.
+
+    --next and workers take the highest priority first, oldest first within one; a thread
+    gains one level for every priorityAging seconds (config.yaml, default 300) since it was
+    created, so a low one is never starved (docs/format.md, "Priorities"). Prints
+    {"thread","priority","previous"}.
+    """
+    from uwf.engine.threads import steer
+
+    emit(steer.prioritize(backend(), thread, value), fmt)

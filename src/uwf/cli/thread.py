@@ -62,6 +62,13 @@ def start(
             show_default=False,
         ),
     ] = None,
+    priority: Annotated[
+        int,
+        typer.Option(
+            "--priority",
+            help="Higher is stepped first by --next and workers (see thread priority).",
+        ),
+    ] = 0,
     key: Annotated[
         str | None,
         typer.Option(
@@ -83,7 +90,7 @@ def start(
     from uwf.engine.threads import lifecycle as threads
 
     text = read_input("-", "task") if prompt == "-" else prompt
-    emit(threads.start(backend(), workflow, text, max_rounds, key=key), fmt)
+    emit(threads.start(backend(), workflow, text, max_rounds, key=key, priority=priority), fmt)
 
 
 def _register_stepping() -> None:
@@ -445,6 +452,7 @@ def _register_steering() -> None:
     app.command("rerun")(steering.rerun)
     app.command("answer")(steering.answer)
     app.command("retry")(steering.retry)
+    app.command("priority")(steering.priority)
 
 
 _register_steering()

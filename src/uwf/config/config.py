@@ -98,6 +98,7 @@ class Config(NamedTuple):
     # fleet limits (docs/format.md, "Limits"): "agents"/"providers" -> name -> {concurrency?,
     # perMinute?}
     limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
+    priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -167,6 +168,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         model_overrides=_frozen(_section(raw, "modelOverrides")),
         agent_timeout=float(timeout) if timeout is not None else None,
         max_rounds=_integer(raw, "maxRounds"),
+        priority_aging=_integer(raw, "priorityAging") or 300,
         compact_after=_integer(raw, "compactAfter"),
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,

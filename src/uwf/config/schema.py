@@ -113,6 +113,7 @@ CONFIG: dict[str, Any] = {
             EXPECTED: "a positive number of seconds",
         },
         "maxRounds": POSITIVE,
+        "priorityAging": POSITIVE,
         "compactAfter": POSITIVE,
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,

@@ -25,6 +25,7 @@ class ThreadRef(NamedTuple):
     workflow: NodeHash | None = None  # known without reading nodes: archived, or recorded
     waiting: Waiting | None = None  # an active thread whose agent deferred at this head
     failure: Failure | None = None  # attempts that failed at this head since the last step
+    priority: int = 0  # an active thread's (docs/format.md, "Priorities")
 
 
 def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
@@ -81,7 +82,14 @@ def locate(backend: Backend, thread: str) -> ThreadRef:
     record = backend.threads.get(tid)
     if record is not None:
         return ThreadRef(
-            tid, record.head, True, "active", record.info.workflow, record.waiting, record.failure
+            tid,
+            record.head,
+            True,
+            "active",
+            record.info.workflow,
+            record.waiting,
+            record.failure,
+            record.info.priority,
         )
     entry = backend.threads.history_entry(tid)
     if entry is not None:

@@ -192,6 +192,14 @@ class FailureShown(TypedDict):
     exhausted: NotRequired[bool]  # true: the last allowed attempt failed (status failed)
 
 
+class Prioritized(TypedDict):
+    """``thread priority``: the thread's new priority and the one it had."""
+
+    thread: str
+    priority: int
+    previous: int
+
+
 class Retried(TypedDict):
     """``thread retry``: the thread, back to be stepped, and the failure it ended."""
 
@@ -247,6 +255,7 @@ class ThreadShown(TypedDict):
     steps: int
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
+    priority: NotRequired[int]  # when not 0 (docs/format.md, "Priorities")
     background: NotRequired[BackgroundShown]
     cost: ThreadCost
     chain: NotRequired[list[StartEntry | StepEntry]]
@@ -264,6 +273,7 @@ class ThreadListed(TypedDict):
     createdAt: int | None
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
+    priority: NotRequired[int]  # when not 0
 
 
 class ThreadSteps(TypedDict):

@@ -190,10 +190,11 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     if not is_hash(head):
         return None
     workflow: Any = raw.get("workflow")
-    task, waiting = raw.get("task"), raw.get("waiting")
+    task, waiting, priority = raw.get("task"), raw.get("waiting"), raw.get("priority")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         task if isinstance(task, str) else None,
+        priority if _int(priority) else 0,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -205,7 +206,7 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
 
 def encode_thread(record: ActiveThread) -> Any:
     """The threads.yaml value of a record: the bare head when there is nothing else."""
-    extra: dict[str, Any] = record.info.as_json()
+    extra: dict[str, Any] = dict(record.info.as_json())
     if record.waiting is not None:
         extra["waiting"] = record.waiting.as_json()
     if record.failure is not None:

@@ -127,6 +127,10 @@ MIGRATIONS: list[str] = [
         until bigint NOT NULL
     );
     """,
+    # 6 -> 7: priorities (docs/format.md, "Priorities")
+    """
+    ALTER TABLE uwf_threads ADD COLUMN priority integer NOT NULL DEFAULT 0;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -31,7 +31,10 @@ _FAIL = (
     "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
     "fail_agent, fail_host, fail_limit, fail_retry_at, fail_exhausted"
 )
-_COLUMNS = f"thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, {_FAIL}"
+_COLUMNS = (
+    "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, "
+    f"{_FAIL}, priority"
+)
 _NO_FAILURE = ", ".join(
     f"{col} = {'false' if col == 'fail_exhausted' else 'NULL'}" for col in _FAIL.split(", ")
 )
@@ -69,8 +72,8 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = Waiting(role, int(since), NodeHash(head), reason)
-    info = ThreadInfo(workflow, task)
-    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[8:]))
+    info = ThreadInfo(workflow, task, int(row[20]))
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[8:20]))
 
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
@@ -101,9 +104,9 @@ class PgThreads(ThreadTable):
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, moved)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, info.task, now_ms()),
+            "INSERT INTO uwf_threads (thread, head, workflow, task, moved, priority)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
+            (thread, head, info.workflow, info.task, now_ms(), info.priority),
         )
         if row is None:
             raise Conflict(f"thread {thread} already exists")
@@ -172,6 +175,14 @@ class PgThreads(ThreadTable):
                 (*stored, thread),
             )
         return stored, failure.head
+
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        row = self.db.one(
+            "UPDATE uwf_threads t SET priority = %s FROM uwf_threads old"
+            " WHERE t.thread = %s AND old.thread = t.thread RETURNING old.priority",
+            (priority, thread),
+        )
+        return int(row[0]) if row is not None else None
 
     def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
         with self.db.transaction():

@@ -23,7 +23,7 @@ from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import Busy, HeldBack, Interrupted, NothingToStep, UwfError, exit_code
-from uwf.util.ulid import ThreadId, now_ms
+from uwf.util.ulid import ThreadId, now_ms, timestamp_ms
 
 if TYPE_CHECKING:
     from typing import NotRequired, TypedDict
@@ -57,6 +57,27 @@ def _runs(backend: Backend, record: ActiveThread, versions: set[NodeHash] | None
         return False
 
 
+def by_priority(records: list[ActiveThread], aging: int, now: int) -> list[ActiveThread]:
+    """The order ``--next`` and workers try threads in (docs/format.md, "Priorities"): the
+    highest effective priority first — the thread's priority plus one for every ``aging``
+    seconds since it was created, so that no thread waits forever —, oldest first within."""
+
+    def key(record: ActiveThread) -> tuple[int, str]:
+        created = timestamp_ms(record.thread) or now
+        return (-(record.info.priority + max(0, now - created) // (aging * 1000)), record.thread)
+
+    return sorted(records, key=key)
+
+
+def _aging(backend: Backend) -> int:
+    from uwf.config.config import load_config
+
+    try:
+        return load_config(backend.root).priority_aging
+    except UwfError:
+        return 300  # the step reports a config.yaml it cannot read
+
+
 def step_next(
     backend: Backend,
     *,
@@ -67,8 +88,8 @@ def step_next(
     timeout: float | None = None,
     runner: Runner = process_runner,
 ) -> StepResult:
-    """One step of the oldest thread that is active, not waiting, not failed, not backing
-    off and not being stepped.
+    """One step of the first thread, in priority order (``by_priority``), that is active,
+    not waiting, not failed, not backing off and not being stepped.
 
     ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out.
     A thread a fleet limit holds back is passed over for the next one; NothingToStep when
@@ -77,7 +98,7 @@ def step_next(
     skipped = set(skip)
     held: HeldBack | None = None
     running = backend.locks.running()
-    for record in backend.threads.runnable(now_ms()):
+    for record in by_priority(backend.threads.runnable(now_ms()), _aging(backend), now_ms()):
         if record.thread in running or record.thread in skipped:
             continue
         if not _runs(backend, record, versions):

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
         waiting: WaitingShown
         failure: FailureShown
+        priority: int
         background: BackgroundShown
         chain: list[StartEntry | StepEntry]
 
@@ -67,6 +68,16 @@ def task_line(prompt: str) -> str:
 
 
 KEY_LIMIT = 200  # characters of a start key
+PRIORITY_LIMIT = 1_000_000  # |priority|
+
+
+def check_priority(priority: int) -> None:
+    """A priority: an integer from -1000000 to 1000000 (a usage error otherwise)."""
+    if not -PRIORITY_LIMIT <= priority <= PRIORITY_LIMIT:
+        raise UsageError(
+            f"--priority must be an integer from -{PRIORITY_LIMIT} to {PRIORITY_LIMIT}, "
+            f"got: {priority}"
+        )
 
 
 def check_key(key: str | None) -> None:
@@ -84,6 +95,7 @@ def start(
     max_rounds: int | None = None,
     cwd: Path | None = None,
     key: str | None = None,
+    priority: int = 0,
 ) -> ThreadStarted:
     """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing.
 
@@ -93,6 +105,7 @@ def start(
     from uwf.engine.workflows import stored as workflows
 
     check_key(key)
+    check_priority(priority)
     try:
         size = len(prompt.encode("utf-8"))
     except UnicodeEncodeError:  # undecodable argv or stdin bytes arrive as lone surrogates
@@ -116,7 +129,7 @@ def start(
         payload["maxRounds"] = max_rounds
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
-    info = ThreadInfo(wf_hash, task_line(prompt))
+    info = ThreadInfo(wf_hash, task_line(prompt), priority)
     if key is None:
         backend.threads.create(thread, start_hash, info)
     else:
@@ -156,6 +169,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         now["waiting"] = waiting_json(ref.waiting)
     if ref.failure is not None and ref.active:
         now["failure"] = failure_json(ref.failure)
+    if ref.priority:
+        now["priority"] = ref.priority
     if holder is not None and holder.background:
         now["background"] = _background(holder)
     out: ThreadShown = {
@@ -242,6 +257,8 @@ def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
             item["waiting"] = waiting_json(record.waiting)
         if record.failure is not None:
             item["failure"] = failure_json(record.failure)
+        if record.info.priority:
+            item["priority"] = record.info.priority
         items.append(item)
     return items
 

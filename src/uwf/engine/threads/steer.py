@@ -28,7 +28,7 @@ from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import ForkedEdited, RerunLine, Retried
+    from uwf.util.outputs import ForkedEdited, Prioritized, RerunLine, Retried
 
 
 def _step_node(backend: Backend, node_hash: str, what: str) -> chain.Step:
@@ -200,3 +200,12 @@ def retry(backend: Backend, thread: str) -> Retried:
         "J6R3X8M5", f"thread retried attempts={cleared.attempts} exhausted={cleared.exhausted}"
     )
     return {"thread": tid, "retried": True, "failure": failure_json(cleared)}
+
+
+def prioritize(backend: Backend, thread: str, priority: int) -> Prioritized:
+    """``thread priority``: set how soon ``--next`` and workers take the thread
+    (docs/format.md, "Priorities")."""
+    threads.check_priority(priority)
+    tid, _ = require_active(backend, thread)
+    previous = backend.threads.prioritize(tid, priority)
+    return {"thread": tid, "priority": priority, "previous": previous}
