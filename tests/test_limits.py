@@ -172,3 +172,53 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470.0) == 10.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412490.0) == 0.0  # past: now
     assert [retry_after(v, 0.0) for v in (None, "", "soon", "-5")] == [None] * 4
+
+
+def test_a_fleet_of_workers_keeps_under_a_concurrency_limit(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """Four workers drain six threads (five steps each) through an agent capped at two steps
+    at once: the agent's own log of when each run began and ended never shows three at once,
+    and every thread completes."""
+    import json
+
+    from conftest import APPROVE, DEV, PLAN, REJECT
+
+    slow = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
+    roles = {r: [{"output": o, "sleep": 0.2} for o in outs] for r, outs in slow.items()}
+    mock_args = scenario(roles).split()[1:]  # ["--scenario", path]
+    runs = tmp_path / "runs.jsonl"
+    wrapper = tmp_path / "logged.py"
+    wrapper.write_text(
+        "import json, subprocess, sys, time\n"
+        f"log = open({str(runs)!r}, 'a')\n"
+        "began = time.monotonic()\n"
+        "code = subprocess.run(['uwf-mock', *sys.argv[1:]]).returncode\n"
+        "log.write(json.dumps([began, time.monotonic()]) + '\\n')\n"
+        "sys.exit(code)\n"
+    )
+    configure(
+        root,
+        agents={"capped": {"command": sys.executable, "args": [str(wrapper), *mock_args]}},
+        defaultAgent="capped",
+        limits={"agents": {"capped": {"concurrency": 2}}},
+    )
+    threads = [new_thread(f"Task {n}") for n in range(6)]
+    workers = [spawn_uwf("worker", "--idle-exit", "3") for _ in range(4)]
+    try:
+        for worker in workers:
+            worker.wait(timeout=300)
+            assert worker.returncode == 0, worker.stderr.read() if worker.stderr else ""
+    finally:
+        for worker in workers:
+            reap(worker)
+    spans = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines()]
+    assert len(spans) == 6 * 5  # every step ran its agent once: none was lost or doubled
+    edges = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    running, most = 0, 0
+    for _, change in edges:
+        running += change
+        most = max(most, running)
+    assert most <= 2
+    listed = cli_proc("thread", "list", "--status", "completed").json()
+    assert sorted(t["thread"] for t in listed) == sorted(threads)
