@@ -591,11 +591,11 @@ class BackendContract:
         assert record is not None and record.waiting == waiting
         stored = children[0]._replace(info=info._replace(task="k\ufffd"))
         assert backend.threads.get(kids[0]) == stored
-        assert [r.thread for r in backend.threads.runnable()] == list(kids)
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == list(kids)
         backend.threads.archive(kids[0], a, "completed", 10)
-        assert [r.thread for r in backend.threads.runnable()] == [kids[1]]
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == [kids[1]]
         backend.threads.archive(kids[1], a, "killed", 11)
-        assert [r.thread for r in backend.threads.runnable()] == [parent]  # the join is due
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == [parent]  # the join is due
         assert backend.threads.history_entry(kids[1]) == HistoryEntry(
             kids[1], a, c, 11, "killed", "k\ufffd", cwd="/srv/p", parent=parent
         )

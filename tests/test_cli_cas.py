@@ -537,6 +537,8 @@ def test_schema_list(cli: Any, root: Path) -> None:
         {"hash": h.compact_request, "title": "CompactRequest"},
         {"hash": h.workflow_v1, "title": "Workflow (version 1)"},
         {"hash": h.start_resume, "title": "StartNode (resume)"},
+        {"hash": h.step_join, "title": "StepNode (join)"},
+        {"hash": h.workflow_fan_out, "title": "Workflow (fanOut)"},
         {"hash": described, "title": "only a description"},
         {"hash": unnamed, "title": "(unnamed)"},
     ]

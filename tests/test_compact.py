@@ -440,4 +440,6 @@ def test_format_md_lists_the_schema_hashes() -> None:
         "CompactRequest": h.compact_request,
         "Workflow (version 1)": h.workflow_v1,
         "StartNode (resume)": h.start_resume,
+        "StepNode (join)": h.step_join,
+        "Workflow (fanOut)": h.workflow_fan_out,
     }
