@@ -29,6 +29,7 @@ from uwf.backend.base import (
     Backend,
     Failure,
     HistoryEntry,
+    RetryPolicy,
     ThreadInfo,
     Waiting,
 )
@@ -42,6 +43,7 @@ from uwf.util.errors import (
     Collision,
     Conflict,
     CorruptNode,
+    HeldBack,
     InvalidInput,
     NotActive,
     NotFound,
@@ -589,11 +591,11 @@ class BackendContract:
         assert record is not None and record.waiting == waiting
         stored = children[0]._replace(info=info._replace(task="k\ufffd"))
         assert backend.threads.get(kids[0]) == stored
-        assert [r.thread for r in backend.threads.runnable()] == list(kids)
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == list(kids)
         backend.threads.archive(kids[0], a, "completed", 10)
-        assert [r.thread for r in backend.threads.runnable()] == [kids[1]]
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == [kids[1]]
         backend.threads.archive(kids[1], a, "killed", 11)
-        assert [r.thread for r in backend.threads.runnable()] == [parent]  # the join is due
+        assert [r.thread for r in backend.threads.runnable(now_ms())] == [parent]  # the join is due
         assert backend.threads.history_entry(kids[1]) == HistoryEntry(
             kids[1], a, c, 11, "killed", "k\ufffd", cwd="/srv/p", parent=parent
         )
@@ -608,11 +610,11 @@ class BackendContract:
         backend.threads.create(t, a, ThreadInfo(task="x"))
         first = Failure(a, "error: agent failed", 5, 1000, role="dev", agent="uwf-cmd", host="h1")
         stored = backend.threads.fail(t, first)
-        assert stored == first._replace(attempts=1, since=1000)
+        assert stored == first._replace(attempts=1, since=1000, retry_at=2000)  # back-off 1 s
         record = backend.threads.get(t)
         assert record is not None and record.failure == stored and record.info.task == "x"
         again = backend.threads.fail(t, Failure(a, "error: again", 1, 2000, host="h2"))
-        assert again == Failure(a, "error: again", 1, 2000, 2, 1000, None, None, "h2")
+        assert again == Failure(a, "error: again", 1, 2000, 2, 1000, None, None, "h2", None, 4000)
         assert [r.failure for r in backend.threads.active()] == [again]
         waiting = Waiting("dev", 3000, a)
         backend.threads.wait(t, waiting)  # a deferral keeps the count
@@ -620,7 +622,7 @@ class BackendContract:
         assert record is not None and (record.waiting, record.failure) == (waiting, again)
         assert again.as_json() == {
             "head": a, "error": "error: again", "code": 1, "at": 2000, "attempts": 2,
-            "since": 1000, "host": "h2",
+            "since": 1000, "host": "h2", "retryAt": 4000,
         }  # fmt: skip
         with pytest.raises(Conflict):
             backend.threads.fail(t, Failure(b, "error: elsewhere", 1, 1))  # not at its head
@@ -633,6 +635,92 @@ class BackendContract:
         backend.threads.archive(t, a, "killed", 5000)
         with pytest.raises(NotActive):
             backend.threads.fail(t, Failure(b, "e", 5, 6000))
+
+    def test_a_retry_policy_backs_off_then_marks_the_thread_failed(self, backend: Backend) -> None:
+        """docs/format.md, "Retries": the next allowed attempt, the dead-letter mark, and
+        ``retry`` that ends both; ``runnable`` leaves out what may not be tried now."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t, other = _thread(1), _thread(2)
+        backend.threads.create(t, a, ThreadInfo())
+        backend.threads.create(other, b, ThreadInfo())
+        policy = RetryPolicy(attempts=3, backoff=10, max_backoff=15)
+        one = backend.threads.fail(t, Failure(a, "e", 5, 1000), policy)
+        assert (one.attempts, one.limit, one.retry_at, one.exhausted) == (1, 3, 11_000, False)
+        assert [r.thread for r in backend.threads.runnable(10_999)] == [other]
+        assert [r.thread for r in backend.threads.runnable(11_000)] == [t, other]
+        two = backend.threads.fail(t, Failure(a, "e", 5, 12_000), policy)
+        assert (two.attempts, two.retry_at, two.exhausted) == (2, 27_000, False)  # capped: 15 s
+        three = backend.threads.fail(t, Failure(a, "e", 5, 30_000), policy)
+        assert (three.attempts, three.retry_at, three.exhausted) == (3, None, True)
+        assert three.as_json()["exhausted"] is True and three.as_json()["limit"] == 3
+        record = backend.threads.get(t)
+        assert record is not None and record.failure == three
+        assert [r.thread for r in backend.threads.runnable(10**15)] == [other]  # never again
+        assert backend.threads.retry(t) == three
+        record = backend.threads.get(t)
+        assert record is not None and record.failure is None and record.head == a
+        assert [r.thread for r in backend.threads.runnable(0)] == [t, other]
+        assert backend.threads.retry(t) is None  # nothing left to end
+        assert backend.threads.fail(t, Failure(a, "e", 5, 40_000), policy).attempts == 1
+        backend.threads.archive(t, a, "killed", 50_000)
+        with pytest.raises(NotActive):
+            backend.threads.retry(t)
+
+    def test_a_priority_is_kept_and_changed(self, backend: Backend) -> None:
+        """docs/format.md, "Priorities": set at creation, changed by ``prioritize``, kept by
+        a head move."""
+        a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
+        t = _thread(1)
+        backend.threads.create(t, a, ThreadInfo(task="x", priority=3))
+        assert backend.threads.prioritize(t, -2) == 3
+        backend.threads.move(t, a, b)
+        record = backend.threads.get(t)
+        assert record is not None and record.info == ThreadInfo(task="x", priority=-2)
+        assert [r.info.priority for r in backend.threads.runnable(0)] == [-2]
+        with pytest.raises(NotActive):
+            backend.threads.prioritize(_thread(9), 1)
+
+    def test_a_start_key_names_one_thread_per_scope(self, backend: Backend) -> None:
+        """docs/format.md, "Start keys"."""
+        a = _chain_node(backend, "a")
+        t1, t2, t3 = _thread(1), _thread(2), _thread(3)
+        assert backend.threads.keyed("wf", "k") is None
+        assert backend.threads.create_keyed("wf", "k", t1, a, ThreadInfo(task="x")) == (t1, True)
+        assert backend.threads.create_keyed("wf", "k", t2, a, ThreadInfo()) == (t1, False)
+        assert backend.threads.keyed("wf", "k") == t1
+        assert backend.threads.create_keyed("other", "k", t3, a, ThreadInfo()) == (t3, True)
+        assert sorted(r.thread for r in backend.threads.active()) == [t1, t3]
+        backend.threads.archive(t1, a, "completed", 1)
+        assert backend.threads.create_keyed("wf", "k", t2, a, ThreadInfo()) == (t1, False)
+        assert backend.threads.get(t2) is None
+
+    def test_limits_cap_holders_at_once_and_holds_a_minute(self, backend: Backend) -> None:
+        """docs/format.md, "Limits"."""
+
+        def refused(name: str, concurrency: int | None, per_minute: int | None) -> str:
+            try:
+                with backend.limits.hold(name, concurrency, per_minute):
+                    return "held"
+            except HeldBack as exc:
+                return exc.message
+
+        with backend.limits.hold("agents/a", 2, None), backend.limits.hold("agents/a", 2, None):
+            assert refused("agents/a", 2, None) == "concurrency"
+            assert refused("agents/b", 2, None) == "held"  # another name, other slots
+        assert refused("agents/a", 1, None) == "held"  # released: room again
+        assert [refused("providers/p", None, 2) for _ in range(3)] == [
+            "held", "held", "perMinute",
+        ]  # fmt: skip
+        assert refused("providers/p", 5, 2) == "perMinute"  # a refused hold counts nothing
+        assert refused("providers/p", 1, None) == "held"  # ... and left no slot taken
+        soon, later = now_ms() + 60_000, now_ms() + 120_000
+        assert backend.limits.paused("providers/p") is None
+        assert backend.limits.pause("providers/p", later) == later
+        assert backend.limits.pause("providers/p", soon) == later  # never shortened
+        assert backend.limits.paused("providers/p") == later
+        assert backend.limits.paused("providers/q") is None
+        backend.limits.pause("providers/q", now_ms() - 1)  # already over
+        assert backend.limits.paused("providers/q") is None
 
     # -- registry -----------------------------------------------------------------------
     def test_registry_set_returns_the_previous_hash(self, backend: Backend) -> None:
@@ -787,6 +875,11 @@ try:
         backend.threads.create(ThreadId(thread), NodeHash(a), ThreadInfo())
     elif op == "register":
         backend.registry.set(thread, NodeHash(a))
+    elif op == "keyed":  # create thread at head a unless key b names one; print the winner
+        from uwf.backend.base import ThreadInfo
+        got = backend.threads.create_keyed("wf", b, ThreadId(thread), NodeHash(a), ThreadInfo())
+        print(f"{got[0]}:{got[1]}", flush=True)
+        sys.exit(0)
     elif op == "fail":  # b failed attempts at head a
         from uwf.backend.base import Failure
         for n in range(int(b)):
@@ -873,6 +966,17 @@ class SharedBackendContract(BackendContract):
         assert self._race(tmp_path, spec, jobs) == ["ok"] * 12
         assert {r.thread for r in backend.threads.active()} == {_thread(n) for n in range(8)}
         assert set(backend.registry.read()) == {f"wf{n}" for n in range(4)}
+
+    def test_processes_starting_with_one_key_create_one_thread(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        a = _chain_node(backend, "a")
+        ops = [("keyed", _thread(n), a, "k") for n in range(1, 5)]
+        outs = [out.split(":") for out in self._race(tmp_path, spec, ops)]
+        winners = {thread for thread, _ in outs}
+        assert len(winners) == 1
+        assert sorted(created for _, created in outs) == ["False", "False", "False", "True"]
+        assert [r.thread for r in backend.threads.active()] == list(winners)
 
     def test_failed_attempts_of_many_processes_are_all_counted(
         self, backend: Backend, spec: str, tmp_path: Path

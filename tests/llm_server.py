@@ -19,7 +19,8 @@ A reply spec is one of:
   ``finish_reason`` defaults to ``tool_calls`` when there are tool calls, else ``stop``.
   ``"model"`` and ``"usage"`` set what the completion reports (default: the requested model
   and zero tokens).
-- ``{"status": 500, "body": "..."}`` — a raw HTTP answer (body text as given).
+- ``{"status": 500, "body": "...", "headers": {...}}`` — a raw HTTP answer (body text as
+  given, with those headers, e.g. ``Retry-After`` on a 429).
 - ``{"raw": "not json"}`` — HTTP 200 whose body is the given text (``application/json``).
 - ``{"delay": seconds, "then": <spec>}`` — wait, then answer ``then`` (default: a text reply).
 - a callable ``(RecordedRequest) -> spec`` — decide from the request.
@@ -80,6 +81,7 @@ class _Answer:
     body: bytes
     content_type: str = "application/json"
     stream: list[bytes] = field(default_factory=list)  # SSE events, when streaming
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
 
 def _normalise_tool_call(call: dict[str, Any], index: int) -> dict[str, Any]:
@@ -218,7 +220,12 @@ class LLMServer:
         if isinstance(spec, dict) and "status" in spec:
             body = spec.get("body", "")
             data = body if isinstance(body, bytes) else str(body).encode()
-            return _Answer(int(spec["status"]), data, spec.get("content_type", "text/plain"))
+            return _Answer(
+                int(spec["status"]),
+                data,
+                spec.get("content_type", "text/plain"),
+                headers=dict(spec.get("headers", {})),
+            )
         if isinstance(spec, dict) and "raw" in spec:
             return _Answer(200, str(spec["raw"]).encode(), "application/json")
         message, finish = _message(spec)
@@ -322,6 +329,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", answer.content_type)
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
             if answer.stream:
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")

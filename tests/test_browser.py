@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import version1 as v1
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -412,3 +413,49 @@ def test_a_fan_out_shows_its_tree(page: Any, server: str, cli: Any, scenario: An
     page.wait_for_url(re.compile(children[1]))
     assert page.locator("#parent a").inner_text() == parent
     only_local(page.requests, server)
+
+
+# -- version-1 threads: a working directory, a suspended step ------------------------------
+
+
+def test_a_thread_page_names_its_working_directory_and_how_to_resume_it(
+    page: Any, server: str, cli: Any, new_thread: Any, scenario: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / 'work <b>dir</b> & "co"'
+    v1.write_review(project)
+    started = cli("thread", "start", "review", "-p", v1.TASK, "--cwd", project)
+    assert started.code == 0, started.err
+    thread = started.json()["thread"]
+    plain = new_thread("No working directory")
+    answers = scenario({"planner": [{"attempts": [v1.SUSPEND, v1.PLAN]}]})
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    waits = subprocess.run(
+        [str(BIN / "uwf"), "thread", "step", thread, "--agent", answers],
+        capture_output=True,
+        env=env,
+    )
+    assert waits.returncode == 6, waits.stderr
+
+    page.goto(f"{server}thread/{thread}")
+    assert page.locator("#cwd").inner_text() == str(project)
+    assert page.locator("#cwd b").count() == 0  # the name is text, never markup
+    said = page.locator("#waiting").inner_text()
+    assert "Waits for planner since " in said and ": $SUSPEND: which branch?." in said
+    assert f'Resume it with uwf thread resume {thread} -p "…" (the role runs again' in said
+    resumed = subprocess.run(
+        [str(BIN / "uwf"), "thread", "resume", thread, "-p", v1.ANSWER, "--agent", answers],
+        capture_output=True,
+        env=env,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    page.wait_for_selector("#step-1")  # live, from another process
+    assert page.locator("#cwd").inner_text() == str(project)
+    page.goto(f"{server}thread/{plain}")
+    assert page.locator("#status").inner_text() == "idle"
+    assert page.locator("#cwd").count() == 0
+    only_local(page.requests, server)
+
+    target = tmp_path / "thread.html"
+    assert cli("thread", "export", thread, "--html", str(target)).code == 0
+    page.goto(target.as_uri())
+    assert page.locator("#cwd").inner_text() == str(project)

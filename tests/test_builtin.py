@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import version1 as v1
 from conftest import Result
 from llm_server import (
     DEFAULT_MODEL,
@@ -1027,3 +1028,33 @@ def test_doc_hermes_config(cli: Any, root: Path, thread: str) -> None:
     assert dry["agent"] == ["uwf-hermes", "-m", "anthropic/claude-sonnet-4", thread, "planner"]
     given, target = make_parser().parse(dry["agent"][1:])
     assert (given.passed, target[:2]) == (["-m", "anthropic/claude-sonnet-4"], (thread, "planner"))
+
+
+# -- $SUSPEND, then thread resume (docs/format.md, "Suspending and resuming") ------------------
+
+
+def test_the_model_suspends_the_step_and_a_person_resumes_it(
+    cli_proc: Any, served: LLMServer
+) -> None:
+    """The model answers ``$status: $SUSPEND``: the thread waits (exit 6) with its reason;
+    ``thread resume -p`` asks the model again with the person's answer in the prompt, and
+    the thread goes on to ``$END``."""
+    v1.write_review(Path.cwd())
+    served.reply(v1.SUSPEND, v1.PLAN, v1.BUILT, v1.APPROVED)
+    thread, _ = v1.suspend_and_resume(cli_proc, "uwf-builtin")
+    done = cli_proc("thread", "step", thread, "-c", "5", "--agent", "uwf-builtin")
+    assert done.code == 0, done.err
+    assert [(x["role"], x["status"]) for x in done.jsonl()] == [
+        ("builder", "active"),
+        ("reviewer", "completed"),
+    ]
+    assert served.pending == 0
+    first, again = (r.message("user")["content"] for r in served.chat_requests()[:2])
+    instruction = f"## Moderator Instruction\n\nPlan this task: {v1.TASK}"
+    assert first.endswith(instruction)
+    assert again.endswith(f"{instruction}\n\n{v1.RESUMED}")
+    deliverable = served.chat_requests()[0].message("system")["content"]
+    assert "answer instead with `$status: $SUSPEND` and `reason: <what you" in deliverable
+    steps = json.loads(cli_proc("thread", "steps", thread).out)["steps"][1:]
+    assert [s["output"]["$status"] for s in steps] == ["planned", "built", "approved"]
+    assert {s["agent"] for s in steps} == {"uwf-builtin"}

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+import version1 as v1
 from conftest import DEV, EXAMPLES, PLAN, Result
 from llm_server import (
     TEST_KEY,
@@ -544,3 +545,49 @@ def test_detail_keeps_the_end_of_a_long_stderr(cli: Any, thread: str, tmp_path: 
     head = cli("thread", "show", thread).json()["head"]
     stderr = cli("thread", "step-details", head, "--format", "json").json()["stderr"]
     assert len(stderr) == 20_000 and stderr.endswith("line 02999\n")
+
+
+# -- $SUSPEND, then thread resume (docs/format.md, "Suspending and resuming") ------------------
+
+SUSPENDER = """\
+import json, os, sys
+prompt = sys.stdin.read()
+role = os.environ["UWF_ROLE"]
+with open({log!r}, "a") as f:
+    f.write(json.dumps({{"role": role, "prompt": prompt, "cwd": os.getcwd()}}) + "\\n")
+if role == "planner":
+    print({plan!r} if "## Resumed" in prompt else {suspend!r})
+else:
+    print({built!r} if role == "builder" else {approved!r})
+"""
+
+
+def test_a_command_suspends_with_its_frontmatter_and_is_resumed(
+    cli_proc: Any, any_store: str, tmp_path: Path
+) -> None:
+    """A command whose answer is ``$status: $SUSPEND`` leaves the thread waiting (exit 6);
+    ``thread resume -p`` runs it again with the person's answer in its prompt, and the thread
+    goes on to ``$END`` — every ``uwf`` a subprocess, on both backends."""
+    v1.write_review(Path.cwd())
+    log = tmp_path / "calls.jsonl"
+    script = tmp_path / "suspender.py"
+    answers = {"plan": v1.PLAN, "suspend": v1.SUSPEND, "built": v1.BUILT, "approved": v1.APPROVED}
+    script.write_text(SUSPENDER.format(log=str(log), **answers))
+    agent = shlex.join(["uwf-cmd", "--", sys.executable, str(script)])
+    thread, _ = v1.suspend_and_resume(cli_proc, agent)
+
+    done = cli_proc("thread", "step", thread, "-c", "5", "--agent", agent)
+    assert done.code == 0, done.err
+    assert [(x["role"], x["status"]) for x in done.jsonl()] == [
+        ("builder", "active"),
+        ("reviewer", "completed"),
+    ]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["role"] for c in calls] == ["planner", "planner", "builder", "reviewer"]
+    assert "## Resumed" not in calls[0]["prompt"]
+    resumed = f"## Moderator Instruction\n\nPlan this task: {v1.TASK}\n\n{v1.RESUMED}"
+    assert resumed in calls[1]["prompt"]
+    assert calls[2]["cwd"] == str(Path.cwd() / "work")  # the edge's location
+    steps = json.loads(cli_proc("thread", "steps", thread).out)["steps"][1:]
+    assert [s["output"]["$status"] for s in steps] == ["planned", "built", "approved"]
+    assert {s["agent"] for s in steps} == {"uwf-cmd"}

@@ -661,7 +661,7 @@ CASES: list[Case] = [
         "thread list --status bogus",
         2,
         "error: Invalid status: bogus. Must be one of: idle, running, waiting, failing, "
-        "completed, killed, max_rounds, active",
+        "failed, completed, killed, max_rounds, active",
     ),
     case(
         "list-bad-after",

@@ -52,6 +52,7 @@ def test_a_foreground_step_records_the_failure_and_a_landed_step_clears_it(
             "role": "planner",
             "agent": "uwf-mock",
             "host": os.uname().nodename,
+            "retryAt": failure["at"] + 1000 * 2 ** (attempt - 1),  # the default back-off
         }
         assert before <= failure["since"] <= failure["at"] <= int(time.time() * 1000)
     listed = cli_proc("thread", "list").json()

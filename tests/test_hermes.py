@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+import version1 as v1
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, Result
 from hermes_home import MODEL, hermes_missing_reason, use_home, write_hermes_config
 from llm_server import LLMServer, RecordedRequest
@@ -578,3 +579,19 @@ def test_session_id_line_and_the_slice_of_a_resumed_session() -> None:
     fresh = hermes_agent.run_of(session, launched=99.0, resumed=False)
     assert fresh.output == "new answer" and len(fresh.turns) == 4
     assert (fresh.start, fresh.end) == (100.0, 202.75)
+
+
+# -- $SUSPEND, then thread resume (docs/format.md, "Suspending and resuming") ------------------
+
+
+def test_hermes_suspends_the_step_and_a_person_resumes_it(cli_proc: Any, hermes: Hermes) -> None:
+    """The model behind Hermes answers ``$status: $SUSPEND``: the thread waits (exit 6);
+    ``thread resume -p`` runs Hermes again with the person's answer in its prompt."""
+    v1.write_review(Path.cwd())
+    hermes.server.reply(v1.SUSPEND, v1.PLAN)
+    v1.suspend_and_resume(cli_proc, "uwf-hermes", timeout=STEP_TIMEOUT)
+    first, again = (user_prompt(c) for c in hermes.chats())
+    instruction = f"## Moderator Instruction\n\nPlan this task: {v1.TASK}"
+    assert instruction in first and "## Resumed" not in first
+    assert f"{instruction}\n\n{v1.RESUMED}" in again
+    assert "answer instead with `$status: $SUSPEND`" in first

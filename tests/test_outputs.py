@@ -137,6 +137,9 @@ def test_every_command_prints_the_keys_of_its_type(
     mock = scenario({"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
     started = printed(cli("thread", "start", "solve-issue", "-p", "Fix the bug"))
     c("thread start", started, o.ThreadStarted)
+    keyed = cli("thread", "start", "solve-issue", "-p", "Once", "--key", "k1")
+    c("thread start --key", printed(keyed), o.ThreadStarted)
+    printed(cli("thread", "kill", printed(keyed)["thread"]))
     thread = started["thread"]
     dry = cli("thread", "step", thread, "--dry-run", "--agent", mock)
     c("thread step --dry-run", printed(dry), o.DryRun)
@@ -184,6 +187,10 @@ def test_every_command_prints_the_keys_of_its_type(
     failing = agent_script("print('error: out of tokens', file=sys.stderr)\nsys.exit(1)")
     assert cli("thread", "step", fails, "--agent", failing).code == 5
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
+    c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
+    c("thread retry", printed(cli("thread", "retry", fails)), o.Retried)
+    c("thread priority", printed(cli("thread", "priority", fails, "4")), o.Prioritized)
+    c("thread show (priority)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
     summary = write(tmp_path / "summary.txt", "Planned, built, reviewed.")
     answered = cli("thread", "answer", waits, "--file", write(tmp_path / "answer.md", PLAN))

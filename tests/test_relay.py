@@ -150,6 +150,39 @@ def test_the_relay_refuses_what_an_agent_has_no_business_doing(served: Served) -
     assert str(info.value) == "unknown request: delete"
 
 
+def test_the_relay_pauses_only_a_configured_provider_for_at_most_an_hour(
+    served: Served, root: Path
+) -> None:
+    """The agent kit's 429 back-off (docs/format.md, "Limits") crosses the relay: uwf pauses
+    a provider of its config.yaml, cut to an hour, and nothing else."""
+    import yaml
+
+    from uwf.backend.base import LONGEST_PAUSE
+    from uwf.util.ulid import now_ms
+
+    config = {"providers": {"local": {"baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "K"}}}
+    (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    limits = served.agent.limits
+    soon = now_ms() + 5_000
+    assert limits.pause("providers/local", soon) == soon
+    assert served.backend.limits.paused("providers/local") == soon
+    later = limits.pause("providers/local", now_ms() + 10 * int(LONGEST_PAUSE * 1000))
+    assert soon < later <= now_ms() + int(LONGEST_PAUSE * 1000)
+    for name in ("providers/other", "agents/local", "local"):
+        with pytest.raises(UwfError) as info:
+            limits.pause(name, soon)
+        assert str(info.value) == f"not a provider of config.yaml: {name}"
+        assert served.backend.limits.paused(name) is None
+    with pytest.raises(UwfError) as info:
+        relay.RelayClient(served.agent.fd).call("pause", "providers/local", "soon")
+    assert str(info.value) == "a pause ends at a time in unix ms"
+    with pytest.raises(UwfError) as info:
+        limits.paused("providers/local")
+    assert str(info.value) == (
+        "reading the limits is not available to an agent through the step's store relay"
+    )
+
+
 def test_a_malformed_or_stalled_request_ends_the_relay(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,7 +29,7 @@ from rootfiles import RootFiles, open_store
 from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 
-STATUSES = "idle, running, waiting, failing, completed, killed, max_rounds, active"
+STATUSES = "idle, running, waiting, failing, failed, completed, killed, max_rounds, active"
 
 
 def jan(day: int) -> int:

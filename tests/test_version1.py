@@ -395,3 +395,113 @@ def test_the_example_runs_as_the_readme_shows(cli: Any) -> None:
         "Release 2.1.0 has 2 changes:\n- Faster start-up\n- Folder workflows\n"
     )
     assert steps[3]["node"]["edgePrompt"] == "Revise: Name the issue of each change.\n\nAlmost."
+
+
+# -- a single-file workflow, every command a process of its own ------------------------------
+
+NOTES = """\
+version: 1
+description: Collect the changes of a release, then write its notes.
+roles:
+  collector:
+    goal: List the changes of the release.
+    frontmatter:
+      oneOf:
+        - type: object
+          properties:
+            $status: {const: collected}
+            version: {type: string}
+            changes: {type: array, items: {type: string}}
+          required: [$status, version, changes]
+        - type: object
+          properties:
+            $status: {const: $SUSPEND}
+            reason: {type: string}
+          required: [$status, reason]
+  writer:
+    goal: Write the release notes.
+    frontmatter:
+      type: object
+      properties:
+        $status: {enum: [written, unsure]}
+        title: {type: string}
+      required: [$status, title]
+graph:
+  $START:
+    new:
+      role: collector
+      prompt: "Collect the changes of {{ _body }}."
+  collector:
+    collected:
+      role: writer
+      prompt: |-
+        {{ version }}: {{ changes | size }} changes.
+        {% for c in changes %}* {{ c | capitalize }}
+        {% endfor %}
+  writer:
+    written: {role: $END}
+    unsure:
+      role: writer
+      prompt: "Write \\"{{ title | downcase }}\\" again: {{ _body }}"
+"""
+
+ASKS = "---\n$status: $SUSPEND\nreason: Which version?\n---\n"
+COLLECTED = "---\n$status: collected\nversion: 2.1.0\nchanges: [faster start, folders]\n---\n"
+UNSURE = "---\n$status: unsure\ntitle: Notes 2.1\n---\nToo short."
+WRITTEN = "---\n$status: written\ntitle: uwf 2.1\n---\n# uwf 2.1\n"
+
+
+def test_a_single_file_workflow_runs_to_end_through_the_command_line(
+    cli_proc: Any, any_store: str, tmp_path: Path, scenario: Any
+) -> None:
+    """``uwf`` in a subprocess for every command, on both backends: a one-file version-1
+    workflow is stored, its thread is suspended by its agent on the way, resumed with
+    ``thread resume -p``, and runs to ``$END``."""
+
+    def run(*args: Any, code: int = 0) -> Any:
+        result = cli_proc(*args)
+        assert result.code == code, result.err
+        return result
+
+    path = tmp_path / "notes.yaml"
+    path.write_text(NOTES)
+    assert json.loads(run("workflow", "check", path).out)[0]["problems"] == []
+    put = json.loads(run("workflow", "put", path).out)
+    assert put["name"] == "notes"
+    assert run("workflow", "show", "notes", "--source").out == NOTES
+    agent = scenario({"collector": [{"attempts": [ASKS, COLLECTED]}], "writer": [UNSURE, WRITTEN]})
+    thread = json.loads(run("thread", "start", "notes", "-p", "uwf 2.1").out)["thread"]
+
+    waits = run("thread", "step", thread, "--agent", agent, code=6)
+    assert waits.err.splitlines()[-1].startswith(
+        f"error: thread {thread} waits for collector: the agent suspended the step (Which version?)"
+    )
+    shown = json.loads(run("thread", "show", thread).out)
+    assert (shown["status"], shown["waiting"]["reason"]) == ("waiting", "$SUSPEND: Which version?")
+    resumed = json.loads(run("thread", "resume", thread, "-p", "2.1.0", "--agent", agent).out)
+    assert (resumed["role"], resumed["status"]) == ("collector", "active")
+
+    done = run("thread", "step", thread, "-c", "10", "--agent", agent)
+    assert [(x["role"], x["status"], x["done"]) for x in done.jsonl()] == [
+        ("writer", "active", False),
+        ("writer", "completed", True),
+    ]
+    shown = json.loads(run("thread", "show", thread).out)
+    assert (shown["status"], shown["steps"], shown["workflow"]) == ("completed", 3, put["hash"])
+    steps = json.loads(run("thread", "steps", thread).out)["steps"][1:]
+    assert [(s["role"], s["output"]["$status"]) for s in steps] == [
+        ("collector", "collected"),
+        ("writer", "unsure"),
+        ("writer", "written"),
+    ]
+    prompts = [json.loads(run("cas", "get", s["hash"]).out)["payload"]["edgePrompt"] for s in steps]
+    assert prompts == [
+        "Collect the changes of uwf 2.1.\n\n## Resumed\n\nYou suspended this step: Which "
+        "version?\nA person resumed it and wrote:\n\n2.1.0",
+        "2.1.0: 2 changes.\n* Faster start\n* Folders\n",
+        'Write "notes 2.1" again: Too short.',
+    ]
+    read = run("thread", "read", thread, "--quota", "100000").out
+    assert "## Step 3: writer" in read and "# uwf 2.1" in read
+    listed = json.loads(run("thread", "list", "--all").out)
+    assert [(t["thread"], t["status"]) for t in listed] == [(thread, "completed")]

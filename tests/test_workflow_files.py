@@ -5,6 +5,7 @@ version 1")."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,71 @@ def test_a_folder_without_index_is_no_workflow_file(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as info:
         load_file(tmp_path / "wf")
     assert info.value.message == f"file not found: {tmp_path / 'wf'}"
+
+
+# -- what a uwf 0.8 file may hold that uwf-py refuses (docs/format.md, the table) ----------------
+
+SCHEMA = "{type: object, properties: {$status: {enum: [done]}}, required: [$status]}"
+UWF08 = f"""\
+name: relay
+description: A uwf 0.8 file as its users write them.
+x-common: &common {SCHEMA}
+roles:
+  worker:
+    description: Works.
+    goal: Do it.
+    capabilities: []
+    procedure: Do it well.
+    output: What was done.
+    frontmatter: *common
+graph:
+  $START:
+    new: {{role: worker, prompt: "Do {{{{ _body }}}}"}}
+    resume: {{role: worker, prompt: "Again: {{{{ _body }}}}"}}
+  worker:
+    done: {{role: $END, prompt: "{{{{ _body | slugify }}}}", location: null}}
+"""
+#: What docs/format.md says to write instead: the anchor where it is first used, a standard
+#: filter, no ``location`` for the thread's directory.
+FIXES = [
+    (f"x-common: &common {SCHEMA}\n", ""),
+    ("frontmatter: *common", f"frontmatter: &common {SCHEMA}"),
+    (" | slugify", " | downcase"),
+    (", location: null", ""),
+]
+
+
+def test_what_a_uwf_08_file_may_hold_is_named_by_workflow_check(
+    cli_proc: Any, tmp_path: Path
+) -> None:
+    """A uwf 0.8 file without ``version`` is told to add it; with it, each construct uwf 0.8
+    reads and uwf-py does not is one line naming its place; written as the docs say, the file
+    is stored."""
+    path = tmp_path / "relay.yaml"
+    path.write_text(UWF08)
+    no_version = cli_proc("workflow", "check", path)
+    assert no_version.code == 1
+    hint = (
+        '$START routes only on the unit status "_" in a file without a version; "{}" is an '
+        "edge of version 1, uwf 0.8's format: add version: 1 at the top of the file"
+    )
+    errors = [line.removeprefix(f"error: {path}: ") for line in no_version.err.splitlines()]
+    assert f"graph.$START.new: {hint.format('new')}" in errors
+    assert f"graph.$START.resume: {hint.format('resume')}" in errors
+
+    path.write_text("version: 1\n" + UWF08)
+    checked = cli_proc("workflow", "check", path)
+    assert checked.code == 1
+    assert json.loads(checked.out)[0]["problems"] == [
+        'x-common: unknown key "x-common" (known keys: version, name, description, roles, '
+        "graph, compactAfter)",
+        "graph.worker.done.location: expected a directory path, got null",
+        "graph.worker.done.prompt: prompt template does not parse: unknown filter 'slugify'",
+    ]
+    fixed = UWF08
+    for old, new in FIXES:
+        fixed = fixed.replace(old, new)
+    path.write_text("version: 1\n" + fixed)
+    stored = cli_proc("workflow", "put", path)
+    assert stored.code == 0, stored.err
+    assert json.loads(stored.out)["name"] == "relay"

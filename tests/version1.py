@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 INDEX = """\
 version: 1
@@ -104,3 +105,57 @@ def write_review(project: Path) -> Path:
     (folder / "build.md").write_text(BUILD)
     (project / "work").mkdir(exist_ok=True)
     return folder
+
+
+# -- suspending through a real agent, and resuming (docs/format.md, "Suspending and resuming")
+
+TASK = "Add a flag"
+ANSWER = "main"
+#: What ``thread resume -p main`` adds to the planner's edge prompt after ``SUSPEND``.
+RESUMED = (
+    "## Resumed\n\nYou suspended this step: which branch?\n"
+    f"A person resumed it and wrote:\n\n{ANSWER}"
+)
+
+
+def waits_line(thread: str) -> str:
+    """The last stderr line of a step whose planner answered ``SUSPEND`` (exit 6)."""
+    return (
+        f"error: thread {thread} waits for planner: the agent suspended the step (which "
+        f"branch?); resume it with uwf thread resume {thread} -p <the answer>, or answer it "
+        f"with uwf thread answer {thread}"
+    )
+
+
+def suspend_and_resume(cli_proc: Any, agent: str, timeout: float = 60) -> tuple[str, Any]:
+    """Through the real ``uwf`` (a subprocess each): start a ``review`` thread (the project
+    workflow of the working directory), step it with ``agent`` — whose planner answers
+    ``SUSPEND`` — and check that it waits (exit 6, ``thread show``); then ``thread resume -p
+    main`` with the same agent, whose planner now plans. The thread and the resumed step's
+    StepNode payload."""
+    started = cli_proc("thread", "start", "review", "-p", TASK)
+    assert started.code == 0, started.err
+    thread = json.loads(started.out)["thread"]
+    head = json.loads(cli_proc("thread", "show", thread).out)["head"]
+
+    waits = cli_proc("thread", "step", thread, "--agent", agent, timeout=timeout)
+    assert waits.code == 6, waits.err
+    assert waits.out == "" and waits.err.splitlines()[-1] == waits_line(thread)
+    shown = json.loads(cli_proc("thread", "show", thread).out)
+    assert (shown["status"], shown["steps"], shown["head"]) == ("waiting", 0, head)
+    assert shown["waiting"]["role"] == "planner"
+    assert shown["waiting"]["reason"] == "$SUSPEND: which branch?"
+    table = cli_proc("thread", "show", thread, "--format", "table").out
+    assert "$SUSPEND: which branch?" in table
+
+    resumed = cli_proc("thread", "resume", thread, "-p", ANSWER, "--agent", agent, timeout=timeout)
+    assert resumed.code == 0, resumed.err
+    line = json.loads(resumed.out)
+    assert (line["thread"], line["role"], line["status"]) == (thread, "planner", "active")
+    assert "resumedFrom" not in line
+    node = json.loads(cli_proc("cas", "get", line["head"]).out)["payload"]
+    assert node["role"] == "planner" and node["prev"] is None
+    assert node["edgePrompt"] == f"Plan this task: {TASK}\n\n{RESUMED}"
+    output = json.loads(cli_proc("cas", "get", node["output"]).out)["payload"]
+    assert output == {"$status": "planned", "specFiles": ["a.py", "b.py"]}
+    return thread, node

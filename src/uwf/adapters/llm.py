@@ -46,6 +46,30 @@ class LLMError(UwfError):
     """The model server did not give a usable answer (fails the step or the check)."""
 
 
+class RateLimited(LLMError):
+    """The model server answered 429: ``base_url`` is the provider's, ``retry_after`` the
+    seconds its ``Retry-After`` header asked for (None: it sent none the adapter can read)."""
+
+    def __init__(self, message: str, base_url: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.base_url, self.retry_after = base_url, retry_after
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """``Retry-After``: seconds, or an HTTP date (RFC 9110), as seconds from ``now`` (unix s)."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(text).timestamp() - now)
+    except (TypeError, ValueError):
+        return None
+
+
 def resolve_timeout(default: float, explicit: float | None = None) -> float:
     """Seconds to wait for one call: ``explicit``, else ``$UWF_LLM_TIMEOUT``, else ``default``."""
     if explicit is not None:
@@ -166,9 +190,16 @@ class Client:
             ) from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise LLMError(f"LLM network error: {type(exc).__name__}: {exc} ({url})") from None
+        if resp.status_code == 429:
+            import time
+
+            raise RateLimited(
+                f"LLM HTTP 429 (rate limited; uwf does not retry): {_quote(resp.text)}",
+                self.base_url,
+                retry_after(resp.headers.get("retry-after"), time.time()),
+            )
         if resp.status_code // 100 != 2:
-            hint = " (rate limited; uwf does not retry)" if resp.status_code == 429 else ""
-            raise LLMError(f"LLM HTTP {resp.status_code}{hint}: {_quote(resp.text)}")
+            raise LLMError(f"LLM HTTP {resp.status_code}: {_quote(resp.text)}")
         try:
             return resp.json()
         except ValueError:

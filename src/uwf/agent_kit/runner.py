@@ -263,6 +263,11 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
                 )
             h = _step_node(agent, ctx, span)
         except UwfError as exc:
+            llm = sys.modules.get("uwf.adapters.llm")  # imported only by agents that call models
+            if llm is not None and isinstance(exc, llm.RateLimited) and backend is not None:
+                from uwf.agent_kit.backoff import back_off
+
+                back_off(backend, exc)  # pause its provider fleet-wide; the step still fails
             span.set("uwf.exit_code", exc.exit_code)
             span.fail(exc.message)
             raise

@@ -23,6 +23,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from uwf.backend.failure import Failure as Failure
+from uwf.backend.failure import RetryPolicy as RetryPolicy
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict, NotActive, NotFound, UwfError
@@ -54,15 +56,19 @@ class ThreadInfo(NamedTuple):
     task: str | None = None  # the first line of its task, shortened (for listings)
     cwd: str | None = None  # the directory its agents work in (``thread start --cwd``)
     parent: ThreadId | None = None  # the thread whose fan-out started it
+    priority: int = 0  # higher is stepped first by --next and workers (``prioritize``)
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, str | int]:
         pairs = (
             ("workflow", self.workflow),
             ("task", self.task),
             ("cwd", self.cwd),
             ("parent", self.parent),
         )
-        return {k: v for k, v in pairs if v}
+        out: dict[str, str | int] = {k: v for k, v in pairs if v}
+        if self.priority:
+            out["priority"] = self.priority
+        return out
 
 
 class Waiting(NamedTuple):
@@ -83,50 +89,6 @@ class Waiting(NamedTuple):
         if self.children is not None:
             out["children"] = list(self.children)
         return out
-
-
-class Failure(NamedTuple):
-    """The last failure of a thread (docs/format.md, "Thread state"): attempts to step it at
-    ``head`` that failed since its last step landed. A landed step (any head move) ends it,
-    so a mark for another head than the thread's is stale and never shown.
-
-    ``attempts`` counts the failed attempts at this head, by any process on any machine
-    sharing the backend; ``since`` is the first of them and ``at`` the last, whose error
-    line, exit code (the loop contract's: 1, 5), role, agent and host the record keeps.
-    Later fields (a next allowed attempt, a dead-letter mark) are added beside these.
-    """
-
-    head: NodeHash
-    error: str
-    code: int
-    at: int  # unix ms of the last failed attempt
-    attempts: int = 1
-    since: int | None = None  # unix ms of the first failed attempt at this head (None: ``at``)
-    role: str | None = None
-    agent: str | None = None
-    host: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "head": self.head,
-            "error": self.error,
-            "code": self.code,
-            "at": self.at,
-            "attempts": self.attempts,
-            "since": self.at if self.since is None else self.since,
-        }
-        for key in ("role", "agent", "host"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-    def after(self, previous: Failure | None) -> Failure:
-        """This attempt's record, following ``previous`` (the one stored): its attempts plus
-        one and its first time when it was at the same head, else a first attempt."""
-        if previous is None or previous.head != self.head:
-            return self._replace(attempts=1, since=self.at)
-        return self._replace(attempts=previous.attempts + 1, since=previous.since)
 
 
 class ActiveThread(NamedTuple):
@@ -220,10 +182,26 @@ class ThreadTable(abc.ABC):
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         """Record a new active thread (a fresh id: never one that exists or existed)."""
 
-    # The semantics of move/wait/archive live here, once; a backend supplies the three
-    # primitives below (``_move``, ``_wait``, ``_archive``), each one atomic step that
-    # answers what it found. Every refusal is worded and ordered here: not active, then a
-    # head other than the expected one, then (``move``) a new head that is not stored.
+    # Start keys (docs/format.md, "Start keys"): ``thread start --key`` names a thread once
+    # per workflow name (``scope``), so a start retried by a script returns the same thread.
+
+    @abc.abstractmethod
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        """The thread ``key`` named in ``scope``, None when it names none yet."""
+
+    @abc.abstractmethod
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        """``create`` the thread unless ``key`` already names one in ``scope``, atomically
+        (many processes starting with one key create one thread). Returns the thread the key
+        names and whether this call created it. The key stays when the thread is archived."""
+
+    # The semantics of move/wait/fail/retry/archive live here, once; a backend supplies the
+    # primitives below (``_move``, ``_wait``, ``_fail``, ``_retry``, ``_archive``), each one
+    # atomic step that answers what it found. Every refusal is worded and ordered here: not
+    # active, then a head other than the expected one, then (``move``) a new head that is not
+    # stored.
 
     def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
         """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait and failure.
@@ -256,19 +234,44 @@ class ThreadTable(abc.ABC):
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
 
-    def fail(self, thread: ThreadId, failure: Failure) -> Failure:
+    def fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy = RetryPolicy()
+    ) -> Failure:
         """Record a failed attempt to step ``thread`` at ``failure.head`` and return the record
-        as stored (``Failure.after`` the one before it, in one atomic change: attempts from
-        many processes are all counted).
+        as stored (``Failure.after`` the one before it under ``policy``, in one atomic change:
+        attempts from many processes are all counted).
 
         NotActive when the thread is not active; Conflict when its head is no longer
-        ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` ends it,
-        ``wait`` keeps it.
+        ``failure.head`` (a step landed meanwhile: the failure is moot). ``move`` and
+        ``retry`` end it, ``wait`` keeps it.
         """
-        stored, head = self._fail(thread, failure)
+        stored, head = self._fail(thread, failure, policy)
         if stored is None:
             raise self._refusal(thread, head, failure.head, "fail")
         return stored
+
+    def prioritize(self, thread: ThreadId, priority: int) -> int:
+        """Set the priority of an active thread; return the one it had. NotActive when it is
+        not active."""
+        previous = self._prioritize(thread, priority)
+        if previous is None:
+            raise self.not_active(thread)
+        return previous
+
+    @abc.abstractmethod
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        """Atomically: set the priority of active ``thread``; the previous one, None when the
+        thread is not active."""
+
+    def retry(self, thread: ThreadId) -> Failure | None:
+        """End the last failure of ``thread`` (``thread retry``): a ``failed`` or backing-off
+        thread may be stepped again at once, with its attempts counted from zero. Returns the
+        record it ended, None when the thread had none at its head. NotActive when the thread
+        is not active."""
+        cleared, head = self._retry(thread)
+        if head is None:
+            raise self.not_active(thread)
+        return cleared
 
     def archive(
         self,
@@ -313,10 +316,17 @@ class ThreadTable(abc.ABC):
         create ``children``. Returns (done, the head found: None when not active)."""
 
     @abc.abstractmethod
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
         """Atomically: when ``thread`` is active at ``failure.head``, record
-        ``failure.after(<the record stored>)``. Returns (the record stored, None when nothing
-        was; the head found: None when not active)."""
+        ``failure.after(<the record stored>, policy)``. Returns (the record stored, None when
+        nothing was; the head found: None when not active)."""
+
+    @abc.abstractmethod
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        """Atomically: remove the failure record of ``thread``. Returns (the record removed
+        when it was at the head, else None; the head found: None when not active)."""
 
     @abc.abstractmethod
     def _archive(
@@ -375,14 +385,20 @@ class ThreadTable(abc.ABC):
             return Conflict(f"thread {thread} moved to {head} before its failure was recorded")
         return Conflict(f"thread {thread} moved to {head} while archiving")
 
-    def runnable(self) -> list[ActiveThread]:
+    def runnable(self, now: int) -> list[ActiveThread]:
         """Active threads that are not waiting — or wait for children of which none is
-        active any more (their join is due) — oldest first (thread ids are ULIDs: their
-        order is the order of creation). ``thread step --next`` picks among them."""
+        active any more (their join is due) —, not ``failed`` and not backing off at ``now``
+        (unix ms), oldest first (thread ids are ULIDs: their order is the order of creation).
+        ``thread step --next`` and ``uwf worker`` pick among them."""
         records = self.active()
         parents = {record.info.parent for record in records if record.info.parent}
         return sorted(
-            (record for record in records if joinable(record, parents)),
+            (
+                record
+                for record in records
+                if joinable(record, parents)
+                and (record.failure is None or record.failure.ready(now))
+            ),
             key=lambda record: record.thread,
         )
 
@@ -492,8 +508,36 @@ class Locks(abc.ABC):
         """
 
 
+LONGEST_PAUSE = 3600.0  # seconds: the longest a 429 pauses a provider (a Retry-After is cut)
+
+
+class Limits(abc.ABC):
+    """Limits shared by every process using the backend (docs/format.md, "Limits"): how many
+    steps of one agent or provider run at once, and how many start in a minute."""
+
+    @abc.abstractmethod
+    def hold(
+        self, name: str, concurrency: int | None, per_minute: int | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A slot of ``name`` for the block: at most ``concurrency`` holders at once (None: no
+        cap), and at most ``per_minute`` holds begun in the last 60 s (the hold counts as one
+        when it begins). Raises :class:`~uwf.util.errors.HeldBack` at once, with
+        ``"concurrency"`` or ``"perMinute"`` as its message, when a limit is reached. A slot
+        dies with its holder (process exit, closed connection)."""
+
+    @abc.abstractmethod
+    def pause(self, name: str, until: int) -> int:
+        """Hold every step of ``name`` back until ``until`` (unix ms), e.g. a provider that
+        answered 429; a later pause never shortens an earlier one. Returns the pause in force."""
+
+    @abc.abstractmethod
+    def paused(self, name: str) -> int | None:
+        """Until when (unix ms) ``name`` is paused, None when it is not (or no longer)."""
+
+
 class Backend(abc.ABC):
-    """A storage backend: the four parts, plus the local root of this machine.
+    """A storage backend: the four parts and the fleet's limits, plus the local root of this
+    machine.
 
     ``root`` is where this machine keeps what is not shared: ``config.yaml``, ``.env``, the
     debug log and agent caches. For the filesystem backend the shared state lives there too.
@@ -504,6 +548,7 @@ class Backend(abc.ABC):
     threads: ThreadTable
     registry: Registry
     locks: Locks
+    limits: Limits
 
     @property
     @abc.abstractmethod
@@ -514,11 +559,11 @@ class Backend(abc.ABC):
         """What an agent's environment needs to open this same backend."""
         return {"UWF_STORE": str(self.root), "WORKFLOW_STORAGE_ROOT": str(self.root)}
 
-    def idle_threads(self) -> list[ActiveThread]:
-        """The runnable threads (``threads.runnable``) that no process steps now: what a fleet
-        worker may claim. A backend may answer in one query."""
+    def idle_threads(self, now: int) -> list[ActiveThread]:
+        """The threads runnable at ``now`` (``threads.runnable``) that no process steps now:
+        what a fleet worker may claim. A backend may answer in one query."""
         running = self.locks.running()
-        return [r for r in self.threads.runnable() if r.thread not in running]
+        return [r for r in self.threads.runnable(now) if r.thread not in running]
 
     def relayed(self) -> bool:
         """Whether an agent reaches this store best through the step that spawned it (its

@@ -18,6 +18,7 @@ from uwf.backend.base import (
     Backend,
     HistoryEntry,
     Holder,
+    Limits,
     Locks,
     Registry,
     StepLock,
@@ -26,7 +27,7 @@ from uwf.backend.base import (
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Busy, Conflict
+from uwf.util.errors import Busy, Conflict, HeldBack
 from uwf.util.jsonfmt import dumps
 from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, now_ms
@@ -96,6 +97,8 @@ class MemoryThreads(RecordThreads):
         self._active: dict[str, ActiveThread] = {}
         self._history: list[HistoryEntry] = []
         self._mutex = threading.Lock()
+        self._start_keys: dict[str, ThreadId] = {}
+        self._keys_mutex = threading.Lock()
 
     def head(self, thread: ThreadId) -> NodeHash | None:
         record = self._active.get(thread)
@@ -120,6 +123,14 @@ class MemoryThreads(RecordThreads):
 
     def _append(self, entry: HistoryEntry) -> None:
         self._history.append(entry)
+
+    @contextlib.contextmanager
+    def _keys(self) -> Iterator[dict[str, ThreadId]]:
+        with self._keys_mutex:
+            yield self._start_keys
+
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        pass  # the dict is the store
 
     def history(self) -> list[HistoryEntry]:
         return list(self._history)
@@ -223,6 +234,42 @@ class MemoryLocks(Locks):
             self._gc.release()
 
 
+class MemoryLimits(Limits):
+    """Limits within one process: counters under a mutex."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, int] = {}
+        self._starts: dict[str, list[int]] = {}
+        self._pauses: dict[str, int] = {}
+        self._mutex = threading.Lock()
+
+    def pause(self, name: str, until: int) -> int:
+        with self._mutex:
+            self._pauses[name] = max(until, self._pauses.get(name, 0))
+            return self._pauses[name]
+
+    def paused(self, name: str) -> int | None:
+        until = self._pauses.get(name)
+        return until if until is not None and until > now_ms() else None
+
+    @contextlib.contextmanager
+    def hold(self, name: str, concurrency: int | None, per_minute: int | None) -> Iterator[None]:
+        with self._mutex:
+            if concurrency is not None and self._running.get(name, 0) >= concurrency:
+                raise HeldBack("concurrency")
+            now = now_ms()
+            recent = [t for t in self._starts.get(name, []) if t > now - 60_000]
+            if per_minute is not None and len(recent) >= per_minute:
+                raise HeldBack("perMinute")
+            self._starts[name] = [*recent, now]
+            self._running[name] = self._running.get(name, 0) + 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._running[name] -= 1
+
+
 class MemoryBackend(Backend):
     """Nothing on disk but what lives in ``root`` on every backend: config, .env, logs."""
 
@@ -232,6 +279,7 @@ class MemoryBackend(Backend):
         self.threads = MemoryThreads(self.nodes)
         self.registry = MemoryRegistry()
         self.locks = MemoryLocks()
+        self.limits = MemoryLimits()
 
     @property
     def name(self) -> str:

@@ -2,10 +2,10 @@
 that it reads and writes whole under a lock (the filesystem's ``threads.yaml``, the memory
 backend's dict).
 
-``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``
-and ``archive``; this class answers its four primitives from two of the backend's own:
+``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``,
+``retry`` and ``archive``; this class answers its five primitives from two of the backend's own:
 ``_edit`` (the records under the lock, written back when changed) and ``_append`` (one
-history entry, durable before the record goes).
+history entry, durable before the record goes); and start keys from ``_keys``/``_save_keys``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,15 @@ from __future__ import annotations
 import abc
 import contextlib
 
-from uwf.backend.base import ActiveThread, Failure, HistoryEntry, ThreadTable, Waiting
+from uwf.backend.base import (
+    ActiveThread,
+    Failure,
+    HistoryEntry,
+    RetryPolicy,
+    ThreadInfo,
+    ThreadTable,
+    Waiting,
+)
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict
@@ -34,6 +42,37 @@ class RecordThreads(ThreadTable):
     @abc.abstractmethod
     def _append(self, entry: HistoryEntry) -> None:
         """Add ``entry`` to the history (the caller holds the ``_edit`` lock)."""
+
+    @abc.abstractmethod
+    def _keys(self) -> contextlib.AbstractContextManager[dict[str, ThreadId]]:
+        """The start keys (``<scope>/<key>`` -> thread) under an exclusive lock of their own
+        (taken before the records' lock, never after); written back when changed, at once
+        by ``_save_keys``."""
+
+    @abc.abstractmethod
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        """Write the start keys durably (the caller holds the ``_keys`` lock)."""
+
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        with self._keys() as keys:
+            return keys.get(f"{scope}/{key}")
+
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        # The key is written before the thread: a start that dies in between left a key that
+        # names no thread, and the next start with that key creates it under that id.
+        with self._keys() as keys:
+            found = keys.get(f"{scope}/{key}")
+            if found is not None:
+                if self.get(found) is not None or self.history_entry(found) is not None:
+                    return found, False
+                thread = found
+            else:
+                keys[f"{scope}/{key}"] = thread
+                self._save_keys(keys)
+            self.create(thread, head, info)
+            return thread, True
 
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
@@ -73,14 +112,33 @@ class RecordThreads(ThreadTable):
                 )
             return True, record.head
 
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)
             if record is None or record.head != failure.head:
                 return None, record.head if record is not None else None
-            stored = failure._replace(error=storable(failure.error)).after(record.failure)
+            stored = failure._replace(error=storable(failure.error)).after(record.failure, policy)
             records[thread] = record._replace(failure=stored)
             return stored, record.head
+
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None:
+                return None
+            records[thread] = record._replace(info=record.info._replace(priority=priority))
+            return record.info.priority
+
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        with self._edit() as records:
+            record = records.get(thread)
+            if record is None:
+                return None, None
+            if record.failure is not None:
+                records[thread] = record._replace(failure=None)
+            return record.failure, record.head
 
     def _archive(
         self,

@@ -11,8 +11,9 @@ The agent kit takes the relay when it is offered (``open_for_agent``): the varia
 removed and the descriptor made non-inheritable, so commands the agent runs never see it
 (they open the store from ``$UWF_STORE`` as before). Only what an agent does is relayed:
 reading nodes and the thread's head, writing nodes (validated by uwf, as any put), the type
-index. Anything else is refused — a fan-out's children among it: uwf starts them after the
-step, and the agent of a join only reads their nodes and writes its StepNode (join).
+index, and pausing a configured provider that answered 429 (``agent_kit.backoff``). Anything
+else is refused — a fan-out's children among it: uwf starts them after the step, and the
+agent of a join only reads their nodes and writes its StepNode (join).
 
 The protocol: each message is a 4-byte big-endian length and that many bytes of JSON; a
 request is ``{"op", "args"}``, its answer ``{"ok": value}`` or ``{"error", "kind"}``.
@@ -32,8 +33,10 @@ from uwf.backend.base import (
     Backend,
     Failure,
     HistoryEntry,
+    Limits,
     Locks,
     Registry,
+    RetryPolicy,
     ThreadInfo,
     ThreadTable,
     Waiting,
@@ -197,6 +200,14 @@ class RelayThreads(ThreadTable):
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         raise _refused("creating a thread")
 
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        raise _refused("reading the start keys")
+
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        raise _refused("creating a thread")
+
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:
@@ -210,8 +221,16 @@ class RelayThreads(ThreadTable):
     ) -> tuple[bool, NodeHash | None]:
         raise _refused("starting child threads")  # uwf starts a fan-out, never its agent
 
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
         raise _refused("recording a failure")
+
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
+        raise _refused("setting a priority")
+
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        raise _refused("ending a failure")
 
     def _archive(
         self,
@@ -261,6 +280,23 @@ class _NoLocks(Locks):
         raise _refused("the step locks")
 
 
+class RelayLimits(Limits):
+    """The fleet limits through the relay: an agent only pauses a provider that answered 429
+    (``agent_kit.backoff``); uwf checks the name and the length of the pause."""
+
+    def __init__(self, client: RelayClient) -> None:
+        self.client = client
+
+    def hold(self, name: str, concurrency: int | None, per_minute: int | None) -> Any:
+        raise _refused("holding a limit")
+
+    def pause(self, name: str, until: int) -> int:
+        return int(self.client.call("pause", name, until))
+
+    def paused(self, name: str) -> int | None:
+        raise _refused("reading the limits")
+
+
 class RelayBackend(Backend):
     """What an agent sees of the store through the relay (``root``: this machine's)."""
 
@@ -272,6 +308,7 @@ class RelayBackend(Backend):
         self.threads = RelayThreads(client, self.nodes)
         self.registry = _NoRegistry()
         self.locks = _NoLocks()
+        self.limits = RelayLimits(client)
 
     @property
     def name(self) -> str:

@@ -1,6 +1,6 @@
-"""`uwf thread rerun`, `thread answer` and the edits of `thread fork --output/--edit`:
-steering a thread by hand (docs/agents.md, "People as roles"). Registered on the thread
-group by ``uwf.cli.thread``."""
+"""`uwf thread rerun`, `thread answer`, `thread retry`, `thread priority` and the edits of
+`thread fork --output/--edit`: steering a thread by hand (docs/agents.md, "People as
+roles"). Registered on the thread group by ``uwf.cli.thread``."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -15,6 +15,7 @@ from uwf.cli.options import (
     TimeoutOpt,
     WaitOpt,
     backend,
+    emit,
     emit_stream,
     loop_contract,
     read_input,
@@ -175,3 +176,40 @@ def resume(
     text = read_input("-", "prompt") if prompt == "-" else prompt
     with loop_contract():
         emit_stream(resume_thread(backend(), thread, text, agent=agent, timeout=timeout), fmt)
+
+
+def retry(thread: ThreadArg, fmt: FormatOpt = None) -> None:
+    """Step a failed or failing thread again: end its last failure.
+
+    A thread whose retry policy's last attempt failed is failed (thread list --status failed)
+    and never stepped; one that is failing waits for its next allowed attempt (docs/format.md,
+    "Retries"). This ends the failure: the next step runs at once, attempts counted from
+    zero; the head does not move. Prints {"thread","retried","failure"} (the failure ended).
+    """
+    from uwf.engine.threads import steer
+
+    emit(steer.retry(backend(), thread), fmt)
+
+
+def priority(
+    thread: ThreadArg,
+    value: Annotated[
+        int,
+        typer.Argument(
+            metavar="PRIORITY",
+            help="An integer; higher is stepped first (default of a thread: 0).",
+            show_default=False,
+        ),
+    ],
+    fmt: FormatOpt = None,
+) -> None:
+    """Set how soon --next and workers step an active thread.
+
+    --next and workers take the highest priority first, oldest first within one; a thread
+    gains one level for every priorityAging seconds (config.yaml, default 300) since it was
+    created, so a low one is never starved (docs/format.md, "Priorities"). Prints
+    {"thread","priority","previous"}.
+    """
+    from uwf.engine.threads import steer
+
+    emit(steer.prioritize(backend(), thread, value), fmt)

@@ -1,6 +1,6 @@
 """`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, kill, graph,
-watch, export; step and stop come from ``uwf.cli.stepping``, rerun and answer from
-``uwf.cli.steering``."""
+watch, export; step and stop come from ``uwf.cli.stepping``, rerun, answer and retry
+from ``uwf.cli.steering``."""
 
 import sys
 from pathlib import Path
@@ -64,17 +64,41 @@ def start(
         ),
     ] = None,
     cwd: CwdOpt = None,
+    priority: Annotated[
+        int,
+        typer.Option(
+            "--priority",
+            help="Higher is stepped first by --next and workers (see thread priority).",
+        ),
+    ] = 0,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="KEY",
+            help="Start at most once per KEY and workflow name: a later start with the same "
+            "key prints the thread the first one created.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Create a thread for a workflow and a task. Runs nothing.
 
     With --cwd the thread records its working directory: its agents start there (an edge's
     location is relative to it), and a project workflow name is looked up from there.
+
+    Prints {"workflow","thread"}; with --key also "key" and "existing" (true: the key named
+    a thread already, which is printed and nothing is written; a retried CI job starts its
+    work once).
     """
     from uwf.engine.threads import lifecycle as threads
 
     text = read_input("-", "task") if prompt == "-" else prompt
-    emit(threads.start(backend(), workflow, text, max_rounds, cwd), fmt)
+    emit(
+        threads.start(backend(), workflow, text, max_rounds, cwd, key=key, priority=priority),
+        fmt,
+    )
 
 
 def _register_stepping() -> None:
@@ -101,8 +125,9 @@ def show(
 
     Prints {"workflow","thread","head","done","status","steps","cost"}, plus "waiting"
     ({"role","since","reason"}) when its agent deferred, "failure" ({"error","code","at",
-    "attempts","since","role","agent","host"}: the attempts that failed since its last step;
-    status failing), "background" ({"pid","host","since","log"}) while a background run
+    "attempts","since","role","agent","host","limit","retryAt","exhausted"}: the attempts that
+    failed since its last step; status failing, or failed after the last attempt its retry
+    policy allows), "background" ({"pid","host","since","log"}) while a background run
     holds it, and "children" ([{"thread","status"}], in item order) while it waits for the
     child threads a fan-out started. With --full also "chain": the StartNode ({"hash",
     "workflow","prompt","timestamp"}) and every step, oldest first ({"hash","role",
@@ -124,8 +149,8 @@ def list_(
         str | None,
         typer.Option(
             "--status",
-            help="idle, running, waiting, failing, completed, killed, max_rounds "
-            "(comma-separated), or active (the first four).",
+            help="idle, running, waiting, failing, failed, completed, killed, max_rounds "
+            "(comma-separated), or active (the first five).",
             show_default=False,
         ),
     ] = None,
@@ -505,6 +530,8 @@ def _register_steering() -> None:
     app.command("rerun")(steering.rerun)
     app.command("answer")(steering.answer)
     app.command("resume")(steering.resume)
+    app.command("retry")(steering.retry)
+    app.command("priority")(steering.priority)
 
 
 _register_steering()

@@ -57,6 +57,7 @@ class Agent(NamedTuple):
 
     command: str
     args: tuple[str, ...] = ()
+    provider: str | None = None  # the provider it calls, for fleet limits (``limits``)
 
 
 class ModelSpec(NamedTuple):
@@ -92,6 +93,14 @@ class Config(NamedTuple):
     # role cliReferenceOverrides over it (docs/format.md, "config.yaml and .env")
     cli_reference: bool = True
     cli_reference_overrides: Mapping[str, Mapping[str, bool]] = _EMPTY
+    # retry policies (docs/format.md, "Retries"), each {attempts?, backoff?, maxBackoff?}:
+    # config-wide, and per workflow name ("retry") and role ("roles") of ``retryOverrides``
+    retry: Mapping[str, float] = _EMPTY
+    retry_overrides: Mapping[str, Mapping[str, Any]] = _EMPTY
+    # fleet limits (docs/format.md, "Limits"): "agents"/"providers" -> name -> {concurrency?,
+    # perMinute?}
+    limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
+    priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -151,7 +160,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         ),
         agents=_frozen(
             {
-                n: Agent(e["command"], tuple(e.get("args") or ()))
+                n: Agent(e["command"], tuple(e.get("args") or ()), e.get("provider"))
                 for n, e in _section(raw, "agents").items()
             }
         ),
@@ -161,6 +170,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         model_overrides=_frozen(_section(raw, "modelOverrides")),
         agent_timeout=float(timeout) if timeout is not None else None,
         max_rounds=_integer(raw, "maxRounds"),
+        priority_aging=_integer(raw, "priorityAging") or 300,
         compact_after=_integer(raw, "compactAfter"),
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
@@ -175,7 +185,45 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
                 for workflow, roles in _section(raw, "cliReferenceOverrides").items()
             }
         ),
+        retry=_policy(raw.get("retry")),
+        limits=_frozen(
+            {
+                section: MappingProxyType(
+                    {
+                        str(name): MappingProxyType(
+                            {k: int(v) for k, v in (entry or {}).items() if k in LIMIT_KEYS and v}
+                        )
+                        for name, entry in _section(raw.get("limits") or {}, section).items()
+                    }
+                )
+                for section in ("agents", "providers")
+            }
+        ),
+        retry_overrides=_frozen(
+            {
+                str(workflow): MappingProxyType(
+                    {
+                        "retry": _policy(entry.get("retry")),
+                        "roles": MappingProxyType(
+                            {str(r): _policy(p) for r, p in _section(entry, "roles").items()}
+                        ),
+                    }
+                )
+                for workflow, entry in _section(raw, "retryOverrides").items()
+            }
+        ),
     )
+
+
+LIMIT_KEYS = ("concurrency", "perMinute")
+
+
+def _policy(raw: Any) -> Mapping[str, float]:
+    """The keys a retry policy sets (checked by the schema; null keys are unset)."""
+    if not isinstance(raw, dict):
+        return _EMPTY
+    keys = ("attempts", "backoff", "maxBackoff")
+    return MappingProxyType({k: raw[k] for k in keys if raw.get(k) is not None})
 
 
 def configured_store(data: bytes) -> str | None:
@@ -271,6 +319,17 @@ def agent_command(
     if alias is None:
         raise InvalidInput("no agent configured: pass --agent or set defaultAgent in config.yaml")
     return _agent_argv(config, alias)
+
+
+def agent_alias(
+    config: Config, workflow_name: str, role: str, override: str | None = None
+) -> str | None:
+    """The alias ``agent_command`` runs for ``role``, None for a command line given with
+    ``--agent`` (which names no alias)."""
+    if override is not None:
+        words = override.split()
+        return words[0] if len(words) == 1 and words[0] in config.agents else None
+    return config.agent_overrides.get(workflow_name, _EMPTY).get(role) or config.default_agent
 
 
 def _agent_argv(config: Config, alias: str) -> list[str]:

@@ -34,6 +34,21 @@ def _entries(entry: dict[str, Any], what: str) -> dict[str, Any]:
 ALIAS = _text("an alias (a non-empty string)")
 POSITIVE = {"type": ["integer", "null"], "minimum": 1, EXPECTED: "a positive integer"}
 
+SECONDS = {"type": ["number", "null"], "minimum": 0, EXPECTED: "a number of seconds (0 or more)"}
+#: A retry policy (docs/format.md, "Retries"): config-wide, per workflow or per role.
+RETRY: dict[str, Any] = {
+    "type": ["object", "null"],
+    EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
+    "properties": {"attempts": POSITIVE, "backoff": SECONDS, "maxBackoff": SECONDS},
+}
+
+#: The fleet limits of one agent alias or provider (docs/format.md, "Limits").
+LIMIT: dict[str, Any] = {
+    "type": ["object", "null"],
+    EXPECTED: "a mapping {concurrency, perMinute}",
+    "properties": {"concurrency": POSITIVE, "perMinute": POSITIVE},
+}
+
 CONFIG: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "config.yaml",
@@ -71,6 +86,7 @@ CONFIG: dict[str, Any] = {
                 "required": ["command"],
                 "properties": {
                     "command": _text("a command"),
+                    "provider": _optional(_text("a provider name")),
                     "args": {
                         "type": ["array", "null"],
                         "items": {"type": "string"},
@@ -97,9 +113,30 @@ CONFIG: dict[str, Any] = {
             EXPECTED: "a positive number of seconds",
         },
         "maxRounds": POSITIVE,
+        "priorityAging": POSITIVE,
         "compactAfter": POSITIVE,
         "contextBudget": POSITIVE,
         "artifactMaxBytes": POSITIVE,
+        "limits": {
+            "type": ["object", "null"],
+            EXPECTED: "a mapping {agents, providers}",
+            "properties": {
+                "agents": _entries(LIMIT, "a mapping of agent alias -> limits"),
+                "providers": _entries(LIMIT, "a mapping of provider name -> limits"),
+            },
+        },
+        "retry": RETRY,
+        "retryOverrides": _entries(
+            {
+                "type": "object",
+                EXPECTED: "a mapping {retry, roles}",
+                "properties": {
+                    "retry": RETRY,
+                    "roles": _entries(RETRY, "a mapping of role -> retry policy"),
+                },
+            },
+            "a mapping of workflow name -> {retry, roles}",
+        ),
         "store": _optional(_text("a URL or a directory")),
         "secrets": {
             "type": ["array", "null"],

@@ -35,17 +35,21 @@ class ThreadRef(NamedTuple):
     waiting: Waiting | None = None  # an active thread whose agent deferred at this head
     failure: Failure | None = None  # attempts that failed at this head since the last step
     cwd: str | None = None  # its working directory (``thread start --cwd``)
+    priority: int = 0  # an active thread's (docs/format.md, "Priorities")
 
 
 def active_status(waiting: Waiting | None, running: bool, failure: Failure | None = None) -> str:
     """An active thread's status: ``running`` while a step holds its lock, ``waiting`` when
-    its agent deferred the step (a person answers later), ``failing`` when its last attempt
-    to step failed (docs/format.md, "Thread state"), else ``idle``."""
+    its agent deferred the step (a person answers later), ``failed`` when the last attempt
+    its retry policy allows failed (a dead letter: docs/format.md, "Retries"), ``failing``
+    when its last attempt to step failed (docs/format.md, "Thread state"), else ``idle``."""
     if running:
         return "running"
     if waiting is not None:
         return "waiting"
-    return "failing" if failure is not None else "idle"
+    if failure is None:
+        return "idle"
+    return "failed" if failure.exhausted else "failing"
 
 
 def waiting_json(waiting: Waiting) -> WaitingShown:
@@ -58,7 +62,8 @@ def waiting_json(waiting: Waiting) -> WaitingShown:
 
 def failure_json(failure: Failure) -> FailureShown:
     """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
-    code, at, attempts, since, role?, agent?, host?}`` (at the thread's head)."""
+    code, at, attempts, since, role?, agent?, host?, limit?, retryAt?, exhausted?}`` (at the
+    thread's head)."""
     out: FailureShown = {
         "error": failure.error,
         "code": failure.code,
@@ -72,6 +77,12 @@ def failure_json(failure: Failure) -> FailureShown:
         out["agent"] = failure.agent
     if failure.host is not None:
         out["host"] = failure.host
+    if failure.limit is not None:
+        out["limit"] = failure.limit
+    if failure.retry_at is not None:
+        out["retryAt"] = failure.retry_at
+    if failure.exhausted:
+        out["exhausted"] = True
     return out
 
 
@@ -90,6 +101,7 @@ def locate(backend: Backend, thread: str) -> ThreadRef:
             record.waiting,
             record.failure,
             info.cwd,
+            info.priority,
         )
     entry = backend.threads.history_entry(tid)
     if entry is not None:

@@ -21,6 +21,7 @@ from uwf.moderator.evaluate import (
     SUSPEND,
     UNIT,
     V05,
+    V1,
     Rules,
     check_template,
     output_names,
@@ -205,7 +206,14 @@ def check_start(p: Problems, graph: dict[Any, Any], rules: Rules = V05) -> None:
         )
     elif isinstance(start, dict):
         for status in start:
-            if status != UNIT:
+            if status in V1.start:  # a uwf 0.8 file that left out its version
+                p.add(
+                    loc("graph", START, status),
+                    '$START routes only on the unit status "_" in a file without a version; '
+                    f'"{status}" is an edge of version 1, uwf 0.8\'s format: add version: 1 '
+                    "at the top of the file",
+                )
+            elif status != UNIT:
                 p.add(loc("graph", START, status), '$START routes only on the unit status "_"')
         if UNIT not in start:
             p.add(loc("graph", START), 'no edge for the unit status "_"')

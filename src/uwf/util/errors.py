@@ -86,6 +86,10 @@ class Busy(UwfError):
     loop_code = 4
 
 
+class HeldBack(Busy):
+    """A step a fleet limit holds back (docs/format.md, "Limits"): busy, exit 4."""
+
+
 class Conflict(UwfError):
     """A compare-and-swap that lost the race (another writer moved the head)."""
 

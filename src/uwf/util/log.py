@@ -52,6 +52,7 @@ TAGS: dict[str, str] = {
     "D6W3P8T5": "background run stopped",
     "F8K3M6T2": "step failure recorded in the thread state",
     "G5Q9W2R7": "step failure not recorded",
+    "J6R3X8M5": "thread retried: its failure ended (thread retry)",
 }
 
 

@@ -101,10 +101,13 @@ class WorkflowRolledBack(TypedDict):
 
 
 class ThreadStarted(TypedDict):
-    """``thread start``."""
+    """``thread start``; with ``--key``, the key and whether the thread existed already
+    (docs/format.md, "Start keys")."""
 
     workflow: NodeHash
     thread: ThreadId
+    key: NotRequired[str]
+    existing: NotRequired[bool]
 
 
 class StepLine(TypedDict):
@@ -194,6 +197,25 @@ class FailureShown(TypedDict):
     role: NotRequired[str]
     agent: NotRequired[str]
     host: NotRequired[str]
+    limit: NotRequired[int]  # the attempts the retry policy allows (docs/format.md, "Retries")
+    retryAt: NotRequired[int]  # unix ms: no fleet stepper tries the thread before
+    exhausted: NotRequired[bool]  # true: the last allowed attempt failed (status failed)
+
+
+class Prioritized(TypedDict):
+    """``thread priority``: the thread's new priority and the one it had."""
+
+    thread: str
+    priority: int
+    previous: int
+
+
+class Retried(TypedDict):
+    """``thread retry``: the thread, back to be stepped, and the failure it ended."""
+
+    thread: str
+    retried: bool
+    failure: FailureShown
 
 
 class BackgroundShown(TypedDict, total=False):
@@ -267,6 +289,7 @@ class ThreadShown(TypedDict):
     cwd: NotRequired[str]
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
+    priority: NotRequired[int]  # when not 0 (docs/format.md, "Priorities")
     background: NotRequired[BackgroundShown]
     children: NotRequired[list[ChildShown]]
     cost: ThreadCost
@@ -285,6 +308,7 @@ class ThreadListed(TypedDict):
     createdAt: int | None
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
+    priority: NotRequired[int]  # when not 0
 
 
 class ThreadSteps(TypedDict):

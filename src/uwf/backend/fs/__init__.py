@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from uwf.backend.base import Backend
+from uwf.backend.fs.limits import FsLimits
 from uwf.backend.fs.locks import FsLocks
 from uwf.backend.fs.nodes import FsStore
 from uwf.backend.fs.state import FsRegistry, FsThreads
@@ -30,6 +31,7 @@ class FsBackend(Backend):
         self.threads: FsThreads = FsThreads(root, self.nodes)
         self.registry = FsRegistry(root)
         self.locks = FsLocks(root / "locks")
+        self.limits = FsLimits(root / "locks")
 
     @property
     def name(self) -> str:

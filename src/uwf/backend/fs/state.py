@@ -7,8 +7,9 @@ never sees a half-written file and two writers never lose each other's update.
 uwf writes the YAML files as one line per entry with every string quoted
 (docs/format.md, "The filesystem backend"): ``"<name>": "<hash>"`` in the registry, and in
 ``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
-"task": …, "waiting": {…}, "failure": {…}}`` (a JSON object, which is also YAML). Reading takes
-a fast path over exactly that shape and falls back to the safe YAML loader for hand-edited files.
+"task": …, "cwd": …, "priority": …, "waiting": {…}, "failure": {…}}`` (a JSON object, which
+is also YAML). Reading takes a fast path over exactly that shape and falls back to the safe
+YAML loader for hand-edited files.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ _THREAD_FIELD = rb'^\{"thread":\s*"([0-9A-HJKMNP-TV-Z]{1,26})(?:"|$)'
 
 THREADS_HEADER = (
     "# uwf active threads: thread id -> head hash,"
-    " or {head, workflow, task, cwd, parent, waiting, failure}"
+    " or {head, workflow, task, cwd, parent, priority, waiting, failure}"
 )
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
+KEYS_HEADER = "# uwf start keys: <workflow name>/<key> -> thread id"
 
 
 def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
@@ -161,6 +163,10 @@ def _decode_hash(_key: str, raw: Any) -> NodeHash | None:
     return raw if is_hash(raw) else None
 
 
+def _decode_thread_id(_key: str, raw: Any) -> ThreadId | None:
+    return ThreadId(raw) if is_thread_id(raw) else None
+
+
 def _decode_waiting(raw: Any, head: NodeHash) -> Waiting | None:
     """A waiting mark, only when it is for the current head (any head move ends a wait)."""
     if not isinstance(raw, dict) or raw.get("head") != head:
@@ -193,7 +199,7 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
     attempts = raw.get("attempts")
     if not isinstance(error, str) or not (_int(code) and _int(at) and _int(attempts)):
         return None
-    since = raw.get("since")
+    since, limit, retry_at = raw.get("since"), raw.get("limit"), raw.get("retryAt")
     return Failure(
         head,
         error,
@@ -204,12 +210,15 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
         _text(raw.get("role")),
         _text(raw.get("agent")),
         _text(raw.get("host")),
+        limit if _int(limit) else None,
+        retry_at if _int(retry_at) else None,
+        raw.get("exhausted") is True,
     )
 
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
-    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, parent?, waiting?,
-    failure?}``.
+    """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, parent?,
+    priority?, waiting?, failure?}``.
 
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
@@ -221,11 +230,13 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     workflow: Any = raw.get("workflow")
     task, waiting = raw.get("task"), raw.get("waiting")
     cwd, parent = raw.get("cwd"), raw.get("parent")
+    priority = raw.get("priority")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         storable(task) if isinstance(task, str) else None,
         cwd if isinstance(cwd, str) else None,
         ThreadId(parent) if parent is not None and is_thread_id(parent) else None,
+        priority if _int(priority) else 0,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)
@@ -237,7 +248,7 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
 
 def encode_thread(record: ActiveThread) -> Any:
     """The threads.yaml value of a record: the bare head when there is nothing else."""
-    extra: dict[str, Any] = record.info.as_json()
+    extra: dict[str, Any] = dict(record.info.as_json())
     if isinstance(extra.get("task"), str):
         extra["task"] = storable(extra["task"])
     if record.waiting is not None:
@@ -306,6 +317,13 @@ class FsThreads(RecordThreads):
             ("thread id", "head"),
         )
         self.history_path = root / "history.jsonl"
+        self.keys_file = MappingFile(
+            root / "start-keys.yaml",
+            KEYS_HEADER,
+            bool,
+            _decode_thread_id,
+            ("start key", "thread id"),
+        )
 
     # -- reading ----------------------------------------------------------------------
     def _last_archived(self) -> str | None:
@@ -405,6 +423,14 @@ class FsThreads(RecordThreads):
 
     def _append(self, entry: HistoryEntry) -> None:
         fsio.append_line(self.history_path, jsonfmt.dumps(entry.as_json()))
+
+    @contextlib.contextmanager
+    def _keys(self) -> Iterator[dict[str, ThreadId]]:
+        with self.keys_file.locked():
+            yield self.keys_file.read()
+
+    def _save_keys(self, keys: dict[str, ThreadId]) -> None:
+        self.keys_file.write(keys, str)
 
 
 class FsRegistry(Registry):

@@ -19,7 +19,7 @@ from uwf.backend.fs.nodes import FsStore
 from uwf.util import fsio
 
 PREFIX = ".tmp-"
-LOCKED_STATE = ("threads.yaml", "registry.yaml")  # written under <name>.lock
+LOCKED_STATE = ("threads.yaml", "registry.yaml", "start-keys.yaml")  # written under <name>.lock
 
 
 def _old_temp_files(directory: Path, cutoff_ms: int) -> Iterator[os.DirEntry[str]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from uwf.backend.base import ActiveThread, Backend
 from uwf.backend.postgres import schema
 from uwf.backend.postgres.db import Db, shown
+from uwf.backend.postgres.limits import PgLimits
 from uwf.backend.postgres.locks import HELD_THREADS, PgLocks
 from uwf.backend.postgres.nodes import PgStore
 from uwf.backend.postgres.state import PgRegistry, PgThreads
@@ -38,6 +39,7 @@ class PgBackend(Backend):
         self.threads: PgThreads = PgThreads(self.db)
         self.registry = PgRegistry(self.db)
         self.locks: PgLocks = PgLocks(self.db)
+        self.limits = PgLimits(self.db, self.locks)
 
     def _first_connect(self, db: Db) -> None:
         if not self._checked:
@@ -53,9 +55,9 @@ class PgBackend(Backend):
     def name(self) -> str:
         return shown(self.url)
 
-    def idle_threads(self) -> list[ActiveThread]:
-        """The runnable threads no session holds the step lock of: one query."""
-        return self.threads.runnable(f"thread NOT IN ({HELD_THREADS})")
+    def idle_threads(self, now: int) -> list[ActiveThread]:
+        """The threads runnable at ``now`` that no session holds the step lock of: one query."""
+        return self.threads.runnable(now, f"thread NOT IN ({HELD_THREADS})")
 
     def relayed(self) -> bool:
         return True  # psycopg's import and a connection cost an agent more than its step

@@ -112,6 +112,15 @@ class PgLocks(Locks):
         with self._mutex:
             self._idle.append(conn)
 
+    def connection(self) -> Any:
+        """A lock connection of the pool, for a session-level lock of another kind (fleet
+        limits: ``uwf.backend.postgres.limits``); ``give_back`` it, or close it."""
+        return self._take()
+
+    def give_back(self, conn: Any) -> None:
+        """Return a connection that holds no lock to the pool."""
+        self._give_back(conn)
+
     def close(self) -> None:
         with self._mutex:
             idle, self._idle = self._idle, []

@@ -150,6 +150,41 @@ MIGRATIONS: list[str] = [
     ALTER TABLE uwf_history ADD COLUMN parent text;
     CREATE INDEX uwf_history_parent ON uwf_history (parent);
     """,
+    # 6 -> 7: retries (docs/format.md, "Retries"): the attempts the policy allows, the next
+    # allowed attempt and the dead-letter mark of the last failure
+    """
+    ALTER TABLE uwf_threads
+        ADD COLUMN fail_limit integer,
+        ADD COLUMN fail_retry_at bigint,
+        ADD COLUMN fail_exhausted boolean NOT NULL DEFAULT false;
+    """,
+    # 7 -> 8: start keys (docs/format.md, "Start keys"): the thread a key named per workflow
+    """
+    CREATE TABLE uwf_start_keys (
+        scope text NOT NULL,
+        key text NOT NULL,
+        thread text NOT NULL,
+        created bigint NOT NULL,
+        PRIMARY KEY (scope, key)
+    );
+    """,
+    # 8 -> 9: fleet limits (docs/format.md, "Limits"): the steps begun in the last minute,
+    # and the pauses of providers that answered 429
+    """
+    CREATE TABLE uwf_limit_starts (
+        name text NOT NULL,
+        at bigint NOT NULL
+    );
+    CREATE INDEX uwf_limit_starts_name ON uwf_limit_starts (name, at);
+    CREATE TABLE uwf_limit_pauses (
+        name text PRIMARY KEY,
+        until bigint NOT NULL
+    );
+    """,
+    # 9 -> 10: priorities (docs/format.md, "Priorities")
+    """
+    ALTER TABLE uwf_threads ADD COLUMN priority integer NOT NULL DEFAULT 0;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -16,6 +16,7 @@ from uwf.backend.base import (
     Failure,
     HistoryEntry,
     Registry,
+    RetryPolicy,
     ThreadInfo,
     ThreadTable,
     Waiting,
@@ -30,23 +31,45 @@ from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 # the columns of a thread's last failure (docs/format.md, "The PostgreSQL backend")
 _FAIL = (
     "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
-    "fail_agent, fail_host"
+    "fail_agent, fail_host, fail_limit, fail_retry_at, fail_exhausted"
 )
 _COLUMNS = (
     "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, parent,"
-    f" wait_children, {_FAIL}"
+    f" wait_children, {_FAIL}, priority"
 )
-_NO_FAILURE = ", ".join(f"{column} = NULL" for column in _FAIL.split(", "))
+_NO_FAILURE = ", ".join(
+    f"{col} = {'false' if col == 'fail_exhausted' else 'NULL'}" for col in _FAIL.split(", ")
+)
+# a thread ``--next`` and workers may pick at a time (%s): not waiting — or a parent whose
+# children have all ended (its join is due) —, not failed, not backing off
+_RUNNABLE = (
+    "(wait_role IS NULL OR wait_head IS DISTINCT FROM head"
+    "   OR (wait_children IS NOT NULL AND wait_reason = 'children'"
+    "       AND NOT EXISTS (SELECT 1 FROM uwf_threads c WHERE c.parent = t.thread)))"
+    " AND (fail_head IS DISTINCT FROM head"
+    " OR NOT fail_exhausted AND (fail_retry_at IS NULL OR fail_retry_at <= %s))"
+)
 _HISTORY = "thread, workflow, head, completed_at, status, task, cwd, parent"
 
 
 def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
-    fail_head, error, code, at, attempts, since, role, agent, host = row
+    fail_head, error, code, at, attempts, since, role, agent, host = row[:9]
     if fail_head != head or error is None or code is None or at is None or attempts is None:
         return None
-    first = int(since) if since is not None else None
+    limit, retry_at, exhausted = row[9:12]
     return Failure(
-        NodeHash(head), error, int(code), int(at), int(attempts), first, role, agent, host
+        NodeHash(head),
+        error,
+        int(code),
+        int(at),
+        int(attempts),
+        int(since) if since is not None else None,
+        role,
+        agent,
+        host,
+        int(limit) if limit is not None else None,
+        int(retry_at) if retry_at is not None else None,
+        bool(exhausted),
     )
 
 
@@ -68,8 +91,9 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = _waiting(role, int(since), head, reason, children)
-    info = ThreadInfo(workflow, task, cwd, ThreadId(parent) if is_thread_id(parent) else None)
-    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[11:]))
+    parent_id = ThreadId(parent) if is_thread_id(parent) else None
+    info = ThreadInfo(workflow, task, cwd, parent_id, int(row[23]))
+    return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[11:23]))
 
 
 def _waiting(
@@ -115,16 +139,13 @@ class PgThreads(ThreadTable):
     def active(self) -> list[ActiveThread]:
         return [_record(r) for r in self.db.all(f"SELECT {_COLUMNS} FROM uwf_threads")]
 
-    def runnable(self, also: str = "TRUE") -> list[ActiveThread]:
-        """Threads not waiting, oldest first, and parents waiting for children of which none
-        is active (their join); ``also``: a further SQL condition (constant)."""
+    def runnable(self, now: int, also: str = "TRUE") -> list[ActiveThread]:
+        """Threads runnable at ``now`` — parents waiting for children of which none is
+        active among them (their join) —, oldest first; ``also``: a further SQL condition
+        (constant)."""
         rows = self.db.all(
-            f"SELECT {_COLUMNS} FROM uwf_threads t"
-            " WHERE (wait_role IS NULL OR wait_head IS DISTINCT FROM head"
-            "   OR (wait_children IS NOT NULL AND wait_reason = 'children'"
-            "       AND NOT EXISTS (SELECT 1 FROM uwf_threads c WHERE c.parent = t.thread)))"
-            f" AND {also}"
-            " ORDER BY thread"
+            f"SELECT {_COLUMNS} FROM uwf_threads t WHERE {_RUNNABLE} AND {also} ORDER BY thread",
+            (now,),
         )
         return [_record(r) for r in rows]
 
@@ -134,9 +155,19 @@ class PgThreads(ThreadTable):
 
     def _insert(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> bool:
         row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, parent, moved)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING RETURNING 1",
-            (thread, head, info.workflow, storable(info.task), info.cwd, info.parent, now_ms()),
+            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, parent, moved, priority)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING"
+            " RETURNING 1",
+            (
+                thread,
+                head,
+                info.workflow,
+                storable(info.task),
+                info.cwd,
+                info.parent,
+                now_ms(),
+                info.priority,
+            ),
         )
         return row is not None
 
@@ -166,6 +197,31 @@ class PgThreads(ThreadTable):
                     raise Conflict(f"thread {child.thread} already exists")  # rolls back
         return True, waiting.head
 
+    def keyed(self, scope: str, key: str) -> ThreadId | None:
+        row = self.db.one(
+            "SELECT thread FROM uwf_start_keys WHERE scope = %s AND key = %s", (scope, key)
+        )
+        return ThreadId(row[0]) if row is not None else None
+
+    def create_keyed(
+        self, scope: str, key: str, thread: ThreadId, head: NodeHash, info: ThreadInfo
+    ) -> tuple[ThreadId, bool]:
+        # One transaction: the key and the thread row commit together. A second insert of
+        # the key waits for the first transaction, then finds the row (DO NOTHING).
+        with self.db.transaction():
+            row = self.db.one(
+                "INSERT INTO uwf_start_keys (scope, key, thread, created)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (scope, key) DO NOTHING RETURNING thread",
+                (scope, key, thread, now_ms()),
+            )
+            if row is not None:
+                self.create(thread, head, info)
+                return thread, True
+        found = self.keyed(scope, key)
+        if found is None:  # uwf never deletes a key row; someone did meanwhile: claim it anew
+            return self.create_keyed(scope, key, thread, head, info)
+        return found, False
+
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:
@@ -194,30 +250,44 @@ class PgThreads(ThreadTable):
         )
         return (True, waiting.head) if row is not None else (False, self.head(thread))
 
-    def _fail(self, thread: ThreadId, failure: Failure) -> tuple[Failure | None, NodeHash | None]:
-        # one statement: SET reads the row as it was, so concurrent attempts all count
+    def _fail(
+        self, thread: ThreadId, failure: Failure, policy: RetryPolicy
+    ) -> tuple[Failure | None, NodeHash | None]:
+        # the row locked (FOR UPDATE) from read to write: concurrent attempts are all counted
+        with self.db.transaction():
+            row = self.db.one(
+                f"SELECT {_COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
+            )
+            if row is None or row[1] != failure.head:
+                return None, NodeHash(row[1]) if row is not None else None
+            stored = failure._replace(error=storable(failure.error))
+            stored = stored.after(_record(row).failure, policy)
+            self.db.execute(
+                "UPDATE uwf_threads SET fail_head = %s, fail_error = %s, fail_code = %s,"
+                " fail_at = %s, fail_attempts = %s, fail_since = %s, fail_role = %s,"
+                " fail_agent = %s, fail_host = %s, fail_limit = %s, fail_retry_at = %s,"
+                " fail_exhausted = %s WHERE thread = %s",
+                (*stored, thread),
+            )
+        return stored, failure.head
+
+    def _prioritize(self, thread: ThreadId, priority: int) -> int | None:
         row = self.db.one(
-            "UPDATE uwf_threads SET"
-            " fail_attempts = CASE WHEN fail_head = head THEN fail_attempts + 1 ELSE 1 END,"
-            " fail_since = CASE WHEN fail_head = head THEN fail_since ELSE %s END,"
-            " fail_head = head, fail_error = %s, fail_code = %s, fail_at = %s, fail_role = %s,"
-            " fail_agent = %s, fail_host = %s"
-            " WHERE thread = %s AND head = %s RETURNING fail_attempts, fail_since",
-            (
-                failure.at,
-                storable(failure.error),
-                failure.code,
-                failure.at,
-                failure.role,
-                failure.agent,
-                failure.host,
-                thread,
-                failure.head,
-            ),
+            "UPDATE uwf_threads t SET priority = %s FROM uwf_threads old"
+            " WHERE t.thread = %s AND old.thread = t.thread RETURNING old.priority",
+            (priority, thread),
         )
-        if row is None:
-            return None, self.head(thread)
-        return failure._replace(attempts=int(row[0]), since=int(row[1])), failure.head
+        return int(row[0]) if row is not None else None
+
+    def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
+        with self.db.transaction():
+            row = self.db.one(
+                f"SELECT {_COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
+            )
+            if row is None:
+                return None, None
+            self.db.execute(f"UPDATE uwf_threads SET {_NO_FAILURE} WHERE thread = %s", (thread,))
+        return _record(row).failure, NodeHash(row[1])
 
     def _archive(
         self,

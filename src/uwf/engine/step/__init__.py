@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
 from uwf.backend.base import Backend, StepLock
-from uwf.engine.step import fanout, tracing
+from uwf.engine.step import fanout, limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
-from uwf.engine.step.failure import record_failure
+from uwf.engine.step.failure import record_failure, refuse_failed
 from uwf.engine.step.plan import StepPlan, plan_step
 from uwf.engine.step.run import (
     Runner,
@@ -148,13 +148,15 @@ def step_held(
     ``head``), plan, run, commit. With tracing on, the step is one span (docs/format.md,
     "Traces").
 
-    ``should_stop`` (a background run passes its lock's ``stop_requested``) is polled with
-    the thread's head while the agent runs; when it answers True the agent's process group is
-    killed and the step fails, leaving the head where it was. ``extra_prompt`` follows the
-    edge prompt (``thread resume``)."""
+    A ``failed`` thread (its retry policy's last attempt failed) is refused: exit 3 until
+    ``thread retry``. ``should_stop`` (a background run passes its lock's ``stop_requested``)
+    is polled with the thread's head while the agent runs; when it answers True the agent's
+    process group is killed and the step fails, leaving the head where it was.
+    ``extra_prompt`` follows the edge prompt (``thread resume``)."""
     record = backend.threads.get(thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
+    refuse_failed(record.failure, thread)  # under the lock: a dead letter is never stepped
     if head is None or head != record.head:  # (a caller's head is read under the lock)
         head = record.head
     log = ProcessLog(backend.root, thread=thread)
@@ -220,7 +222,11 @@ def _run(
         args=" ".join(plan.argv[1:-2]),
     )
     span.event("spawn", {"uwf.agent": plan.argv[0]})
-    with artifacts_dir(backend, plan) as artifacts, prompt_file(backend, plan) as prompt:
+    with (
+        limits.held(backend, plan),
+        artifacts_dir(backend, plan) as artifacts,
+        prompt_file(backend, plan) as prompt,
+    ):
         env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
         stop = _stop_when(backend, plan, should_stop)
         if runner is process_runner and backend.relayed():

@@ -7,16 +7,22 @@ The thread table keeps the error line, the exit code, when, the role and agent, 
 and how many attempts failed at this head since the last step landed; a landed step clears
 it. Busy (4), a thread that ended (3), a deferral (6), a stop asked for (``thread stop``) and
 signals are not failures of the thread and leave it alone.
+
+The retry policy in force (``retry_policy``: the role's, else the workflow's, else
+config.yaml's, key by key) gives each record its next allowed attempt, or marks the thread
+``failed`` after its last (docs/format.md, "Retries"); fleet steppers honour both, and
+``step`` refuses a ``failed`` thread (``exhausted``).
 """
 
 from __future__ import annotations
 
 import os
 
-from uwf.backend.base import Backend, Failure
+from uwf.backend.base import Backend, Failure, RetryPolicy
+from uwf.config.config import Config, load_config
 from uwf.engine.step.plan import StepPlan
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import Stopped, UwfError, exit_code
+from uwf.util.errors import NothingToStep, Stopped, UwfError, exit_code
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import ThreadId, now_ms
 
@@ -51,9 +57,46 @@ def record_failure(
         host=os.uname().nodename,
     )
     try:
-        stored = backend.threads.fail(thread, failure)
+        policy = retry_policy(load_config(backend.root), plan)
+    except UwfError:  # a config.yaml that cannot be read: the plan reported it already
+        policy = RetryPolicy()
+    try:
+        stored = backend.threads.fail(thread, failure, policy)
     except UwfError as error:
         log.write("G5Q9W2R7", f"failure not recorded: {error.message}")
         return None
     log.write("F8K3M6T2", f"failure recorded attempts={stored.attempts} code={code}")
     return stored
+
+
+def retry_policy(config: Config, plan: StepPlan | None) -> RetryPolicy:
+    """The policy for a failed step of ``plan``: each key from the most specific place that
+    sets it — the role's (``retryOverrides.<workflow>.roles.<role>``), the workflow's
+    (``retryOverrides.<workflow>.retry``), config.yaml's ``retry`` —, else the default
+    (no limit, 1 s doubling up to 60 s)."""
+    levels = [config.retry]
+    if plan is not None:
+        entry = config.retry_overrides.get(plan.workflow_name)
+        if entry is not None:
+            levels.append(entry["retry"])
+            if plan.role is not None:
+                levels.append(entry["roles"].get(plan.role, {}))
+    merged: dict[str, float] = {}
+    for level in levels:
+        merged.update(level)
+    default = RetryPolicy()
+    attempts = merged.get("attempts")
+    return RetryPolicy(
+        int(attempts) if attempts is not None else None,
+        float(merged.get("backoff", default.backoff)),
+        float(merged.get("maxBackoff", default.max_backoff)),
+    )
+
+
+def refuse_failed(failure: Failure | None, thread: str) -> None:
+    """A ``failed`` thread is nothing left to do (exit 3) until ``thread retry``."""
+    if failure is not None and failure.exhausted:
+        raise NothingToStep(
+            f"thread {thread} failed after {failure.attempts} attempts (last error: "
+            f"{failure.error}); `uwf thread retry {thread}` steps it again"
+        )

@@ -1,7 +1,9 @@
 """Fleets: ``thread step --next`` and ``uwf worker`` (docs/scale-out.md).
 
 Many processes, on one machine or many, share one backend and no coordinator. Each picks the
-oldest active thread that is not waiting and that nobody steps, takes its step lock without
+oldest active thread that is not waiting, not ``failed``, not backing off after a failure (its
+next allowed attempt is stored with the thread: docs/format.md, "Retries") and that nobody
+steps, takes its step lock without
 waiting (a lock another process holds means "skip it", like ``SKIP LOCKED``), and runs one
 step under it. Two processes that pick the same thread at the same moment: one gets the
 lock, the other moves on; should both ever run (a lock lost with its connection), the
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
@@ -20,8 +22,8 @@ from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Busy, Interrupted, NotActive, NothingToStep, UwfError, exit_code
-from uwf.util.ulid import ThreadId
+from uwf.util.errors import Busy, HeldBack, Interrupted, NothingToStep, UwfError, exit_code
+from uwf.util.ulid import ThreadId, now_ms, timestamp_ms
 
 if TYPE_CHECKING:
     from typing import NotRequired, TypedDict
@@ -67,6 +69,27 @@ def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
     return all(backend.threads.head(c) is None for c in children)
 
 
+def by_priority(records: list[ActiveThread], aging: int, now: int) -> list[ActiveThread]:
+    """The order ``--next`` and workers try threads in (docs/format.md, "Priorities"): the
+    highest effective priority first — the thread's priority plus one for every ``aging``
+    seconds since it was created, so that no thread waits forever —, oldest first within."""
+
+    def key(record: ActiveThread) -> tuple[int, str]:
+        created = timestamp_ms(record.thread) or now
+        return (-(record.info.priority + max(0, now - created) // (aging * 1000)), record.thread)
+
+    return sorted(records, key=key)
+
+
+def _aging(backend: Backend) -> int:
+    from uwf.config.config import load_config
+
+    try:
+        return load_config(backend.root).priority_aging
+    except UwfError:
+        return 300  # the step reports a config.yaml it cannot read
+
+
 def step_next(
     backend: Backend,
     *,
@@ -77,13 +100,17 @@ def step_next(
     timeout: float | None = None,
     runner: Runner = process_runner,
 ) -> StepResult:
-    """One step of the oldest thread that is active, not waiting and not being stepped.
+    """One step of the first thread, in priority order (``by_priority``), that is active,
+    not waiting, not failed, not backing off and not being stepped.
 
-    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out (a
-    worker's cooling-down failures). NothingToStep when there is none.
+    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out.
+    A thread a fleet limit holds back is passed over for the next one; NothingToStep when
+    there is none, HeldBack (the last reason) when every candidate was held back.
     """
     skipped = set(skip)
-    for record in backend.idle_threads():
+    held: HeldBack | None = None
+    now = now_ms()
+    for record in by_priority(backend.idle_threads(now), _aging(backend), now):
         if record.thread in skipped:
             continue
         if not _runs(backend, record, versions):
@@ -93,6 +120,8 @@ def step_next(
                 current = backend.threads.get(record.thread)
                 if current is None or not _still_runnable(backend, current):
                     continue  # archived or deferred since the listing
+                if current.failure is not None and not current.failure.ready(now_ms()):
+                    continue  # failed by another process since the listing
                 if on_pick is not None:
                     on_pick(record.thread)
                 return step_held(
@@ -104,14 +133,20 @@ def step_next(
                     runner=runner,
                     head=current.head,
                 )
+        except HeldBack as exc:
+            held = exc  # its agent or provider is at a limit: try a thread it may step
         except Busy:
             continue  # another process took it first: skip-locked
+    if held is not None:
+        raise held
     raise NothingToStep("nothing to step: no active thread is idle and not waiting")
 
 
 @dataclass
 class Worker:
-    """``uwf worker``: ``step_next`` in a loop, with back-off when idle and after failures.
+    """``uwf worker``: ``step_next`` in a loop, with back-off when idle. A thread whose step
+    failed waits for the next attempt its retry policy allows, recorded in the backend, so
+    every worker on every machine honours it.
 
     ``emit`` gets one record per step attempt (the step's JSON, plus ``ms``; or the thread
     and the error); ``say`` gets the worker's own lines (idle, stopping). Interrupted (SIGTERM,
@@ -132,7 +167,6 @@ class Worker:
     clock: Callable[[], float] = time.monotonic
     steps: int = 0
     failed: int = 0
-    cooling: dict[ThreadId, tuple[int, float]] = field(default_factory=dict)
 
     def run(self) -> WorkerSummary:
         """Work until ``max_steps``, ``idle_exit`` seconds without work, or a signal."""
@@ -159,10 +193,6 @@ class Worker:
             out["stopped"] = stopped
         return out
 
-    def _cooling(self) -> set[ThreadId]:
-        now = self.clock()
-        return {t for t, (_, until) in self.cooling.items() if until > now}
-
     def _attempt(self) -> bool:
         """One step attempt; False when there was nothing to do (or the store is away)."""
         picked: list[ThreadId] = []
@@ -171,30 +201,25 @@ class Worker:
             result = step_next(
                 self.backend,
                 versions=self.versions,
-                skip=self._cooling(),
                 on_pick=picked.append,
                 agent=self.agent,
                 timeout=self.timeout,
                 runner=self.runner,
             )
-        except NothingToStep:
+        except (NothingToStep, HeldBack):  # held back: idle until a limit has room
             return False
         except UwfError as exc:
             if not picked:  # the store itself failed (e.g. unreachable): back off
                 self.say(f"error: {exc.message}")
                 return False
-            self._failed(picked[0], exc, began)
+            self._failed(picked[-1], exc, began)  # the thread stepped: the last one picked
             return True
-        self.cooling.pop(result.thread, None)
         self.steps += 1
         self.emit({**result.as_json(), "ms": round((self.clock() - began) * 1000)})
         return True
 
     def _failed(self, thread: ThreadId, exc: UwfError, began: float) -> None:
         self.failed += 1
-        if not isinstance(exc, NotActive):  # a finished thread needs no cooling down
-            count = self.cooling.get(thread, (0, 0.0))[0] + 1
-            self.cooling[thread] = (count, self.clock() + min(60.0, 2.0 ** (count - 1)))
         self.emit(
             {
                 "thread": thread,

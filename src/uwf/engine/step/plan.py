@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from uwf.backend.base import Backend
-from uwf.config.config import Config, agent_command, load_config
+from uwf.config.config import Config, agent_alias, agent_command, load_config
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
@@ -32,6 +32,16 @@ if TYPE_CHECKING:
         prompt: str
         agent: list[str]
         cwd: str
+
+
+class Limit(NamedTuple):
+    """A fleet limit a step is held to (docs/format.md, "Limits"): ``limits.<section>.<name>``
+    of config.yaml, ``section`` being ``agents`` or ``providers``."""
+
+    section: str
+    name: str
+    concurrency: int | None
+    per_minute: int | None
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,7 @@ class StepPlan:
     # the join: the children's final heads, which the new StepNode must carry
     fan_out: Decision | None = None
     children: tuple[NodeHash, ...] | None = None
+    limits: tuple[Limit, ...] = ()  # the agent's and its provider's, when configured
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
@@ -182,4 +193,23 @@ def plan_step(
         timeout=timeout if timeout is not None else config.agent_timeout,
         cwd=agent_dir(workdir, decision.location),
         children=children,
+        limits=()
+        if by is not None
+        else limits_of(config, base.workflow_name, decision.role, agent),
     )
+
+
+def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:
+    """The limits of the agent alias that runs ``role`` and of the provider its entry names
+    (an ``--agent`` command line names no alias: no agent limit). A provider is named even
+    without limits: a 429 it answered pauses it (``engine.step.limits.back_off``)."""
+    alias = agent_alias(config, workflow, role, agent)
+    entry = config.agents.get(alias) if alias is not None else None
+    provider = entry.provider if entry is not None else None
+    found = []
+    for section, name in (("agents", alias), ("providers", provider)):
+        limit = config.limits.get(section, {}).get(name) if name is not None else None
+        if name is not None and (limit or section == "providers"):
+            limit = limit or {}
+            found.append(Limit(section, name, limit.get("concurrency"), limit.get("perMinute")))
+    return tuple(found)

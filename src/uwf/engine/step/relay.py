@@ -9,9 +9,10 @@ protocol are ``uwf.backend.relay``.
 What is served is what an agent does: the head of the step's own thread (the plan's: the
 step holds the thread's lock), nodes by hash, which of some hashes are missing, puts
 (validated here, as any put: an agent's output is checked against its schema by uwf, not by
-the agent), schema puts and the type index. A request that is malformed, too large or not
-finished within ``READ_TIMEOUT`` ends the relay (the agent then fails on its own); an error
-of the store is answered as such.
+the agent), schema puts, the type index, and the pause of a provider of config.yaml that
+answered 429 (``agent_kit.backoff``: at most ``LONGEST_PAUSE``). A request that is
+malformed, too large or not finished within ``READ_TIMEOUT`` ends the relay (the agent then
+fails on its own); an error of the store is answered as such.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from typing import Any
 from uwf.adapters import process
 from uwf.adapters.process import Finished
 from uwf.backend import RELAY_ENV
-from uwf.backend.base import Backend
+from uwf.backend.base import LONGEST_PAUSE, Backend
 from uwf.backend.relay import MAX_MESSAGE, encode
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.step.run import process_runner
 from uwf.util.base32 import NodeHash, check_hash, is_hash
-from uwf.util.errors import UwfError
-from uwf.util.ulid import check_thread_id
+from uwf.util.errors import InvalidInput, UwfError, oneline
+from uwf.util.ulid import check_thread_id, now_ms
 
 READ_TIMEOUT = 10.0  # seconds a request may take to arrive once it has begun
 
@@ -89,7 +90,22 @@ class Server:
             "put_schema": store.put_schema,
             "ensure_meta": store.ensure_meta,
             "index": lambda type_hash: store.index(check_hash(str(type_hash))),
+            "pause": self._pause,
         }
+
+    def _pause(self, name: str, until: int) -> int:
+        """Pause a provider of config.yaml (``providers/<name>``) that answered the agent
+        429, for at most ``LONGEST_PAUSE``: nothing else an agent may hold back."""
+        from uwf.config.config import load_config
+
+        name = str(name)
+        providers = load_config(self.backend.root).providers
+        if not name.startswith("providers/") or name.removeprefix("providers/") not in providers:
+            raise InvalidInput(f"not a provider of config.yaml: {oneline(name)}")
+        if not isinstance(until, int) or isinstance(until, bool):
+            raise InvalidInput("a pause ends at a time in unix ms")
+        latest = now_ms() + int(LONGEST_PAUSE * 1000)
+        return self.backend.limits.pause(name, min(until, latest))
 
     def _head(self, thread: str) -> dict[str, Any]:
         """The thread's head; for the step's own thread (the step holds it: its head is the

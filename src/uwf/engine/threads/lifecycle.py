@@ -54,14 +54,15 @@ if TYPE_CHECKING:
         cwd: str
         waiting: WaitingShown
         failure: FailureShown
+        priority: int
         background: BackgroundShown
         children: list[ChildShown]
         chain: list[StartEntry | StepEntry]
 
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", "waiting", "failing", *HISTORY_STATUSES)
-ACTIVE_STATUSES = ("idle", "running", "waiting", "failing")
+LIST_STATUSES = ("idle", "running", "waiting", "failing", "failed", *HISTORY_STATUSES)
+ACTIVE_STATUSES = ("idle", "running", "waiting", "failing", "failed")
 
 
 MAX_CWD_BYTES = 4096
@@ -85,20 +86,47 @@ def thread_dir(cwd: str | Path) -> str:
     return path
 
 
+KEY_LIMIT = 200  # characters of a start key
+PRIORITY_LIMIT = 1_000_000  # |priority|
+
+
+def check_priority(priority: int) -> None:
+    """A priority: an integer from -1000000 to 1000000 (a usage error otherwise)."""
+    if not -PRIORITY_LIMIT <= priority <= PRIORITY_LIMIT:
+        raise UsageError(
+            f"--priority must be an integer from -{PRIORITY_LIMIT} to {PRIORITY_LIMIT}, "
+            f"got: {priority}"
+        )
+
+
+def check_key(key: str | None) -> None:
+    """``thread start --key``: 1 to 200 characters, none of them a control character."""
+    if key is not None and not (
+        0 < len(key) <= KEY_LIMIT and all(c.isprintable() or c == " " for c in key)
+    ):
+        raise UsageError(f"--key must be 1 to {KEY_LIMIT} characters, with no control characters")
+
+
 def start(
     backend: Backend,
     workflow_ident: str,
     prompt: str,
     max_rounds: int | None = None,
     cwd: str | Path | None = None,
+    key: str | None = None,
+    priority: int = 0,
 ) -> ThreadStarted:
     """Create a thread: a StartNode in the CAS and its head in the thread table. Runs nothing.
 
     ``cwd`` (``--cwd``) is the thread's working directory: recorded with it, where its agents
     start (docs/format.md, "Working directories"), and where a project workflow is looked up
-    (else the current directory)."""
+    (else the current directory). With ``key``, at most once per key and workflow name
+    (docs/format.md, "Start keys"): when the key already names a thread of that workflow,
+    that thread is returned (``existing``), whatever its state, and nothing is written."""
     from uwf.engine.workflows import stored as workflows
 
+    check_key(key)
+    check_priority(priority)
     try:
         size = len(prompt.encode("utf-8"))
     except UnicodeEncodeError:  # undecodable argv or stdin bytes arrive as lone surrogates
@@ -114,19 +142,38 @@ def start(
         backend, workflow_ident, Path(workdir) if workdir is not None else Path.cwd()
     )
     store = backend.nodes
+    scope = str(chain.load_workflow(store, wf_hash)["name"]) if key is not None else ""
+    if key is not None:
+        found = backend.threads.keyed(scope, key)
+        if found is not None:  # a start retried: write nothing
+            return _keyed(backend, found, key, existing=True)
     h = schemas.ensure(store)
     payload: dict[str, Any] = {"workflow": wf_hash, "prompt": prompt}
     if max_rounds is not None:
         payload["maxRounds"] = max_rounds
     start_hash = check_hash(store.put(h.start, payload))
     thread = new_thread_id()
-    backend.threads.create(thread, start_hash, ThreadInfo(wf_hash, task_line(prompt), workdir))
+    info = ThreadInfo(wf_hash, task_line(prompt), workdir, priority=priority)
+    if key is None:
+        backend.threads.create(thread, start_hash, info)
+    else:
+        thread, created = backend.threads.create_keyed(scope, key, thread, start_hash, info)
+        if not created:  # another start with this key won the race
+            return _keyed(backend, thread, key, existing=True)
     from uwf.util.log import ProcessLog  # not at import: `thread show` writes no log
 
     ProcessLog(backend.root, thread=thread, workflow=wf_hash).write(
-        "7HNQ4B2X", f"thread created start={start_hash}"
+        "7HNQ4B2X", f"thread created start={start_hash}" + (" (keyed)" if key else "")
     )
+    if key is not None:
+        return {"workflow": wf_hash, "thread": thread, "key": key, "existing": False}
     return {"workflow": wf_hash, "thread": thread}
+
+
+def _keyed(backend: Backend, thread: ThreadId, key: str, *, existing: bool) -> ThreadStarted:
+    """What ``thread start --key`` prints for the thread a key names."""
+    workflow = workflow_of(backend, locate(backend, thread))
+    return {"workflow": workflow, "thread": thread, "key": key, "existing": existing}
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
@@ -150,6 +197,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         now["waiting"] = waiting_json(ref.waiting)
     if ref.failure is not None and ref.active:
         now["failure"] = failure_json(ref.failure)
+    if ref.priority:
+        now["priority"] = ref.priority
     if holder is not None and holder.background:
         now["background"] = _background(holder)
     if ref.waiting is not None and ref.active and ref.waiting.children is not None:
@@ -253,6 +302,8 @@ def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
             item["waiting"] = waiting_json(record.waiting)
         if record.failure is not None:
             item["failure"] = failure_json(record.failure)
+        if record.info.priority:
+            item["priority"] = record.info.priority
         items.append(item)
     return items
 

@@ -1,4 +1,5 @@
-"""Steering a thread by hand: fork with an edited output, re-run a step, answer a waiting role.
+"""Steering a thread by hand: fork with an edited output, re-run a step, answer a waiting role,
+retry a failed thread.
 
 Every function takes the backend and returns plain data. Nothing here rewrites a node: an
 edit is a new StepNode beside the old one (same ``start``, ``prev``, ``role``) at the head of
@@ -28,7 +29,7 @@ from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import ForkedEdited, RerunLine
+    from uwf.util.outputs import ForkedEdited, Prioritized, RerunLine, Retried
 
 
 def _step_node(backend: Backend, node_hash: str, what: str) -> chain.Step:
@@ -188,3 +189,28 @@ def answer_step(
         log = ProcessLog(backend.root, thread=tid, workflow=plan.workflow)
         log.write("E3N8V5Q1", f"answered role={plan.role} step={h}")
         return commit_step(backend, plan, h, log)
+
+
+def retry(backend: Backend, thread: str) -> Retried:
+    """``thread retry``: end a thread's last failure, so that a ``failed`` thread (a dead
+    letter) or one backing off is stepped again at once, its attempts counted anew
+    (docs/format.md, "Retries"). The head does not move."""
+    from uwf.model.threads import failure_json
+
+    tid, _ = require_active(backend, thread)
+    cleared = backend.threads.retry(tid)
+    if cleared is None:
+        raise InvalidInput(f"thread {tid} has no failed attempts to retry")
+    ProcessLog(backend.root, thread=tid).write(
+        "J6R3X8M5", f"thread retried attempts={cleared.attempts} exhausted={cleared.exhausted}"
+    )
+    return {"thread": tid, "retried": True, "failure": failure_json(cleared)}
+
+
+def prioritize(backend: Backend, thread: str, priority: int) -> Prioritized:
+    """``thread priority``: set how soon ``--next`` and workers take the thread
+    (docs/format.md, "Priorities")."""
+    threads.check_priority(priority)
+    tid, _ = require_active(backend, thread)
+    previous = backend.threads.prioritize(tid, priority)
+    return {"thread": tid, "priority": priority, "previous": previous}

@@ -1,0 +1,224 @@
+"""Fleet limits (docs/format.md, "Limits"): config.yaml caps the steps of an agent alias or a
+provider that run at once and that start in a minute, for every `thread step`, `--next` and
+`uwf worker` sharing the store; a step held back is busy (exit 4) with the reason, records no
+failure, and `--next` moves on to a thread it may step.
+
+Every test drives the real CLI in subprocesses, on the filesystem and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conftest import EXAMPLES, reap, spawn_uwf
+from llm_server import LLMServer, llm_fixture, write_config  # noqa: F401
+
+
+def script(tmp_path: Path, name: str, body: str) -> dict[str, Any]:
+    """An agents entry running a Python script that fails after ``body``."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        f"import sys, time\n{body}\nprint('error: {name} failed', file=sys.stderr)\nsys.exit(1)\n"
+    )
+    return {"command": sys.executable, "args": [str(path)]}
+
+
+def configure(root: Path, **config: Any) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def show(cli_proc: Any, thread: str) -> dict[str, Any]:
+    r = cli_proc("thread", "show", thread)
+    assert r.code == 0, r.err
+    return dict(r.json())
+
+
+def test_concurrency_holds_a_second_step_back_on_every_path(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"  # the slow agent runs until the test creates it
+    wait = f"import os\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.02)"
+    configure(
+        root,
+        agents={"slow": script(tmp_path, "slow", wait)},
+        defaultAgent="slow",
+        limits={"agents": {"slow": {"concurrency": 1}}},
+        retry={"backoff": 0},
+    )
+    first, second = new_thread("One"), new_thread("Two")
+    running = spawn_uwf("thread", "step", first)
+    try:
+        deadline = time.monotonic() + 30
+        while show(cli_proc, first)["status"] != "running":
+            assert time.monotonic() < deadline and running.poll() is None
+            time.sleep(0.05)
+        reason = (
+            f"error: thread {second} is held back: agent slow is at its limit of 1 steps at "
+            "once (limits.agents.slow.concurrency)"
+        )
+        named = cli_proc("thread", "step", second)
+        assert (named.code, named.err_line) == (4, reason)
+        picked = cli_proc("thread", "step", "--next")  # the first runs, the second is held
+        assert (picked.code, picked.err_line) == (4, reason)
+        idle = cli_proc("worker", "--idle-exit", "0.3")
+        assert (idle.code, idle.out) == (0, ""), idle.err
+        assert "failure" not in show(cli_proc, second)  # held back is not a failure
+        go.touch()
+        assert running.wait(timeout=60) == 5
+    finally:
+        reap(running)
+    after = cli_proc("thread", "step", second)  # the slot is free again
+    assert after.code == 5 and show(cli_proc, second)["failure"]["attempts"] == 1
+
+
+def test_a_provider_rate_limit_counts_the_steps_of_all_its_agents(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    configure(
+        root,
+        agents={
+            "a": {**script(tmp_path, "a", ""), "provider": "p"},
+            "b": {**script(tmp_path, "b", ""), "provider": "p"},
+        },
+        limits={"providers": {"p": {"perMinute": 2}}},
+    )
+    thread = new_thread()
+    assert cli_proc("thread", "step", thread, "--agent", "a").code == 5
+    assert cli_proc("thread", "step", thread, "--agent", "b").code == 5
+    third = cli_proc("thread", "step", thread, "--agent", "a")
+    assert (third.code, third.err_line) == (
+        4,
+        f"error: thread {thread} is held back: provider p is at its limit of 2 steps a minute "
+        "(limits.providers.p.perMinute)",
+    )
+    assert show(cli_proc, thread)["failure"]["attempts"] == 2
+    command_line = f"{sys.executable} {tmp_path / 'a.py'}"  # the same agent, not by its alias
+    unlimited = cli_proc("thread", "step", thread, "--agent", command_line)
+    assert unlimited.code == 5  # a command line names no alias: no limit applies
+
+
+def test_next_moves_on_to_a_thread_it_may_step(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-flow.yaml"
+    other.write_text(
+        (EXAMPLES / "solve-issue.yaml")
+        .read_text(encoding="utf-8")
+        .replace("name: solve-issue", "name: other-flow", 1),
+        encoding="utf-8",
+    )
+    assert cli_proc("workflow", "put", str(other)).code == 0
+    configure(
+        root,
+        agents={"limited": script(tmp_path, "limited", ""), "free": script(tmp_path, "free", "")},
+        defaultAgent="limited",
+        agentOverrides={"other-flow": {"planner": "free"}},
+        limits={"agents": {"limited": {"perMinute": 1}}},
+        retry={"backoff": 0},
+    )
+    older = new_thread("Limited")
+    newer = cli_proc("thread", "start", "other-flow", "-p", "Free").json()["thread"]
+    assert cli_proc("thread", "step", older).code == 5  # the one start a minute of "limited"
+    for attempt in (1, 2):
+        moved = cli_proc("thread", "step", "--next")  # the older one is held back
+        assert (moved.code, moved.err.splitlines()[-1]) == (
+            5,
+            f"error: agent command failed ({sys.executable}) with exit code 1: error: free failed",
+        )
+        assert show(cli_proc, newer)["failure"]["attempts"] == attempt
+    assert show(cli_proc, older)["failure"]["attempts"] == 1
+
+
+def test_a_429_backs_the_provider_off_fleet_wide(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, llm: LLMServer
+) -> None:
+    """uwf-builtin gets a 429 with Retry-After: its provider is paused in the store, so no
+    step of an agent naming that provider starts (exit 4) until the pause ends."""
+    write_config(root, llm.base_url, {"bot": {"command": "uwf-builtin", "provider": "local"}})
+    first, second = new_thread("One"), new_thread("Two")
+    llm.reply({"status": 429, "body": "slow down", "headers": {"Retry-After": "2"}})
+    refused = cli_proc("thread", "step", first)
+    assert refused.code == 5
+    assert refused.err.splitlines()[-1].endswith(
+        "LLM HTTP 429 (rate limited; uwf does not retry): slow down"
+    )
+    for args in ((second,), ("--next",)):
+        held = cli_proc("thread", "step", *args)
+        assert held.code == 4
+        assert re.fullmatch(
+            f"error: thread ({second}|{first}) is held back: provider local answered 429 "
+            r"\(rate limited\); no step of it starts for [12] s",
+            held.err_line,
+        ), held.err
+    assert len(llm.chat_requests()) == 1  # nothing more was sent into the rate limit
+    time.sleep(2.1)
+    llm.reply({"status": 500, "body": "down"})
+    after = cli_proc("thread", "step", second)  # the pause is over: the agent runs again
+    assert after.code == 5 and after.err.splitlines()[-1].endswith("LLM HTTP 500: down")
+    assert len(llm.chat_requests()) == 2
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from uwf.adapters.llm import retry_after
+
+    assert retry_after("120", 1000.0) == 120.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470.0) == 10.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", 1445412490.0) == 0.0  # past: now
+    assert [retry_after(v, 0.0) for v in (None, "", "soon", "-5")] == [None] * 4
+
+
+def test_a_fleet_of_workers_keeps_under_a_concurrency_limit(
+    any_store: str, root: Path, cli_proc: Any, new_thread: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """Four workers drain six threads (five steps each) through an agent capped at two steps
+    at once: the agent's own log of when each run began and ended never shows three at once,
+    and every thread completes."""
+    import json
+
+    from conftest import APPROVE, DEV, PLAN, REJECT
+
+    slow = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
+    roles = {r: [{"output": o, "sleep": 0.2} for o in outs] for r, outs in slow.items()}
+    mock_args = scenario(roles).split()[1:]  # ["--scenario", path]
+    runs = tmp_path / "runs.jsonl"
+    wrapper = tmp_path / "logged.py"
+    wrapper.write_text(
+        "import json, subprocess, sys, time\n"
+        f"log = open({str(runs)!r}, 'a')\n"
+        "began = time.monotonic()\n"
+        "code = subprocess.run(['uwf-mock', *sys.argv[1:]]).returncode\n"
+        "log.write(json.dumps([began, time.monotonic()]) + '\\n')\n"
+        "sys.exit(code)\n"
+    )
+    configure(
+        root,
+        agents={"capped": {"command": sys.executable, "args": [str(wrapper), *mock_args]}},
+        defaultAgent="capped",
+        limits={"agents": {"capped": {"concurrency": 2}}},
+    )
+    threads = [new_thread(f"Task {n}") for n in range(6)]
+    workers = [spawn_uwf("worker", "--idle-exit", "3") for _ in range(4)]
+    try:
+        for worker in workers:
+            worker.wait(timeout=300)
+            assert worker.returncode == 0, worker.stderr.read() if worker.stderr else ""
+    finally:
+        for worker in workers:
+            reap(worker)
+    spans = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines()]
+    assert len(spans) == 6 * 5  # every step ran its agent once: none was lost or doubled
+    edges = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    running, most = 0, 0
+    for _, change in edges:
+        running += change
+        most = max(most, running)
+    assert most <= 2
+    listed = cli_proc("thread", "list", "--status", "completed").json()
+    assert sorted(t["thread"] for t in listed) == sorted(threads)
