@@ -427,7 +427,7 @@ def test_format_md_lists_the_schema_hashes() -> None:
     from conftest import REPO
 
     text = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
-    table = dict(re.findall(r"^\| ([A-Za-z ()]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))
+    table = dict(re.findall(r"^\| ([A-Za-z0-9 ()]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))
     h = schemas.hashes()
     assert table == {
         "Workflow": h.workflow,
@@ -438,4 +438,7 @@ def test_format_md_lists_the_schema_hashes() -> None:
         "Workflow (compactAfter)": h.workflow_compact,
         "Blob": h.blob,
         "CompactRequest": h.compact_request,
+        "Workflow (version 1)": h.workflow_v1,
+        "StartNode (resume)": h.start_resume,
+        "EvalRun": h.eval_run,
     }
