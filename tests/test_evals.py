@@ -561,3 +561,24 @@ def test_timeout_minutes_stops_the_run_and_kills_the_thread(
     run = evalrun(cli, line["run"])
     assert run["error"] == "passed limits.timeoutMinutes (0.01)" and run["durationMs"] < 20_000
     assert cli("thread", "show", line["thread"]).json()["status"] == "killed"
+
+
+def test_every_problem_of_a_task_yaml_at_once(cli_proc: Any, task: Any) -> None:
+    bad = task({"workflow": "", "prompt": "p", "limits": {"maxSteps": "many"}})
+    result = cli_proc("eval", "run", bad)
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        f"error: invalid task.yaml {bad / 'task.yaml'}: 2 problems",
+        '  - workflow: expected a non-empty string, got ""',
+        "  - limits.maxSteps: expected a positive integer, got a string",
+    ]
+
+
+def test_an_agent_that_asks_for_a_person_ends_the_run_waiting(
+    cli_proc: Any, cli: Any, task: Any, agent_script: Any
+) -> None:
+    deferring = agent_script("print('error: a person must answer', file=sys.stderr)\nsys.exit(75)")
+    [line] = cli_proc("eval", "run", task(), "--agent", deferring).jsonl()
+    assert line["outcome"] == "waiting"
+    assert "a person must answer" in evalrun(cli, line["run"])["error"]
+    assert cli("thread", "show", line["thread"]).json()["status"] == "killed"
