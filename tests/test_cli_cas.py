@@ -535,6 +535,9 @@ def test_schema_list(cli: Any, root: Path) -> None:
         {"hash": h.workflow_compact, "title": "Workflow (compactAfter)"},
         {"hash": h.blob, "title": "Blob"},
         {"hash": h.compact_request, "title": "CompactRequest"},
+        {"hash": h.workflow_v1, "title": "Workflow (version 1)"},
+        {"hash": h.start_resume, "title": "StartNode (resume)"},
+        {"hash": h.eval_run, "title": "EvalRun"},
         {"hash": described, "title": "only a description"},
         {"hash": unnamed, "title": "(unnamed)"},
     ]

@@ -567,10 +567,19 @@ def test_head_from_threads_yaml_else_history(
     assert views() == (run.heads[1], [1, 2], 2)
     show = cli("thread", "show", run.thread).json()
     assert (show["status"], show["done"], show["steps"]) == ("killed", True, 2)
-    # torn or foreign lines in between are skipped
-    with (root / "history.jsonl").open("a") as fh:
-        fh.write('{"thread": "' + run.thread + '", "head": 5}\nnot json\n[]\n')
-    assert views() == (run.heads[1], [1, 2], 2)
+    # a line that is not a whole entry is damage, never skipped (docs/reliability.md,
+    # "Repairing damaged state"): every reader of the history says so
+    history = root / "history.jsonl"
+    number = len(history.read_text().splitlines()) + 1
+    with history.open("a") as fh:
+        fh.write("not json\n[]\n")
+    for args in (["show", run.thread], ["steps", run.thread], ["read", run.thread]):
+        r = cli("thread", *args)
+        assert (r.code, r.out) == (1, ""), args
+        assert r.err == (
+            f'error: {history} is damaged: line {number} is not a whole entry: "not json"; '
+            'see docs/reliability.md, "Repairing damaged state"\n'
+        )
 
 
 def test_crashed_archive_counts_as_archived(
