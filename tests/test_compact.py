@@ -442,4 +442,5 @@ def test_format_md_lists_the_schema_hashes() -> None:
         "StartNode (resume)": h.start_resume,
         "StepNode (join)": h.step_join,
         "Workflow (fanOut)": h.workflow_fan_out,
+        "EvalRun": h.eval_run,
     }

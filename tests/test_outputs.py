@@ -256,6 +256,24 @@ def test_every_command_prints_the_keys_of_its_type(
     c("store init", printed(cli("store", "init")), o.StoreInitialised)
     c("store copy", printed(cli("store", "copy", root, tmp_path / "copy")), o.StoreCopied)
 
+    evaluated = tmp_path / "eval-task"  # an eval task: a run, the list, both reports
+    evaluated.mkdir()
+    write(evaluated / "task.yaml", "workflow: solve-issue\nprompt: Fix it.\n")
+    ran = cli("eval", "run", evaluated, "--agent", mock)
+    c("eval run", lines(ran), list[o.EvalRunLine])
+    c("eval list", printed(cli("eval", "list")), list[o.EvalListed])
+    run_hash = lines(ran)[0]["run"]
+    c("eval report <run>", printed(cli("eval", "report", run_hash)), o.EvalRunShown)
+    c("eval report <task>", printed(cli("eval", "report", "eval-task")), o.EvalTaskReport)
+    batch = lines(ran)[0]["batch"]
+    c("eval diff", printed(cli("eval", "diff", batch, run_hash)), o.EvalDiff)
+    page = tmp_path / "eval.html"
+    c(
+        "eval report --html",
+        printed(cli("eval", "report", run_hash, "--html", page)),
+        o.EvalExported,
+    )
+
     closed = "http://127.0.0.1:9/v1"  # nothing listens: the check fails at once, with an error
     setup = cli("setup", "--provider", "p", "--base-url", closed, "--api-key", "k", "--model", "m")
     assert setup.code == 1  # the model check failed: printed first, then the error (exit 1)

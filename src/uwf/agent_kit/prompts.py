@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from uwf.model import turns
 from uwf.model.window import step_cost, within_budget
 from uwf.moderator import emits
 from uwf.moderator.evaluate import SUSPEND
@@ -26,12 +27,9 @@ if TYPE_CHECKING:
 #: The context budget (characters) of the history shown on a first visit.
 FIRST_VISIT_QUOTA = 32000
 
-#: Sent through the agent's ``continue`` when its output has no usable frontmatter.
-CORRECTION_MESSAGE = (
-    "Your previous answer did not contain valid YAML frontmatter matching the role schema.\n"
-    "Your response must start with a YAML frontmatter block delimited by `---` lines.\n"
-    "Output only the corrected frontmatter, followed by your work."
-)
+#: Sent through the agent's ``continue`` when its output has no usable frontmatter (kept
+#: in ``uwf.model.turns``, where ``uwf eval``'s compliance judge counts the corrections).
+CORRECTION_MESSAGE = turns.CORRECTION_MESSAGE
 
 
 def correction_message(problems: Sequence[str] = ()) -> str:

@@ -59,6 +59,10 @@ COMMANDS = {
         "uwf.cli.worker:worker",
         "Step threads until stopped: `thread step --next` in a loop, with back-off.",
     ),
+    "eval": (
+        "uwf.cli.evals:app",
+        "Measure workflows on tasks: run them, list the runs, report on them.",
+    ),
     "skill": (
         "uwf.cli.skill:app",
         "Texts for agents: the CLI reference embedded in every role prompt.",

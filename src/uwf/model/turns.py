@@ -12,6 +12,23 @@ from typing import Any
 from uwf.cas.store import Store
 from uwf.protocol.schemas import ARTIFACTS
 
+#: The correction prompt the agent kit sends when an answer has no usable frontmatter; a
+#: detail records it as a user turn (``uwf-cmd``, ``uwf-builtin``), so its first line marks
+#: a correction (``is_correction``).
+CORRECTION_MESSAGE = (
+    "Your previous answer did not contain valid YAML frontmatter matching the role schema.\n"
+    "Your response must start with a YAML frontmatter block delimited by `---` lines.\n"
+    "Output only the corrected frontmatter, followed by your work."
+)
+
+
+def is_correction(turn: dict[str, Any]) -> bool:
+    """True for a user turn that is the agent kit's correction prompt."""
+    content = turn.get("content")
+    first = CORRECTION_MESSAGE.split("\n", 1)[0]
+    return turn.get("role") == "user" and isinstance(content, str) and content.startswith(first)
+
+
 TURN_SCHEMA: dict[str, Any] = {
     "title": "AgentTurn",
     "type": "object",

@@ -270,6 +270,70 @@ COMPACT_REQUEST: dict[str, Any] = {
 }
 
 
+#: What ``uwf eval run`` records of one run of an eval task (docs/evals.md, "The EvalRun
+#: node"): the task (its name and its ``task.yaml`` as a Text node), the thread and what it
+#: ran (workflow, agents, models), how it ended, and each judge's score and data. ``start``
+#: and ``head`` are references, so the run keeps its thread's chain alive by itself; every
+#: EvalRun node is a root of ``cas gc`` (docs/architecture.md, "Garbage collection").
+EVAL_JUDGED: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "weight", "score", "data"],
+    "properties": {
+        "name": {"type": "string"},
+        "weight": {"type": "number", "minimum": 0},
+        "builtin": {"type": "string"},
+        "command": {"type": "string"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "data": True,
+        "error": {"type": "string"},
+    },
+}
+
+EVAL_RUN: dict[str, Any] = {
+    "title": "EvalRun",
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "task",
+        "taskFile",
+        "batch",
+        "workflow",
+        "workflowName",
+        "thread",
+        "start",
+        "head",
+        "agent",
+        "agents",
+        "models",
+        "outcome",
+        "judges",
+        "score",
+        "startedAt",
+        "durationMs",
+    ],
+    "properties": {
+        "task": {"type": "string"},
+        "taskFile": CAS_REF,  # the task.yaml as written (a Text node)
+        "batch": {"type": "string"},  # the `uwf eval run` that made it (a ULID)
+        "workflow": CAS_REF,
+        "workflowName": {"type": "string"},
+        "thread": {"type": "string"},
+        "start": CAS_REF,
+        "head": CAS_REF,
+        "agent": {"type": ["string", "null"]},  # --agent, null: config.yaml's
+        "agents": {"type": "array", "items": {"type": "string"}},  # the steps' labels
+        "models": {"type": "array", "items": {"type": "string"}},  # the details' models
+        "outcome": {"enum": ["completed", "max_rounds", "timeout", "failed", "waiting"]},
+        "error": {"type": "string"},
+        "judges": {"type": "array", "items": EVAL_JUDGED},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "startedAt": {"type": "integer", "minimum": 0},
+        "durationMs": {"type": "integer", "minimum": 0},
+    },
+}
+
+
 class SchemaHashes(NamedTuple):
     meta: str
     workflow: str
@@ -284,6 +348,7 @@ class SchemaHashes(NamedTuple):
     start_resume: str
     step_join: str
     workflow_fan_out: str
+    eval_run: str
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -321,6 +386,7 @@ HASHES = SchemaHashes(
     start_resume="8EMCBJCKVDG6H",
     step_join="6NC3P81VNXXDR",
     workflow_fan_out="EJ69MHX84HJEN",
+    eval_run="EX1A70TEHMAG9",
 )
 
 
@@ -351,6 +417,7 @@ def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
         ("start_resume", START_NODE_RESUME),
         ("step_join", STEP_NODE_JOIN),
         ("workflow_fan_out", WORKFLOW_FAN_OUT),
+        ("eval_run", EVAL_RUN),
     )
 
 

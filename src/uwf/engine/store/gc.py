@@ -4,9 +4,10 @@
 **Roots.** Every hash in ``registry.yaml``; every Workflow node whose ``name`` has a registry
 entry (the versions ``workflow history`` lists and ``workflow rollback`` can return to);
 every active head (``threads.yaml``) and every archived head (``history.jsonl``); the
-meta-schema and uwf's own schemas; the pending ``thread compact`` requests. Workflow versions
-are found through the Workflow type indexes and, so that a lost index line cannot cost a
-version, also among the unreachable nodes the sweep reads.
+meta-schema and uwf's own schemas; the pending ``thread compact`` requests; every EvalRun
+node (``uwf eval``'s results, which name their thread's start and head). Workflow versions
+and EvalRuns are found through the type indexes and, so that a lost index line cannot cost
+one, also among the unreachable nodes the sweep reads.
 
 **Doubt.** A root in doubt stops gc before anything is deleted: a state file uwf cannot
 read as its own (emptied, cut, a head that is not a hash: an error naming the file), a head
@@ -161,6 +162,7 @@ def _gc(
     h = schemas.hashes()
     roots = [*h.every, *registry.values(), *active.values(), *archived]
     roots += compact.pending_requests(store, active)
+    roots += store.index(h.eval_run)  # eval results are kept (docs/evals.md)
     names = set(registry)
     for type_hash in h.workflows:
         for version in store.index(type_hash):
@@ -182,7 +184,11 @@ def _gc(
             continue  # never delete what cannot be read; `cas verify` reports it
         if info is None:
             continue
-        if info.last_put >= cutoff or _registered_workflow(store, node, info.type, names):
+        if (
+            info.last_put >= cutoff
+            or info.type == h.eval_run  # an EvalRun whose index line was lost
+            or _registered_workflow(store, node, info.type, names)
+        ):
             keep.append(node)
         else:
             old.append(node)
