@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ONE_REJECTION, PLAN
+from fleetkit import show
 
 FAILS = {"exit": 1, "stderr": "error: rate limited"}
 ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"
@@ -23,12 +24,6 @@ ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"
 def failing_then_ok(scenario: Any, failures: int) -> str:
     """A planner whose first ``failures`` runs fail, then succeed; the rest of ONE_REJECTION."""
     return str(scenario({**ONE_REJECTION, "planner": [{"attempts": [FAILS] * failures + [PLAN]}]}))
-
-
-def show(cli_proc: Any, thread: str) -> dict[str, Any]:
-    r = cli_proc("thread", "show", thread)
-    assert r.code == 0, r.err
-    return dict(r.json())
 
 
 def test_a_foreground_step_records_the_failure_and_a_landed_step_clears_it(

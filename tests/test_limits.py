@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from conftest import EXAMPLES, reap, spawn_uwf
+from conftest import reap, spawn_uwf
+from fleetkit import configure, put_other_flow, show
 from llm_server import LLMServer, llm_fixture, write_config  # noqa: F401
 
 
@@ -27,17 +26,6 @@ def script(tmp_path: Path, name: str, body: str) -> dict[str, Any]:
         f"import sys, time\n{body}\nprint('error: {name} failed', file=sys.stderr)\nsys.exit(1)\n"
     )
     return {"command": sys.executable, "args": [str(path)]}
-
-
-def configure(root: Path, **config: Any) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-
-
-def show(cli_proc: Any, thread: str) -> dict[str, Any]:
-    r = cli_proc("thread", "show", thread)
-    assert r.code == 0, r.err
-    return dict(r.json())
 
 
 def test_concurrency_holds_a_second_step_back_on_every_path(
@@ -107,14 +95,7 @@ def test_a_provider_rate_limit_counts_the_steps_of_all_its_agents(
 def test_next_moves_on_to_a_thread_it_may_step(
     any_store: str, root: Path, cli_proc: Any, new_thread: Any, tmp_path: Path
 ) -> None:
-    other = tmp_path / "other-flow.yaml"
-    other.write_text(
-        (EXAMPLES / "solve-issue.yaml")
-        .read_text(encoding="utf-8")
-        .replace("name: solve-issue", "name: other-flow", 1),
-        encoding="utf-8",
-    )
-    assert cli_proc("workflow", "put", str(other)).code == 0
+    put_other_flow(cli_proc, tmp_path)
     configure(
         root,
         agents={"limited": script(tmp_path, "limited", ""), "free": script(tmp_path, "free", "")},

@@ -12,17 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from conftest import reap, spawn_uwf
+from fleetkit import configure, show
 
 ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"
 FAILS = {"exit": 1, "stderr": "error: rate limited"}
-
-
-def configure(root: Path, **config: Any) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def always_fails(agent_script: Any, runs: Path) -> str:
@@ -31,12 +25,6 @@ def always_fails(agent_script: Any, runs: Path) -> str:
         f"open({str(runs)!r}, 'a').write(sys.argv[1] + ' ' + sys.argv[2] + '\\n')\n"
         "print('error: rate limited', file=sys.stderr)\nsys.exit(1)\n"
     )
-
-
-def show(cli_proc: Any, thread: str) -> dict[str, Any]:
-    r = cli_proc("thread", "show", thread)
-    assert r.code == 0, r.err
-    return dict(r.json())
 
 
 def test_the_last_attempt_makes_the_thread_failed_until_thread_retry(

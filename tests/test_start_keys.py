@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import EXAMPLES, reap, spawn_uwf
+from conftest import reap, spawn_uwf
+from fleetkit import put_other_flow
 
 
 def test_a_second_start_with_the_same_key_returns_the_first_thread(
@@ -72,14 +73,7 @@ def test_twenty_concurrent_starts_with_one_key_give_one_thread(
 def test_keys_are_per_workflow_and_checked(
     any_store: str, cli_proc: Any, solve_issue: str, tmp_path: Path
 ) -> None:
-    other = tmp_path / "other-flow.yaml"
-    other.write_text(
-        (EXAMPLES / "solve-issue.yaml")
-        .read_text(encoding="utf-8")
-        .replace("name: solve-issue", "name: other-flow", 1),
-        encoding="utf-8",
-    )
-    assert cli_proc("workflow", "put", str(other)).code == 0
+    put_other_flow(cli_proc, tmp_path)
     one = cli_proc("thread", "start", "solve-issue", "-p", "x", "--key", "k").json()
     two = cli_proc("thread", "start", "other-flow", "-p", "x", "--key", "k").json()
     assert one["thread"] != two["thread"] and not two["existing"]
