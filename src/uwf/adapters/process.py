@@ -18,7 +18,9 @@ through ``run``:
   child exits by itself, what it left running in its group is killed too.
 
 ``spawn_detached`` is the other way to start a process: one meant to outlive us (a background
-run), in its own session, reporting once on a pipe that it started.
+run), in its own session, reporting once on a pipe that it started. ``start_child`` starts one
+that runs beside us and dies with us (``uwf eval run --local-workers``' workers): its own
+session, the parent-death signal, stdout discarded, stderr to a file; ``kill_group`` ends it.
 
 ``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
 :class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
@@ -193,6 +195,24 @@ def _start(
         start_new_session=True,
         preexec_fn=_parent_death_hook(),
         pass_fds=tuple(pass_fds),
+    )
+
+
+def start_child(
+    argv: Sequence[str], env: dict[str, str], *, stderr: Any, what: str = "command"
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` beside us: its own session, SIGKILLed should we die (on Linux), stdin
+    from /dev/null, stdout discarded, stderr to the file ``stderr``; CannotStart if it cannot
+    start."""
+    return _popen(
+        argv,
+        what,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_parent_death_hook(),
     )
 
 

@@ -21,6 +21,11 @@ from uwf.cli.options import (
     emit_stream,
     table,
 )
+from uwf.util.errors import UsageError
+
+# The command ``--local-workers`` runs (``-P``: nothing in the working directory can stand in
+# for uwf's modules); ``engine.evals.fleet`` appends ``--thread`` and ``--agent``.
+WORKER = (sys.executable, "-P", "-m", "uwf.cli.main", "worker")
 
 app = App(
     help="""Measure workflows on tasks: run them, list the runs, report on them.
@@ -59,6 +64,33 @@ def run(
             "--keep-workdir", help="Keep each run's working directory (its path is printed)."
         ),
     ] = False,
+    fleet: Annotated[
+        bool,
+        typer.Option(
+            "--fleet",
+            help="Step nothing here: start every run's thread, let the fleet's `uwf worker`s "
+            "step them, and wait until each has ended.",
+        ),
+    ] = False,
+    local_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--local-workers",
+            metavar="N",
+            help="Start N `uwf worker`s for the runs, here, for the duration (implies --fleet; "
+            "they step with --agent).",
+            show_default=False,
+        ),
+    ] = None,
+    wait_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--wait-timeout",
+            metavar="SECONDS",
+            help="With --fleet: end the runs still going after SECONDS as timeout.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run each task COUNT times, judge each run and record it.
 
@@ -70,8 +102,26 @@ def run(
     a person); a thread that did not end is killed. Every task folder is checked before
     the first run. A judge that fails scores 0 and never stops the eval; exits 0 once
     every run is recorded.
+
+    With --fleet (or --local-workers N) the runs are stepped in parallel by `uwf worker`s
+    (docs/evals.md, "Runs on a fleet"), which must see the working directories; the lines
+    come as the runs end. A run ends as in-process: its first failed step ends it failed, a
+    wait for a person ends it waiting, and limits.timeoutMinutes or --wait-timeout ends it
+    as timeout.
     """
     from uwf.engine.evals.run import run_tasks
+
+    options = None
+    if wait_timeout is not None and not (fleet or local_workers is not None):
+        raise UsageError("--wait-timeout needs --fleet or --local-workers")
+    if fleet or local_workers is not None:
+        from uwf.engine.evals.fleet import FleetOptions
+
+        options = FleetOptions(
+            local_workers=local_workers,
+            worker=WORKER,
+            wait_timeout=wait_timeout,
+        )
 
     run_tasks(
         backend(),
@@ -80,6 +130,7 @@ def run(
         workflow=workflow,
         count=count,
         keep_workdir=keep_workdir,
+        fleet=options,
         on_run=lambda line: emit_stream(line),
     )
 

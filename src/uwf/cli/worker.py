@@ -24,6 +24,16 @@ def worker(
         ),
     ] = None,
     workflow: WorkflowFilterOpt = None,
+    threads: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thread",
+            metavar="ID",
+            help="Only this thread and its fan-outs' children (repeatable); "
+            "stop once all of them have ended.",
+            show_default=False,
+        ),
+    ] = None,
     agent: AgentOpt = None,
     timeout: TimeoutOpt = None,
 ) -> None:
@@ -33,7 +43,9 @@ def worker(
     stepping (on this machine or, with PostgreSQL, any other), so N workers on N machines
     share the work with no coordinator. With nothing to step it waits, longer each time
     (0.05 s doubling up to 5 s). A thread whose step failed is left alone for a while
-    (1 s doubling up to 60 s) while other threads go on.
+    (1 s doubling up to 60 s) while other threads go on. With --thread it steps those
+    threads only (`uwf eval run --local-workers` starts its workers so) and exits 0 once
+    every one of them has ended.
 
     Prints one JSON line per step attempt: the step's {"workflow","thread","head","role",
     "done","status"} plus "ms", or {"thread","error","exit","ms"} for a step that failed
@@ -52,6 +64,9 @@ def worker(
         raise InvalidInput(f"--idle-exit must be a number of seconds >= 0, got: {idle_exit}")
     if timeout is not None and not timeout > 0:
         raise InvalidInput(f"--timeout must be a positive number of seconds, got: {timeout}")
+    from uwf.util.ulid import check_thread_id
+
+    only = frozenset(check_thread_id(t) for t in threads) if threads else None
     storage = backend()
     versions = fleet.workflow_versions(storage, workflow) if workflow is not None else None
     work = fleet.Worker(
@@ -61,6 +76,7 @@ def worker(
         max_steps=max_steps,
         idle_exit=idle_exit,
         versions=versions,
+        only=only,
         agent=agent,
         timeout=timeout,
     )

@@ -1,5 +1,6 @@
-"""``uwf eval run``: each run of a task is an ordinary thread, stepped here, in a fresh copy of
-the task's fixture, then judged and recorded as an EvalRun node (docs/evals.md).
+"""``uwf eval run``: each run of a task is an ordinary thread, stepped here (or by a fleet's
+``uwf worker``s: ``engine.evals.fleet``), in a fresh copy of the task's fixture, then judged
+and recorded as an EvalRun node (docs/evals.md).
 
 Every task folder is read and every workflow resolved before the first run, so a mistake in
 the last folder costs nothing. A run's thread starts with ``--cwd`` at its working directory
@@ -17,6 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ from uwf.util.errors import InvalidInput, UsageError, UwfError, exit_code
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
 if TYPE_CHECKING:
+    from uwf.engine.evals.fleet import FleetOptions
     from uwf.util.outputs import EvalRunLine
 
 MAX_COUNT = 1000
@@ -43,16 +46,30 @@ def run_tasks(
     workflow: str | None = None,
     count: int = 1,
     keep_workdir: bool = False,
+    fleet: FleetOptions | None = None,
     on_run: Callable[[EvalRunLine], None] = lambda line: None,
 ) -> list[EvalRunLine]:
-    """``count`` runs of each task folder, in order; ``on_run`` after each."""
+    """``count`` runs of each task folder, in order; ``on_run`` after each. With ``fleet``,
+    ``uwf worker``s step the runs (``engine.evals.fleet``) and runs are reported as they end."""
     if not 1 <= count <= MAX_COUNT:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got: {count}")
     if not folders:
         raise UsageError("give at least one task folder")
+    if fleet is not None:
+        fleet.check(agent)
     tasks = [load_task(folder) for folder in folders]
     planned = [(task, _workflow_of(backend, task, workflow)) for task in tasks]
     batch = new_thread_id()
+    if fleet is not None:
+        from uwf.engine.evals.fleet import run_on_fleet
+
+        return run_on_fleet(
+            backend,
+            [(task, wf) for task, wf in planned for _ in range(count)],
+            Recording(batch, agent, keep_workdir),
+            fleet,
+            on_run,
+        )
     lines = []
     for task, wf in planned:
         for _ in range(count):
@@ -76,6 +93,36 @@ def _workflow_of(backend: Backend, task: Task, override: str | None) -> NodeHash
         raise InvalidInput(f"eval task {task.name}: {exc.message}") from None
 
 
+@dataclass(frozen=True)
+class Recording:
+    """What every run of one ``eval run`` is recorded with."""
+
+    batch: str
+    agent: str | None = None
+    keep_workdir: bool = False
+
+
+@dataclass(frozen=True)
+class Begun:
+    """A run whose thread was started: its task, workflow, thread and working directory,
+    when it began (unix ms) and the monotonic clock then."""
+
+    task: Task
+    workflow: NodeHash
+    thread: ThreadId
+    workdir: Path
+    began: int
+    clock: float
+
+    def deadline(self) -> float | None:
+        """The monotonic time ``limits.timeoutMinutes`` passes (None: no limit)."""
+        minutes = self.task.timeout_minutes
+        return None if minutes is None else self.clock + minutes * 60
+
+    def timed_out(self) -> str:
+        return f"passed limits.timeoutMinutes ({self.task.timeout_minutes:g})"
+
+
 def run_once(
     backend: Backend,
     task: Task,
@@ -86,6 +133,19 @@ def run_once(
     keep_workdir: bool = False,
 ) -> EvalRunLine:
     """One run of ``task``: a thread in a fresh working directory, stepped, judged, recorded."""
+    run = begin(backend, task, workflow)
+    recording = Recording(batch, agent, keep_workdir)
+    try:
+        outcome, error = _drive(backend, run, agent)
+    except BaseException:
+        discard(backend, run, recording)
+        raise
+    return finish(backend, run, outcome, error, recording)
+
+
+def begin(backend: Backend, task: Task, workflow: NodeHash) -> Begun:
+    """Start a run: its working directory, then its thread there (``maxRounds``: the task's
+    ``maxSteps``), stepped by nobody yet."""
     from uwf.engine.threads import lifecycle
 
     workdir = _workdir(task)
@@ -94,30 +154,48 @@ def run_once(
         started = lifecycle.start(
             backend, workflow, task.prompt, max_rounds=task.max_steps, cwd=workdir
         )
-        thread = started["thread"]
-        outcome, error = _drive(backend, thread, task, agent, clock)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return Begun(task, workflow, started["thread"], workdir, began, clock)
+
+
+def finish(
+    backend: Backend, run: Begun, outcome: str, error: str | None, recording: Recording
+) -> EvalRunLine:
+    """End a run that stopped with ``outcome``: kill its thread unless it ended, judge it,
+    record its EvalRun node; its JSON line. The working directory goes unless kept."""
+    try:
         if outcome not in ("completed", "max_rounds"):
-            _end(backend, thread)
-        duration = int((time.monotonic() - clock) * 1000)
-        head = _head(backend, thread)
-        ran = judges.Ran(thread, head, outcome, error, workdir, duration)
-        judged = judges.judge_all(backend, task, ran)
-        run = _record(backend, task, ran, judged, workflow, batch, agent, began)
+            _end(backend, run.thread)
+        duration = int((time.monotonic() - run.clock) * 1000)
+        head = _head(backend, run.thread)
+        ran = judges.Ran(run.thread, head, outcome, error, run.workdir, duration)
+        judged = judges.judge_all(backend, run.task, ran)
+        node = _record(backend, run, ran, judged, recording)
     finally:
-        if not keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+        if not recording.keep_workdir:
+            shutil.rmtree(run.workdir, ignore_errors=True)
     line: EvalRunLine = {
-        "run": run,
-        "task": task.name,
-        "batch": batch,
-        "thread": thread,
+        "run": node,
+        "task": run.task.name,
+        "batch": recording.batch,
+        "thread": run.thread,
         "outcome": outcome,
         "score": judges.weighted(judged),
         "judges": {j["name"]: j["score"] for j in judged},
     }
-    if keep_workdir:
-        line["workdir"] = str(workdir)
+    if recording.keep_workdir:
+        line["workdir"] = str(run.workdir)
     return line
+
+
+def discard(backend: Backend, run: Begun, recording: Recording, stop_wait: float = 5.0) -> None:
+    """A run given up (an error, a signal): its thread killed, its directory removed unless
+    kept; nothing recorded."""
+    _end(backend, run.thread, stop_wait)
+    if not recording.keep_workdir:
+        shutil.rmtree(run.workdir, ignore_errors=True)
 
 
 def _workdir(task: Task) -> Path:
@@ -133,41 +211,39 @@ def _workdir(task: Task) -> Path:
     return workdir
 
 
-def _drive(
-    backend: Backend, thread: ThreadId, task: Task, agent: str | None, clock: float
-) -> tuple[str, str | None]:
-    """Step ``thread`` until it ends: ``(outcome, error)``."""
+def _drive(backend: Backend, run: Begun, agent: str | None) -> tuple[str, str | None]:
+    """Step the run's thread here until it ends: ``(outcome, error)``."""
     from uwf.config.config import load_config
     from uwf.engine.step import step
 
-    deadline = clock + task.timeout_minutes * 60 if task.timeout_minutes is not None else None
+    deadline = run.deadline()
     configured = load_config(backend.root).agent_timeout
     while True:
         timeout = configured
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return "timeout", f"passed limits.timeoutMinutes ({task.timeout_minutes:g})"
+                return "timeout", run.timed_out()
             timeout = remaining if configured is None else min(configured, remaining)
         try:
-            result = step(backend, thread, agent=agent, timeout=timeout)
+            result = step(backend, run.thread, agent=agent, timeout=timeout)
         except UwfError as exc:
             code = exit_code(exc, loop=True)
             if code == 6:
                 return "waiting", exc.message
             if deadline is not None and time.monotonic() >= deadline:
-                return "timeout", f"passed limits.timeoutMinutes ({task.timeout_minutes:g})"
+                return "timeout", run.timed_out()
             return "failed", exc.message
         if result.done:
             return result.status, None
 
 
-def _end(backend: Backend, thread: ThreadId) -> None:
+def _end(backend: Backend, thread: ThreadId, stop_wait: float = 5.0) -> None:
     """Kill a thread the run left active (failed, waiting, out of time)."""
     from uwf.engine.threads import lifecycle
 
     with contextlib.suppress(UwfError):  # it ended meanwhile
-        lifecycle.kill(backend, thread)
+        lifecycle.kill(backend, thread, stop_wait=stop_wait)
 
 
 def _head(backend: Backend, thread: ThreadId) -> chain.Start | chain.Step:
@@ -181,15 +257,13 @@ def _head(backend: Backend, thread: ThreadId) -> chain.Start | chain.Step:
 
 def _record(
     backend: Backend,
-    task: Task,
+    run: Begun,
     ran: judges.Ran,
     judged: list[dict[str, Any]],
-    workflow: NodeHash,
-    batch: str,
-    agent: str | None,
-    began: int,
+    recording: Recording,
 ) -> NodeHash:
     """Store the run's EvalRun node; its hash."""
+    task, workflow = run.task, run.workflow
     store = backend.nodes
     h = schemas.ensure(store)
     steps = chain.steps_oldest_first(store, ran.head)
@@ -197,19 +271,19 @@ def _record(
     payload: dict[str, Any] = {
         "task": task.name,
         "taskFile": store.put(h.text, task.text),
-        "batch": batch,
+        "batch": recording.batch,
         "workflow": workflow,
         "workflowName": str(wf.get("name", "")),
         "thread": ran.thread,
         "start": chain.start_of(store, ran.head).hash,
         "head": ran.head.hash,
-        "agent": agent,
+        "agent": recording.agent,
         "agents": sorted({str(s.payload.get("agent", "")) for s in steps}),
         "models": _models(store, steps),
         "outcome": ran.outcome,
         "judges": judged,
         "score": judges.weighted(judged),
-        "startedAt": began,
+        "startedAt": run.began,
         "durationMs": ran.duration_ms,
     }
     if ran.error is not None:

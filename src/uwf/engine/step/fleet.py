@@ -57,6 +57,21 @@ def _runs(backend: Backend, record: ActiveThread, versions: set[NodeHash] | None
         return False
 
 
+def family(records: list[ActiveThread], only: frozenset[ThreadId]) -> set[ThreadId]:
+    """The threads of ``records`` that ``only`` covers: those it names and the children
+    their fan-outs started, and theirs (docs/format.md, "Fan-out and join")."""
+    parents = {r.thread: r.info.parent for r in records}
+    covered = set()
+    for thread in parents:
+        seen, at = set(), thread
+        while at is not None and at not in only and at not in seen:
+            seen.add(at)
+            at = parents.get(at)
+        if at is not None and at in only:
+            covered.add(thread)
+    return covered
+
+
 def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
     """Re-checked under the step lock: not waiting, or waiting for children that all ended
     (docs/format.md, "Fan-out and join"); the parent's join then runs exactly once."""
@@ -94,6 +109,7 @@ def step_next(
     backend: Backend,
     *,
     versions: set[NodeHash] | None = None,
+    only: frozenset[ThreadId] | None = None,
     skip: Iterable[ThreadId] = (),
     on_pick: Callable[[ThreadId], None] | None = None,
     agent: str | None = None,
@@ -103,14 +119,19 @@ def step_next(
     """One step of the first thread, in priority order (``by_priority``), that is active,
     not waiting, not failed, not backing off and not being stepped.
 
-    ``versions`` limits it to threads of those workflows; ``skip`` leaves threads out.
+    ``versions`` limits it to threads of those workflows, ``only`` to those threads and
+    their fan-outs' children (``family``); ``skip`` leaves threads out.
     A thread a fleet limit holds back is passed over for the next one; NothingToStep when
     there is none, HeldBack (the last reason) when every candidate was held back.
     """
     skipped = set(skip)
     held: HeldBack | None = None
     now = now_ms()
-    for record in by_priority(backend.idle_threads(now), _aging(backend), now):
+    idle = backend.idle_threads(now)
+    if only is not None:
+        covered = family(backend.threads.active(), only)
+        idle = [r for r in idle if r.thread in covered]
+    for record in by_priority(idle, _aging(backend), now):
         if record.thread in skipped:
             continue
         if not _runs(backend, record, versions):
@@ -159,6 +180,7 @@ class Worker:
     max_steps: int | None = None
     idle_exit: float | None = None
     versions: set[NodeHash] | None = None
+    only: frozenset[ThreadId] | None = None  # ``--thread``: these threads (and their children)
     agent: str | None = None
     timeout: float | None = None
     runner: Runner = process_runner
@@ -177,6 +199,9 @@ class Worker:
                 if self._attempt():
                     pause, idle_since = self.backoff[0], self.clock()
                     continue
+                if self.only is not None and self._ended():
+                    self.say("every thread it was given has ended: stopping")
+                    break
                 idle = self.clock() - idle_since
                 if self.idle_exit is not None and idle >= self.idle_exit:
                     self.say(f"idle for {idle:.1f}s: stopping")
@@ -193,6 +218,15 @@ class Worker:
             out["stopped"] = stopped
         return out
 
+    def _ended(self) -> bool:
+        """Whether every thread of ``only`` has ended (archived, or never known)."""
+        assert self.only is not None
+        try:
+            active = {r.thread for r in self.backend.threads.active()}
+        except UwfError:  # the store is away: not known to have ended
+            return False
+        return not active & self.only
+
     def _attempt(self) -> bool:
         """One step attempt; False when there was nothing to do (or the store is away)."""
         picked: list[ThreadId] = []
@@ -201,6 +235,7 @@ class Worker:
             result = step_next(
                 self.backend,
                 versions=self.versions,
+                only=self.only,
                 on_pick=picked.append,
                 agent=self.agent,
                 timeout=self.timeout,

@@ -201,11 +201,7 @@ def defer(backend: Backend, plan: StepPlan, run: Finished, log: ProcessLog) -> D
         return suspend(backend, plan, reason.removeprefix(SUSPENDED).strip() or None, log)
     _wait(backend, plan, reason)
     log.write("D7W2K9M4", f"agent deferred role={plan.role} reason={reason}")
-    said = f" ({reason})" if reason else ""
-    return Deferred(
-        f"thread {plan.thread} waits for {plan.role}: the agent deferred the step{said}; "
-        f"answer it with uwf thread answer {plan.thread}, or step it again later"
-    )
+    return Deferred(waits_message(plan.thread, plan.role, reason))
 
 
 #: How a waiting thread's reason starts when its agent suspended the step.
@@ -219,10 +215,24 @@ def suspend(backend: Backend, plan: StepPlan, reason: str | None, log: ProcessLo
     said = said if len(said) <= 300 else said[:299] + "…"
     _wait(backend, plan, f"{SUSPENDED} {said}")
     log.write("S4W8P2N6", f"agent suspended role={plan.role} reason={said}")
-    return Deferred(
-        f"thread {plan.thread} waits for {plan.role}: the agent suspended the step ({said}); "
-        f"resume it with uwf thread resume {plan.thread} -p <the answer>, "
-        f"or answer it with uwf thread answer {plan.thread}"
+    return Deferred(waits_message(plan.thread, plan.role, f"{SUSPENDED} {said}"))
+
+
+def waits_message(thread: str, role: str | None, reason: str | None) -> str:
+    """What a step that left ``thread`` waiting for ``role`` fails with, from the reason
+    recorded with the wait (``Waiting.reason``; a suspension's starts ``$SUSPEND:``), so that
+    who reads the wait later (``uwf eval run --fleet``) says what the step said."""
+    if reason is not None and reason.startswith(SUSPENDED):
+        said = reason.removeprefix(SUSPENDED).strip()
+        return (
+            f"thread {thread} waits for {role}: the agent suspended the step ({said}); "
+            f"resume it with uwf thread resume {thread} -p <the answer>, "
+            f"or answer it with uwf thread answer {thread}"
+        )
+    said = f" ({reason})" if reason else ""
+    return (
+        f"thread {thread} waits for {role}: the agent deferred the step{said}; "
+        f"answer it with uwf thread answer {thread}, or step it again later"
     )
 
 
