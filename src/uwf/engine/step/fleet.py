@@ -63,7 +63,8 @@ def family(records: list[ActiveThread], only: frozenset[ThreadId]) -> set[Thread
     parents = {r.thread: r.info.parent for r in records}
     covered = set()
     for thread in parents:
-        seen, at = set(), thread
+        seen: set[ThreadId] = set()
+        at: ThreadId | None = thread
         while at is not None and at not in only and at not in seen:
             seen.add(at)
             at = parents.get(at)
