@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import BIN, EXAMPLES
-from test_evals import BUILTINS, FAIL_ONCE, evalrun, judged
+from test_evals import BUILTINS, evalrun, judged
 from uwf.backend import open_backend
 from uwf.engine.evals.fleet import FleetOptions
 from uwf.engine.evals.run import run_tasks
@@ -75,7 +75,7 @@ def test_two_workers_run_two_tasks_twice_as_the_in_process_path_does(
     parents = tmp_path / "parents"
     fixer = agent_script(
         f"open({str(parents)!r}, 'a').write(f'{{os.getppid()}}\\n')\n"
-        "time.sleep(0.3)\n"
+        "time.sleep(0.5)\n"
         f"os.execvp('uwf-cmd', ['uwf-cmd', '--', 'sh', {str(SUITE / 'agents' / 'fixer.sh')!r}]"
         " + sys.argv[1:])\n"
     )
@@ -300,3 +300,22 @@ def test_worker_thread_steps_only_those_threads_and_stops_when_they_end(
         1,
         'error: invalid thread id: "nope" (expected a 26-character ULID)\n',
     )
+
+
+def test_family_covers_the_threads_given_and_their_fan_outs_children() -> None:
+    from uwf.backend.base import ActiveThread, ThreadInfo
+    from uwf.engine.step.fleet import family
+    from uwf.util.base32 import NodeHash
+    from uwf.util.ulid import ThreadId, new_thread_id
+
+    a, b, child, grandchild, stranger = (ThreadId(new_thread_id()) for _ in range(5))
+    head = NodeHash("0" * 13)
+    records = [
+        ActiveThread(a, head),
+        ActiveThread(b, head),
+        ActiveThread(child, head, ThreadInfo(parent=a)),
+        ActiveThread(grandchild, head, ThreadInfo(parent=child)),
+        ActiveThread(stranger, head, ThreadInfo(parent=b)),
+    ]
+    assert family(records, frozenset({a})) == {a, child, grandchild}
+    assert family(records, frozenset({child, b})) == {child, grandchild, b, stranger}

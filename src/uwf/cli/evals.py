@@ -32,8 +32,9 @@ app = App(
 
 A task is a folder holding task.yaml (workflow, prompt, limits, judges) and an optional
 fixture/ copied into a fresh working directory for each run. Each run is an ordinary thread,
-stepped by `eval run`, then judged (built in: outcome, cost, compliance; or a command of the
-task's) and recorded in the store as an EvalRun node, which `cas gc` keeps.""",
+stepped by `eval run` (or by `uwf worker`s: --fleet), then judged (built in: outcome, cost,
+compliance; or a command of the task's) and recorded in the store as an EvalRun node, which
+`cas gc` keeps.""",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
