@@ -319,3 +319,19 @@ def test_family_covers_the_threads_given_and_their_fan_outs_children() -> None:
     ]
     assert family(records, frozenset({a})) == {a, child, grandchild}
     assert family(records, frozenset({child, b})) == {child, grandchild, b, stranger}
+
+
+def test_a_fan_out_run_is_stepped_with_its_children(
+    cli_proc: Any, cli: Any, task: Any, scenario: Any
+) -> None:
+    """examples/plan-parallel.yaml: the local workers step the children the run's fan-out
+    starts (uwf worker --thread covers them), and the parent's join ends the run."""
+    for name in ("dev-task", "plan-parallel"):
+        assert cli("workflow", "put", str(EXAMPLES / f"{name}.yaml")).code == 0
+    roles = yaml.safe_load((EXAMPLES / "plan-parallel.mock.yaml").read_text())["roles"]
+    folder = task(workflow="plan-parallel")
+    result = cli_proc("eval", "run", folder, "--agent", scenario(roles), "--local-workers", "3")
+    assert result.code == 0, result.err
+    [line] = result.jsonl()
+    assert (line["outcome"], line["score"]) == ("completed", 1)
+    assert cli("thread", "list").json() == []  # the children ended too

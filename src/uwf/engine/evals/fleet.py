@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
-from uwf.backend.base import Backend
+from uwf.backend.base import ActiveThread, Backend
 from uwf.engine.evals.run import Begun, Recording, begin, discard, finish
 from uwf.engine.evals.task import Task
 from uwf.util.base32 import NodeHash
@@ -125,27 +125,43 @@ class _WaitLimit:
 
 
 def _ended(backend: Backend, pending: list[Begun], wait: _WaitLimit) -> list[Ended]:
-    """The pending runs that ended, each with its outcome and error (see the module)."""
+    """The pending runs that ended, each with its outcome and error (see the module). A run's
+    thread and the children of its fan-outs are one: a failure or a wait of any ends it."""
     from uwf.engine.step.run import waits_message
 
-    active = {record.thread: record for record in backend.threads.active()}
+    records = backend.threads.active()
+    parents = {r.thread: r.info.parent for r in records}
+    members: dict[ThreadId, list[ActiveThread]] = {}
+    for record in records:
+        members.setdefault(_root(parents, record.thread), []).append(record)
     now = time.monotonic()
     out: list[Ended] = []
     for run in pending:
-        record = active.get(run.thread)
+        group = members.get(run.thread, [])
+        failed = next((r for r in group if r.failure is not None), None)
+        asks = [r for r in group if r.waiting is not None and r.waiting.reason != "children"]
         deadline = run.deadline()
-        if record is None:
+        if not any(r.thread == run.thread for r in group):
             out.append(_archived(backend, run))
-        elif record.failure is not None:
-            out.append((run, "failed", record.failure.error))
-        elif record.waiting is not None and record.waiting.reason != "children":
-            said = waits_message(run.thread, record.waiting.role, record.waiting.reason)
+        elif failed is not None and failed.failure is not None:
+            out.append((run, "failed", failed.failure.error))
+        elif asks and asks[0].waiting is not None:
+            said = waits_message(asks[0].thread, asks[0].waiting.role, asks[0].waiting.reason)
             out.append((run, "waiting", said))
         elif deadline is not None and now >= deadline:
             out.append((run, "timeout", run.timed_out()))
         elif wait.passed(now):
             out.append((run, "timeout", f"passed --wait-timeout ({wait.seconds:g} s)"))
     return out
+
+
+def _root(parents: dict[ThreadId, ThreadId | None], thread: ThreadId) -> ThreadId:
+    """The active thread whose fan-outs started ``thread`` (itself when none)."""
+    at, seen = thread, {thread}
+    while (parent := parents.get(at)) is not None and parent in parents and parent not in seen:
+        seen.add(parent)
+        at = parent
+    return at
 
 
 def _archived(backend: Backend, run: Begun) -> Ended:
