@@ -6,7 +6,8 @@ and steps none of them: the fleet's workers — on any machine sharing the store
 ``uwf worker --thread …`` processes started here for the duration — step them, in parallel.
 This process watches the thread table until each run's thread has ended, then judges and
 records the run exactly as the in-process path does (``run.finish``), one JSON line per run
-in the order they end. A run ends as it would in-process:
+in the order they end. A run ends as it would in-process (its fan-outs' children are part of
+it: a failure or a wait of one counts as the run's):
 
 * its thread was archived: ``completed`` (``$END``) or ``max_rounds`` (the thread's own
   ``maxRounds``, the task's ``maxSteps``, counted by whichever process steps it);
