@@ -28,7 +28,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
@@ -115,11 +115,10 @@ def run_on_fleet(
 
 @dataclass(frozen=True)
 class _WaitLimit:
-    seconds: float | None
-    since: float = 0.0
+    """``--wait-timeout``: seconds from when every run's thread was started."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "since", time.monotonic())
+    seconds: float | None
+    since: float = field(default_factory=time.monotonic)
 
     def passed(self, now: float) -> bool:
         return self.seconds is not None and now >= self.since + self.seconds
