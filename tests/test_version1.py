@@ -266,6 +266,39 @@ def test_agents_start_in_the_thread_directory_or_the_edge_location(
     assert steps[1]["output"]["files"] == [str(project / "work")]  # location: work
 
 
+def test_forks_and_reruns_keep_or_take_a_working_directory(
+    cli: Any, any_store: str, project: Path, tmp_path: Path
+) -> None:
+    """A fork of a thread by number keeps its directory; a fork of a node has none unless
+    given one, in every form of ``thread fork`` and in ``thread rerun``, whose agent starts
+    there."""
+    script = tmp_path / "where.py"
+    script.write_text(WHERE)
+    agent = f"uwf-cmd -- {sys.executable} {script}"
+    thread = ok(cli("thread", "start", "review", "-p", "x", "--cwd", project))["thread"]
+    assert cli("thread", "step", thread, "--agent", agent).code == 0
+    planned = steps_of(cli, thread)[0]["hash"]
+    other = tmp_path / "other"
+    other.mkdir()
+
+    def cwd_of(forked: dict[str, Any]) -> Any:
+        return ok(cli("thread", "show", forked["thread"])).get("cwd")
+
+    assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1"))) == str(project)
+    assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--cwd", other))) == str(other)
+    assert cwd_of(ok(cli("thread", "fork", planned))) is None
+    onto = ok(cli("thread", "fork", planned, "--workflow", "review", "--cwd", project))
+    assert cwd_of(onto) == str(project)  # and the name is found from there, as at a start
+    edited = tmp_path / "edited.md"
+    edited.write_text("---\n$status: planned\nspecFiles: [a.md]\n---\nEdited.\n")
+    by_hand = ok(cli("thread", "fork", planned, "--output", edited, "--cwd", other))
+    assert cwd_of(by_hand) == str(other)
+
+    rerun = ok(cli("thread", "rerun", planned, "--agent", agent, "--cwd", other))
+    assert cwd_of(rerun) == str(other)
+    assert steps_of(cli, rerun["thread"])[0]["output"]["specFiles"] == [str(other)]
+
+
 def test_a_missing_working_directory_fails_the_step_and_changes_nothing(
     cli: Any, cli_proc: Any, any_store: str, project: Path, tmp_path: Path, scenario: Any
 ) -> None:

@@ -309,6 +309,7 @@ roles:
     procedure: Do it well.
     output: What was done.
     frontmatter: *common
+    model: gpt-5
 graph:
   $START:
     new: {{role: worker, prompt: "Do {{{{ _body }}}}"}}
@@ -316,11 +317,11 @@ graph:
   worker:
     done: {{role: $END, prompt: "{{{{ _body | slugify }}}}", location: null}}
 """
-#: What docs/format.md says to write instead: the anchor where it is first used, a standard
-#: filter, no ``location`` for the thread's directory.
+#: What docs/format.md says to write instead: no role keys uwf-py does not know, a standard
+#: filter, no ``location`` for the thread's directory. The ``x-common`` extension field,
+#: holding a YAML anchor, stays: uwf reads past it.
 FIXES = [
-    (f"x-common: &common {SCHEMA}\n", ""),
-    ("frontmatter: *common", f"frontmatter: &common {SCHEMA}"),
+    ("    model: gpt-5\n", ""),
     (" | slugify", " | downcase"),
     (", location: null", ""),
 ]
@@ -348,8 +349,8 @@ def test_what_a_uwf_08_file_may_hold_is_named_by_workflow_check(
     checked = cli_proc("workflow", "check", path)
     assert checked.code == 1
     assert json.loads(checked.out)[0]["problems"] == [
-        'x-common: unknown key "x-common" (known keys: version, name, description, roles, '
-        "graph, compactAfter)",
+        'roles.worker.model: unknown key "model" (known keys: description, goal, '
+        "capabilities, procedure, output, meta, frontmatter)",
         "graph.worker.done.location: expected a directory path, got null",
         "graph.worker.done.prompt: prompt template does not parse: unknown filter 'slugify'",
     ]
@@ -360,3 +361,9 @@ def test_what_a_uwf_08_file_may_hold_is_named_by_workflow_check(
     stored = cli_proc("workflow", "put", path)
     assert stored.code == 0, stored.err
     assert json.loads(stored.out)["name"] == "relay"
+    shown = json.loads(cli_proc("workflow", "show", "relay").out)["payload"]
+    assert "x-common" not in shown  # read past: not in the definition …
+    meta = json.loads(cli_proc("cas", "get", shown["roles"]["worker"]["meta"]).out)
+    assert meta["payload"]["properties"]["$status"] == {"enum": ["done"]}  # the anchor's
+    source = cli_proc("workflow", "show", "relay", "--source").out
+    assert source == "version: 1\n" + fixed  # … but kept in the stored source

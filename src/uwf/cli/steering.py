@@ -9,6 +9,7 @@ import typer
 
 from uwf.cli.options import (
     AgentOpt,
+    CwdOpt,
     FormatOpt,
     StepHashArg,
     ThreadArg,
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     from uwf.util.outputs import ForkedEdited
 
 
-def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) -> "ForkedEdited":
+def fork_edited(
+    b: "Backend", step_hash: str, output: str | None, edit: bool, cwd: str | None = None
+) -> "ForkedEdited":
     """``thread fork --output FILE`` or ``--edit``: the new thread, or an error."""
     from uwf.engine.threads import steer
 
@@ -35,7 +38,7 @@ def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) ->
         raise UsageError("give --output or --edit, not both")
     if output is not None:
         text = read_input(output, "output")
-        return steer.fork_edited(b, step_hash, text, via="thread fork --output")
+        return steer.fork_edited(b, step_hash, text, via="thread fork --output", cwd=cwd)
     from uwf.model.answer import edit_answer
 
     began = time.monotonic()
@@ -48,6 +51,7 @@ def fork_edited(b: "Backend", step_hash: str, output: str | None, edit: bool) ->
             written,
             via="thread fork --edit",
             duration_ms=int((time.monotonic() - began) * 1000),
+            cwd=cwd,
         ),
     )
     if forked is None:
@@ -68,12 +72,15 @@ def rerun(
             show_default=False,
         ),
     ] = None,
+    cwd: CwdOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Run a step's role again from the step's parent, in a new thread.
 
     Forks at the step's parent (its previous step, or the task) and runs the same role once,
-    with --agent, --timeout or --edge-prompt when given; the original thread is untouched.
+    with --agent, --timeout or --edge-prompt when given, in --cwd when given (a step names
+    no thread, so the fork has no working directory of its own); the original thread is
+    untouched.
     Prints the step's line ({"workflow","thread","head","role","done","status"}, thread being
     the new one) plus "rerunOf". Exit codes as for thread step (an error names the new
     thread).
@@ -83,7 +90,12 @@ def rerun(
     with loop_contract():
         emit_stream(
             steer.rerun(
-                backend(), step_hash, agent=agent, timeout=timeout, edge_prompt=edge_prompt
+                backend(),
+                step_hash,
+                agent=agent,
+                timeout=timeout,
+                edge_prompt=edge_prompt,
+                cwd=cwd,
             ),
             fmt,
         )

@@ -378,31 +378,31 @@ def _fork(
     and from which step. With --workflow, the new thread runs another version of the
     workflow (e.g. one fixed after a step failed): every role the chain ran must exist there;
     the task and the steps are copied onto a new StartNode of that version, sharing their
-    outputs and details. Prints {"thread","forkedFrom"} ({"thread","head","forkedFrom"} when
-    edited; also "workflow" with --workflow).
+    outputs and details. --cwd gives the new thread a working directory; with --at it keeps
+    the forked thread's unless --cwd gives another. Prints {"thread","forkedFrom"}
+    ({"thread","head","forkedFrom"} when edited; also "workflow" with --workflow).
     """
     from uwf.cli.steering import fork_edited
 
-    if cwd is not None and (workflow is not None or output is not None or edit):
-        raise UsageError("--cwd cannot be combined with --workflow, --output or --edit")
     if at is not None:
         from uwf.engine.threads import lifecycle as threads
 
-        step_hash = threads.step_hash_at(backend(), step_hash, _step_number(at))
+        step_hash, kept = threads.step_hash_at(backend(), step_hash, _step_number(at))
+        cwd = kept if cwd is None else cwd
 
     if workflow is not None:
         if output is not None or edit:
             raise UsageError("--workflow cannot be combined with --output or --edit")
         from uwf.engine.threads.refork import fork_onto
 
-        emit(fork_onto(backend(), step_hash, workflow), fmt)
+        emit(fork_onto(backend(), step_hash, workflow, cwd), fmt)
         return
     from uwf.engine.threads import lifecycle as threads
 
     if output is None and not edit:
         emit(threads.fork(backend(), step_hash, cwd), fmt)
         return
-    emit(fork_edited(backend(), step_hash, output, edit), fmt)
+    emit(fork_edited(backend(), step_hash, output, edit, cwd), fmt)
 
 
 app.command("fork")(_fork)

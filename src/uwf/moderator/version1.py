@@ -18,8 +18,10 @@ routes; everything else is checked by the same code (``uwf.moderator.validate``,
 (``schemas.WORKFLOW_V1``), read through :func:`file_schema`, which relaxes what a file may
 leave out and drops ``source`` (what uwf records of the files, never written in one). A key
 uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
-problem that names its place and the keys it could have been; an edge's ``fanOut`` (uwf-py's
-fan-out, written in uwf 0.5's format only) is refused with a line saying so (``NO_FAN_OUT``).
+problem that names its place and the keys it could have been (a top-level ``x-…`` key is an
+extension field, read past: uwf 0.8's ``debate.yaml`` keeps a YAML anchor in one); an edge's
+``fanOut`` (uwf-py's fan-out, written in uwf 0.5's format only) is refused with a line saying
+so (``NO_FAN_OUT``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,13 @@ NO_FAN_OUT = (
 )
 
 
+def is_extension(key: Any) -> bool:
+    """Whether a top-level key is an extension field (``x-…``), a place for YAML anchors and
+    notes that uwf reads past, as Compose files do: kept in the stored source, not in the
+    definition (docs/format.md, "Version-1 workflow files")."""
+    return isinstance(key, str) and key.startswith("x-")
+
+
 def _is_fan_out(path: list[Any]) -> bool:
     """Whether a schema problem's path is a ``fanOut`` key of an edge."""
     return len(path) == 4 and path[0] == "graph" and path[3] == "fanOut"
@@ -137,6 +146,7 @@ def validate_v1(
     The definition is ``validate.validate``'s plus ``version: 1``; its edges keep
     ``location``."""
     p = Problems()
+    document = {key: value for key, value in document.items() if not is_extension(key)}
     for path, what in problems(file_schema(), document, "uwf:workflow-file-v1"):
         p.add(where(document, path), NO_FAN_OUT if _is_fan_out(path) else what)
     name = _name(p, document, basename, implied)

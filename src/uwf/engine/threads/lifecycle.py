@@ -477,12 +477,14 @@ def _chain_entries(
     return start, out, total
 
 
-def step_hash_at(backend: Backend, thread: str, number: int) -> NodeHash:
-    """The hash of step ``number`` of a thread (``thread fork <thread> --at N``)."""
+def step_hash_at(backend: Backend, thread: str, number: int) -> tuple[NodeHash, str | None]:
+    """The hash of step ``number`` of a thread (``thread fork <thread> --at N``) and the
+    thread's working directory, which the fork keeps unless given another."""
     from uwf.model import stepindex
 
     ref = locate(backend, thread)
-    return stepindex.step_at(backend, chain.load_head(backend.nodes, ref.head), number).hash
+    head = chain.load_head(backend.nodes, ref.head)
+    return stepindex.step_at(backend, head, number).hash, ref.cwd
 
 
 def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> Forked:

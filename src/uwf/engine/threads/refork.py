@@ -28,27 +28,32 @@ if TYPE_CHECKING:
 
 
 def fork_onto(
-    backend: Backend, node_hash: str, workflow_ident: str, cwd: Path | None = None
+    backend: Backend, node_hash: str, workflow_ident: str, cwd: str | Path | None = None
 ) -> ForkedOnto:
     """A new active thread that continues the chain ending at ``node_hash`` under the
-    workflow ``workflow_ident`` (a hash, a file or a name, resolved as ``thread start`` does).
+    workflow ``workflow_ident`` (a hash, a file or a name, resolved as ``thread start`` does,
+    from ``cwd`` when given). ``cwd``: the new thread's working directory (``--cwd``).
 
     Returns ``{"thread", "forkedFrom": {"step"}, "workflow", "head"}``. Onto the workflow
     the chain already runs, this is a plain fork (the head is ``node_hash`` itself).
     """
+    from uwf.engine.threads.lifecycle import thread_dir
     from uwf.engine.workflows import stored as workflows
     from uwf.model.threads import task_line
 
     h = check_hash(node_hash)
+    workdir = thread_dir(cwd) if cwd is not None else None
     store = backend.nodes
     head = chain.load_head(store, h)
     start = chain.start_of(store, head)
     steps = chain.steps_oldest_first(store, head)
-    target = workflows.resolve_for_start(backend, workflow_ident, cwd or Path.cwd())
+    target = workflows.resolve_for_start(
+        backend, workflow_ident, Path(workdir) if workdir is not None else Path.cwd()
+    )
     if target == start.workflow:  # the same version: a plain fork, nothing to copy
         from uwf.engine.threads.lifecycle import fork
 
-        return {**fork(backend, h), "workflow": target, "head": h}
+        return {**fork(backend, h, workdir), "workflow": target, "head": h}
     workflow = chain.load_workflow(store, target)
     roles = _roles_of(workflow, target, steps)
     retyped = _retyped_outputs(store, workflow, target, steps)  # checked before any write
@@ -64,7 +69,7 @@ def fork_onto(
             copy["output"] = store.put(roles[step.role]["meta"], retyped[step.hash])
         new_head = store.put(schemas.step_type(copy), copy)  # compact, children kept
     thread = new_thread_id()
-    backend.threads.create(thread, new_head, ThreadInfo(target, task_line(start.prompt)))
+    backend.threads.create(thread, new_head, ThreadInfo(target, task_line(start.prompt), workdir))
     ProcessLog(backend.root, thread=thread, workflow=target).write(
         "W4F7K2Q9", f"thread forked from={h} onto workflow={target} head={new_head}"
     )

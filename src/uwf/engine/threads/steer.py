@@ -29,6 +29,8 @@ from uwf.util.frontmatter import split
 from uwf.util.log import ProcessLog
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from uwf.util.outputs import ForkedEdited, Prioritized, RerunLine, Retried
 
 
@@ -68,10 +70,17 @@ def edit_template(backend: Backend, node_hash: str) -> str:
 
 
 def fork_edited(
-    backend: Backend, node_hash: str, text: str, *, via: str, duration_ms: int | None = None
+    backend: Backend,
+    node_hash: str,
+    text: str,
+    *,
+    via: str,
+    duration_ms: int | None = None,
+    cwd: str | Path | None = None,
 ) -> ForkedEdited:
     """A new thread whose head is a copy of a step with the output ``text`` gives (a
-    frontmatter document, or YAML/JSON), checked against the role's schema and the graph."""
+    frontmatter document, or YAML/JSON), checked against the role's schema and the graph.
+    ``cwd``: the new thread's working directory (``--cwd``)."""
     original = _step_node(backend, node_hash, via)
     store = backend.nodes
     start = chain.start_of(store, original)
@@ -88,7 +97,7 @@ def fork_edited(
         detail={"via": via, "editedFrom": original.hash},
         duration_ms=duration_ms,
     )
-    thread = threads.fork(backend, head)["thread"]  # a new thread at the edited step
+    thread = threads.fork(backend, head, cwd)["thread"]  # a new thread at the edited step
     return {"thread": thread, "head": head, "forkedFrom": {"step": original.hash, "edited": True}}
 
 
@@ -99,16 +108,18 @@ def rerun(
     agent: str | None = None,
     timeout: float | None = None,
     edge_prompt: str | None = None,
+    cwd: str | Path | None = None,
     runner: Runner = process_runner,
 ) -> RerunLine:
     """Fork at a step's parent and run its role once more; the original is untouched.
+    ``cwd``: the fork's working directory (``--cwd``), where the role's agent starts.
 
     A re-run whose step fails leaves no thread behind: its fork is archived as ``killed`` (the
     error says which), so trying again does not pile up idle threads. One whose agent defers
     keeps its fork, which waits for an answer like any thread."""
     original = _step_node(backend, node_hash, "thread rerun")
     parent = original.prev or original.start
-    forked = threads.fork(backend, parent)["thread"]
+    forked = threads.fork(backend, parent, cwd)["thread"]
     try:
         result = step(
             backend, forked, agent=agent, timeout=timeout, edge_prompt=edge_prompt, runner=runner
