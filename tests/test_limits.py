@@ -314,8 +314,9 @@ def test_a_fleet_keeps_a_bursty_provider_under_its_limits(
     log = sorted(provider.log)
     answered = [(arrived, done) for arrived, done, status in log if status == 200]
     refused = [arrived for arrived, _, status in log if status == 429]
-    print("STATS", len(answered), len(refused), log[-1][1] - log[0][0], failed)
-    assert len(answered) == threads_n, failed  # one answered call per thread: none doubled
+    # every answered call is a step that landed, or one a worker reported failed after it
+    after_call = [line for line in failed if "LLM HTTP 429" not in line["error"]]
+    assert len(answered) == threads_n + len(after_call), failed
     assert refused  # its first request at least: the 429 path ran
     assert most_at_once(answered) <= concurrency
     arrivals = [arrived for arrived, _, _ in log]
