@@ -197,7 +197,9 @@ def test_config_checks_the_policy(root: Path, cli_proc: Any, new_thread: Any) ->
 # -- a retry policy written in the workflow file ----------------------------------------------
 
 
-def with_retry(tmp_path: Path, top: Any = None, planner: Any = None, version1: bool = False) -> Path:
+def with_retry(
+    tmp_path: Path, top: Any = None, planner: Any = None, version1: bool = False
+) -> Path:
     """examples/solve-issue.yaml (or a version-1 file of one role) with ``retry`` at its top
     and on its planner role, where given."""
     import yaml

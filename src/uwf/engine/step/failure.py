@@ -10,8 +10,9 @@ signals are not failures of the thread and leave it alone.
 
 The retry policy in force (``retry_policy``: config.yaml's overrides for the role and the
 workflow, the workflow file's role and top, config.yaml's ``retry``, key by key) gives each
-record its next allowed attempt, or marks the thread ``failed`` after its last (docs/format.md, "Retries"); fleet steppers honour both, and
-``step`` refuses a ``failed`` thread (``exhausted``).
+record its next allowed attempt, or marks the thread ``failed`` after its last
+(docs/format.md, "Retries"); fleet steppers honour both, and ``step`` refuses a ``failed``
+thread (``exhausted``).
 """
 
 from __future__ import annotations

@@ -157,8 +157,9 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     A schema without a ``title`` gets ``<workflow>.<role>``; the stored role keeps exactly the
     six fields, ``meta`` being the schema node's hash (and its ``retry``, when it has one).
     Edges keep what the validator normalised: ``role``, ``prompt``, and ``fanOut``
-    (docs/format.md, "Fan-out and join") or a version-1 edge's ``location``. A version-1 definition also stores its files as Text
-    nodes (``source``) and keeps ``version``. The payload itself is not stored here.
+    (docs/format.md, "Fan-out and join") or a version-1 edge's ``location``. A version-1
+    definition also stores its files as Text nodes (``source``) and keeps ``version``. The
+    payload itself is not stored here.
     """
     name = definition["name"]
     roles: dict[str, Any] = {}
