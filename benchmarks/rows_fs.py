@@ -340,18 +340,26 @@ def limit_check(b: Bench) -> None:
     one thread each, one whose config.yaml caps the agent alias (a slot ``flock`` and the
     minute's starts file per step), one without; interleaved, uwf only."""
     rows: list[Row] = []
-    for key, limited in (("step-unlimited", False), ("step-limited", True)):
-        root = b.work / f"uwf-{key}"
-        uwf_bench.build_list_root(root, 1)
-        if limited:
-            with (root / "config.yaml").open("a", encoding="utf-8") as config:
-                config.write(LIMITS)
-        thread = FsBackend(root).threads.active()[0].thread
+    for key, root, thread, limited in limit_roots(b):
         what = "a `limits:` entry for its agent" if limited else "no `limits:`"
         label = f"cold process, one step, config.yaml with {what} (uwf: thread step + its agent)"
         job = uwf_job(b, root, "thread", "step", thread)
         rows.append((f"{key}@small", label, {"uwf": job}, {"uwf": limit_stepped(root, limited)}))
     b.timed_together(rows)
+
+
+def limit_roots(b: Bench) -> list[tuple[str, Path, str, bool]]:
+    """The roots of the limit rows (built once): key, root, its one thread, limited."""
+    roots = []
+    for key, limited in (("step-unlimited", False), ("step-limited", True)):
+        root = b.work / f"uwf-{key}"
+        if not root.exists():
+            uwf_bench.build_list_root(root, 1)
+            if limited:
+                with (root / "config.yaml").open("a", encoding="utf-8") as config:
+                    config.write(LIMITS)
+        roots.append((key, root, FsBackend(root).threads.active()[0].thread, limited))
+    return roots
 
 
 def limit_stepped(root: Path, limited: bool) -> Check:
