@@ -350,7 +350,7 @@ def limit_check(b: Bench) -> None:
 
 def limit_roots(b: Bench) -> list[tuple[str, Path, str, bool]]:
     """The roots of the limit rows (built once): key, root, its one thread, limited."""
-    roots = []
+    roots: list[tuple[str, Path, str, bool]] = []
     for key, limited in (("step-unlimited", False), ("step-limited", True)):
         root = b.work / f"uwf-{key}"
         if not root.exists():
