@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 import harness
 import uwf_bench
 import workload
-from bench import PEER_NAMES, Bench, Peer, expect_state, n, task_of
+from bench import PEER_NAMES, Bench, Peer, Row, expect_state, n, task_of
 from harness import Fig, Job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -155,9 +155,43 @@ def run_postgres(b: Bench, server: Any) -> None:
         {"uwf": uwf_step, **{name: peer_step(name) for name in peers}},
     )
     statements_per_step(b, server, threads_url, peers)
+    limit_check(b, server)
     own_work(b, server)
     b.section = "pg"
     warm_pg(b, server, peers)
+
+
+def limit_check(b: Bench, server: Any) -> None:
+    """``rows_fs.limit_check`` on PostgreSQL: the same two roots copied in, one whose
+    config.yaml caps the agent (a slot's advisory lock and a ``uwf_limit_starts`` row per
+    step), stepped interleaved."""
+    import rows_fs
+
+    rows: list[Row] = []
+    for key, root, thread, limited in rows_fs.limit_roots(b):
+        url = server.fresh()
+        copy_into(b, root, url)
+        what = "a `limits:` entry for its agent" if limited else "no `limits:`"
+        job = Job(uwf_bench.uwf("thread", "step", thread), pg_env(root, url), b.cwd)
+        label = f"PostgreSQL: cold process, one step, config.yaml with {what}"
+        rows.append((f"pg-{key}@small", label, {"uwf": job}, {"uwf": _limit_stepped(url, limited)}))
+    b.timed_together(rows)
+
+
+def _limit_stepped(url: str, limited: bool) -> Any:
+    """The step landed, and counted a start of its limit exactly when configured to."""
+
+    def check(out: str) -> None:
+        import psycopg
+
+        if json.loads(out)["role"] is None:
+            raise harness.CommandFailed(f"uwf's step ran no role: {out.strip()}")
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM uwf_limit_starts").fetchone()
+        if (row is not None and row[0] > 0) != limited:
+            raise harness.CommandFailed(f"the limit was {'not ' if limited else ''}checked")
+
+    return check
 
 
 def _steps_are(steps: int) -> Any:

@@ -329,6 +329,51 @@ def steps(b: Bench) -> None:
         checks,
     )
     advance(b, "small", ("uwf", *b.peers))
+    limit_check(b)
+
+
+LIMITS = "limits:\n  agents:\n    mock: {concurrency: 4, perMinute: 1000000}\n"
+
+
+def limit_check(b: Bench) -> None:
+    """The fleet limits' check (docs/format.md, "Limits"): the same cold step in two roots of
+    one thread each, one whose config.yaml caps the agent alias (a slot ``flock`` and the
+    minute's starts file per step), one without; interleaved, uwf only."""
+    rows: list[Row] = []
+    for key, root, thread, limited in limit_roots(b):
+        what = "a `limits:` entry for its agent" if limited else "no `limits:`"
+        label = f"cold process, one step, config.yaml with {what} (uwf: thread step + its agent)"
+        job = uwf_job(b, root, "thread", "step", thread)
+        rows.append((f"{key}@small", label, {"uwf": job}, {"uwf": limit_stepped(root, limited)}))
+    b.timed_together(rows)
+
+
+def limit_roots(b: Bench) -> list[tuple[str, Path, str, bool]]:
+    """The roots of the limit rows (built once): key, root, its one thread, limited."""
+    roots: list[tuple[str, Path, str, bool]] = []
+    for key, limited in (("step-unlimited", False), ("step-limited", True)):
+        root = b.work / f"uwf-{key}"
+        if not root.exists():
+            uwf_bench.build_list_root(root, 1)
+            if limited:
+                with (root / "config.yaml").open("a", encoding="utf-8") as config:
+                    config.write(LIMITS)
+        roots.append((key, root, FsBackend(root).threads.active()[0].thread, limited))
+    return roots
+
+
+def limit_stepped(root: Path, limited: bool) -> Check:
+    """The step landed, and took its limit's slot exactly when configured to."""
+
+    def check(out: str) -> None:
+        got = json.loads(out)
+        if got["done"] or not got["role"]:
+            fail(f"the step of {root.name} did not land: {out[:200]}")
+        counted = any((root / "locks").glob("limit-*.starts"))
+        if counted != limited:
+            fail(f"{root.name}: the limit was {'not ' if limited else ''}checked")
+
+    return check
 
 
 # -- forks ------------------------------------------------------------------------------------

@@ -334,6 +334,7 @@ def test_postgres_and_fleet_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         "pg-step@small",
         "pg-statements",
     ]
+    assert keys[6:8] == ["pg-step-unlimited@small", "pg-step-limited@small"]  # the limits
     assert {"pg-own-ms", "pg-own-statements", "pg-agent-statements", "pg-warm"} <= set(keys)
     assert [k for k in keys if k.startswith("fleet-")] == [
         f"fleet-{backend}@{n}" for n in (1, 2, 4, 8) for backend in ("fs", "pg")

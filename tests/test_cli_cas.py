@@ -539,6 +539,8 @@ def test_schema_list(cli: Any, root: Path) -> None:
         {"hash": h.start_resume, "title": "StartNode (resume)"},
         {"hash": h.step_join, "title": "StepNode (join)"},
         {"hash": h.workflow_fan_out, "title": "Workflow (fanOut)"},
+        {"hash": h.workflow_retry, "title": "Workflow (retry)"},
+        {"hash": h.workflow_v1_retry, "title": "Workflow (version 1, retry)"},
         {"hash": h.eval_run, "title": "EvalRun"},
         {"hash": described, "title": "only a description"},
         {"hash": unnamed, "title": "(unnamed)"},

@@ -427,7 +427,7 @@ def test_format_md_lists_the_schema_hashes() -> None:
     from conftest import REPO
 
     text = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
-    table = dict(re.findall(r"^\| ([A-Za-z0-9 ()]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))
+    table = dict(re.findall(r"^\| ([A-Za-z0-9 (),]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))
     h = schemas.hashes()
     assert table == {
         "Workflow": h.workflow,
@@ -442,5 +442,7 @@ def test_format_md_lists_the_schema_hashes() -> None:
         "StartNode (resume)": h.start_resume,
         "StepNode (join)": h.step_join,
         "Workflow (fanOut)": h.workflow_fan_out,
+        "Workflow (retry)": h.workflow_retry,
+        "Workflow (version 1, retry)": h.workflow_v1_retry,
         "EvalRun": h.eval_run,
     }

@@ -203,3 +203,125 @@ def test_a_fleet_of_workers_keeps_under_a_concurrency_limit(
     assert most <= 2
     listed = cli_proc("thread", "list", "--status", "completed").json()
     assert sorted(t["thread"] for t in listed) == sorted(threads)
+
+
+# -- the fleet against a provider that answers 429 to bursts (issue 23's "Done when") --------
+
+PING = """name: ping
+description: One model call, then done.
+roles:
+  caller:
+    description: Calls the model once.
+    goal: Answer.
+    capabilities: []
+    procedure: Reply.
+    output: Done.
+    meta:
+      type: object
+      properties: {status: {const: done}}
+      required: [status]
+graph:
+  $START:
+    _: {role: caller, prompt: "Go."}
+  caller:
+    done: {role: $END, prompt: "Done."}
+"""
+
+
+class BurstyProvider:
+    """A provider as a scripted reply of the test server: it takes ``latency`` seconds per
+    answer, refuses its very first request (a cold start) and any request that arrives when
+    ``most`` others arrived within the last ``window`` seconds with HTTP 429 and
+    ``Retry-After: <retry_after>``, and logs every request: ``(arrived, answered, status)``
+    on its own clock."""
+
+    def __init__(self, latency: float, most: int, window: float, retry_after: int) -> None:
+        import threading
+
+        self.latency, self.most, self.window, self.retry_after = latency, most, window, retry_after
+        self.log: list[tuple[float, float, int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> Any:
+        with self._lock:
+            now = time.monotonic()
+            recent = [t for t, _, _ in self.log if now - t < self.window]
+            if not self.log or len(recent) >= self.most:
+                self.log.append((now, now, 429))
+                return {
+                    "status": 429,
+                    "body": "rate limited",
+                    "headers": {"Retry-After": str(self.retry_after)},
+                }
+        time.sleep(self.latency)
+        with self._lock:
+            self.log.append((now, time.monotonic(), 200))
+        return "---\nstatus: done\n---\nDone."
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most intervals that overlap at one moment."""
+    edges = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    running = most = 0
+    for _, change in edges:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def test_a_fleet_keeps_a_bursty_provider_under_its_limits(
+    any_store: str, root: Path, cli: Any, cli_proc: Any, llm: LLMServer, tmp_path: Path
+) -> None:
+    """Four `uwf worker`s drain 40 threads whose agent is uwf-builtin, through a provider
+    capped at two steps at once that answers 429 to bursts: the provider's own log never
+    shows more than two requests at once, nor one starting while a 429's pause holds the
+    fleet back (but for the steps already running), and every thread reaches $END."""
+    import json
+
+    import yaml
+
+    concurrency, per_minute, threads_n = 2, 300, 40
+    provider = BurstyProvider(latency=0.25, most=3, window=1.5, retry_after=1)
+    llm.reply(*[provider] * 400)
+    write_config(root, llm.base_url, {"bot": {"command": "uwf-builtin", "provider": "local"}})
+    config = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8"))
+    config["limits"] = {
+        "providers": {"local": {"concurrency": concurrency, "perMinute": per_minute}}
+    }
+    config["retry"] = {"backoff": 0.2, "maxBackoff": 1}
+    configure(root, **config)
+    flow = tmp_path / "ping.yaml"
+    flow.write_text(PING, encoding="utf-8")
+    assert cli("workflow", "put", str(flow)).code == 0
+    threads = []
+    for n in range(threads_n):
+        started = cli("thread", "start", "ping", "-p", f"Task {n}")
+        assert started.code == 0, started.err
+        threads.append(started.json()["thread"])
+    workers = [spawn_uwf("worker", "--idle-exit", "5") for _ in range(4)]
+    lines: list[Any] = []
+    try:
+        for worker in workers:
+            out, err = worker.communicate(timeout=600)
+            assert worker.returncode == 0, err
+            lines += [json.loads(line) for line in out.splitlines()]
+    finally:
+        for worker in workers:
+            reap(worker)
+    failed = [line for line in lines if "error" in line]
+    listed = cli_proc("thread", "list", "--status", "completed").json()
+    assert sorted(t["thread"] for t in listed) == sorted(threads)  # every thread reached $END
+    log = sorted(provider.log)
+    answered = [(arrived, done) for arrived, done, status in log if status == 200]
+    refused = [arrived for arrived, _, status in log if status == 429]
+    # every answered call is a step that landed, or one a worker reported failed after it
+    after_call = [line for line in failed if "LLM HTTP 429" not in line["error"]]
+    assert len(answered) == threads_n + len(after_call), failed
+    assert refused  # its first request at least: the 429 path ran
+    assert most_at_once(answered) <= concurrency
+    arrivals = [arrived for arrived, _, _ in log]
+    for start in arrivals:  # perMinute: no 60 s holds more than the cap
+        assert sum(start <= t < start + 60 for t in arrivals) <= per_minute
+    for at in refused:  # a 429 pauses the provider: only steps already running may call
+        during = [t for t in arrivals if at < t < at + provider.retry_after]
+        assert len(during) <= concurrency, (at, during)

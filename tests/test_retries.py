@@ -192,3 +192,105 @@ def test_config_checks_the_policy(root: Path, cli_proc: Any, new_thread: Any) ->
         "  - retry.backoff: expected a number of seconds (0 or more), got -1",
         "  - retryOverrides.x.roles: expected a mapping of role -> retry policy, got a list",
     ]
+
+
+# -- a retry policy written in the workflow file ----------------------------------------------
+
+
+def with_retry(
+    tmp_path: Path, top: Any = None, planner: Any = None, version1: bool = False
+) -> Path:
+    """examples/solve-issue.yaml (or a version-1 file of one role) with ``retry`` at its top
+    and on its planner role, where given."""
+    import yaml
+
+    from conftest import EXAMPLES
+
+    if version1:
+        doc: dict[str, Any] = {
+            "version": 1,
+            "roles": {"planner": {"frontmatter": {"type": "object"}}},
+            "graph": {"$START": {"new": {"role": "planner"}}, "planner": {"_": {"role": "$END"}}},
+        }
+    else:
+        doc = yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8"))
+    if top is not None:
+        doc["retry"] = top
+    if planner is not None:
+        doc["roles"]["planner"]["retry"] = planner
+    path = tmp_path / "solve-issue.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_a_workflow_file_sets_the_policy_and_config_overrides_win(
+    root: Path, cli: Any, tmp_path: Path, scenario: Any
+) -> None:
+    """config.yaml's retryOverrides (the operator's) > the file's role > the file's top >
+    config.yaml's retry, key by key."""
+    from uwf.protocol import schemas
+
+    path = with_retry(tmp_path, {"attempts": 4, "backoff": 2, "maxBackoff": 9}, {"backoff": 3})
+    put = cli("workflow", "put", path)
+    assert put.code == 0, put.err
+    assert cli("workflow", "show", "solve-issue").json()["type"] == schemas.HASHES.workflow_retry
+    agent = scenario({"planner": [FAILS]})
+
+    def first_failure(**config: Any) -> tuple[int, int]:
+        configure(root, **config)
+        thread = cli("thread", "start", "solve-issue", "-p", "Task").json()["thread"]
+        assert cli("thread", "step", thread, "--agent", agent).code == 5
+        failure = cli("thread", "show", thread).json()["failure"]
+        return failure["limit"], failure["retryAt"] - failure["at"]
+
+    base = {"retry": {"attempts": 7, "backoff": 5, "maxBackoff": 6}}
+    assert first_failure(**base) == (4, 3000)  # attempts: the file's top; backoff: its role
+    overrides = {"solve-issue": {"retry": {"attempts": 2, "backoff": 1}}}
+    assert first_failure(**base, retryOverrides=overrides) == (2, 1000)  # the operator's
+    overrides = {"solve-issue": {"roles": {"planner": {"attempts": 3}}}}
+    assert first_failure(**base, retryOverrides=overrides) == (3, 3000)
+
+
+def test_a_version_1_file_sets_the_policy_too(cli: Any, tmp_path: Path, scenario: Any) -> None:
+    from uwf.protocol import schemas
+
+    plain = cli("workflow", "put", with_retry(tmp_path, version1=True))
+    assert plain.code == 0, plain.err
+    assert cli("workflow", "show", "solve-issue").json()["type"] == schemas.HASHES.workflow_v1
+    path = with_retry(tmp_path, {"attempts": 1}, version1=True)
+    put = cli("workflow", "put", path)
+    assert put.code == 0 and put.json()["hash"] != plain.json()["hash"], put.err
+    shown = cli("workflow", "show", "solve-issue").json()
+    assert shown["type"] == schemas.HASHES.workflow_v1_retry
+    assert shown["payload"]["retry"] == {"attempts": 1}
+    thread = cli("thread", "start", "solve-issue", "-p", "Task").json()["thread"]
+    failed = cli("thread", "step", thread, "--agent", scenario({"planner": [FAILS]}))
+    assert failed.code == 5, failed.err
+    assert cli("thread", "show", thread).json()["status"] == "failed"
+
+
+def test_a_workflow_file_without_a_policy_keeps_its_hash(cli: Any, tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+
+    before = cli("workflow", "put", EXAMPLES / "solve-issue.yaml").json()["hash"]
+    assert before == "4WV82QSTJ4217"  # tests/test_version1.py: the hash it always had
+    assert cli("workflow", "put", with_retry(tmp_path)).json()["hash"] == before
+
+
+def test_the_workflow_file_policy_is_checked(cli: Any, tmp_path: Path) -> None:
+    path = with_retry(
+        tmp_path, {"attempts": 0, "backoff": -1, "maxBackoff": "x", "tries": 2}, {"attempts": 1.5}
+    )
+    r = cli("workflow", "check", path)
+    assert r.code == 1
+    assert r.json()[0]["problems"] == [  # top to bottom: the file's retry is written last
+        "roles.planner.retry.attempts: expected a positive integer, got a number",
+        "retry.attempts: expected a positive integer, got 0",
+        "retry.backoff: expected a number of seconds (0 or more), got -1",
+        "retry.maxBackoff: expected a number of seconds (0 or more), got a string",
+        'retry.tries: unknown key "tries" (known keys: attempts, backoff, maxBackoff)',
+    ]
+    v1 = cli("workflow", "check", with_retry(tmp_path, None, [], version1=True))
+    assert v1.json()[0]["problems"] == [
+        "roles.planner.retry: expected a mapping {attempts, backoff, maxBackoff}, got a list"
+    ]

@@ -101,10 +101,10 @@ def test_version_1_problems_are_named_precisely(tmp_path: Path) -> None:
     doc["graph"]["a"]["other"] = {"role": "a", "retries": 3}
     assert problems(write(tmp_path / "wf.yaml", doc)) == [  # the schema's, top to bottom
         'roles.a.temperature: unknown key "temperature" (known keys: description, goal, '
-        "capabilities, procedure, output, meta, frontmatter)",
+        "capabilities, procedure, output, meta, frontmatter, retry)",
         'graph.a.other.retries: unknown key "retries" (known keys: role, prompt, location)',
         'model: unknown key "model" (known keys: version, name, description, roles, graph, '
-        "compactAfter)",
+        "compactAfter, retry)",
         'workflow name mismatch: file "wf.yaml" implies name "wf" but YAML declares name "other"',
         "graph.a.ok.location: is a template; uwf-py takes location as a literal directory (what "
         "an agent wrote never chooses where the next agent works)",
@@ -350,7 +350,7 @@ def test_what_a_uwf_08_file_may_hold_is_named_by_workflow_check(
     assert checked.code == 1
     assert json.loads(checked.out)[0]["problems"] == [
         'roles.worker.model: unknown key "model" (known keys: description, goal, '
-        "capabilities, procedure, output, meta, frontmatter)",
+        "capabilities, procedure, output, meta, frontmatter, retry)",
         "graph.worker.done.location: expected a directory path, got null",
         "graph.worker.done.prompt: prompt template does not parse: unknown filter 'slugify'",
     ]

@@ -184,7 +184,8 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
     doc = base()
     doc["versio"] = 1
     assert problems(tmp_path, doc) == [
-        'versio: unknown key "versio" (known keys: name, description, roles, graph, compactAfter)'
+        'versio: unknown key "versio" (known keys: name, description, roles, graph, compactAfter, '
+        "retry)"
     ]
 
 
@@ -286,7 +287,7 @@ def test_role_name_must_be_a_string(tmp_path: Path) -> None:
         (
             {"procedures": "x"},
             'roles.b.procedures: unknown key "procedures" (known keys: description, goal, '
-            "capabilities, procedure, output, meta, frontmatter)",
+            "capabilities, procedure, output, meta, frontmatter, retry)",
         ),
     ],
 )

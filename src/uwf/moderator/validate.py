@@ -5,8 +5,9 @@ files").
 a file in one round instead of one error at a time. Pure: no file and no store is read.
 
 **The shape** of a file — its keys, their types, what is required, what is unknown — has one
-source: the Workflow node's JSON Schema (``uwf.protocol.schemas``: ``WORKFLOW_COMPACT``, the
-Workflow with its optional ``compactAfter``), read through :func:`file_schema`, which adds
+source: the Workflow node's JSON Schema (``uwf.protocol.schemas``: ``WORKFLOW_RETRY``, the
+Workflow with everything a file may add — ``compactAfter``, ``fanOut`` edges, ``retry``
+policies at the top and on roles), read through :func:`file_schema`, which adds
 only what a file writes differently from a node: a role's schema inline under ``meta`` (or
 its other name ``frontmatter``) where the node has a hash, an empty node of the graph
 (``reviewer:``) left to the "no outgoing edge" check, a prompt that is not blank, and the
@@ -64,14 +65,20 @@ LEGACY = (
 @functools.cache
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a workflow file: the Workflow node's, as a file writes it."""
-    node, role, target = schemas.WORKFLOW_FAN_OUT, schemas.ROLE_DEFINITION, schemas.TARGET
+    node, target = schemas.WORKFLOW_RETRY, schemas.TARGET
+    role = node["properties"]["roles"]["additionalProperties"]
     inline = {"type": "object", EXPECTED: "a JSON Schema mapping"}
     file_role = {
         **role,
         EXPECTED: "a mapping (a role definition)",
         # ``meta`` or ``frontmatter``: which one, and the message when neither, is _schema_of's
         "required": [key for key in role["required"] if key != "meta"],
-        "properties": {**role["properties"], "meta": inline, "frontmatter": inline},
+        "properties": {
+            **schemas.ROLE_DEFINITION["properties"],
+            "meta": inline,
+            "frontmatter": inline,
+            "retry": retry_schema(),
+        },
     }
     to = target["properties"]
     file_target = {
@@ -98,6 +105,7 @@ def file_schema() -> dict[str, Any]:
         "required": schemas.WORKFLOW["required"],  # compactAfter is optional
         "properties": {
             **top,
+            "retry": retry_schema(),
             "roles": {
                 **top["roles"],
                 EXPECTED: "a mapping of role name -> role definition",
@@ -108,6 +116,21 @@ def file_schema() -> dict[str, Any]:
                 EXPECTED: "a mapping of <role or $START> -> <status> -> {role, prompt}",
                 "additionalProperties": edges,
             },
+        },
+    }
+
+
+def retry_schema() -> dict[str, Any]:
+    """A retry policy as a file writes it (``schemas.RETRY``, with the words of its messages)."""
+    spec = schemas.RETRY
+    keys = spec["properties"]
+    return {
+        **spec,
+        EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
+        "properties": {
+            "attempts": {**keys["attempts"], EXPECTED: "a positive integer"},
+            "backoff": {**keys["backoff"], EXPECTED: "a number of seconds (0 or more)"},
+            "maxBackoff": {**keys["maxBackoff"], EXPECTED: "a number of seconds (0 or more)"},
         },
     }
 
@@ -168,10 +191,13 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
     meta = _schema_of(p, role, spec)
     if meta is None:
         return None
-    return {
+    checked = {
         key: meta if key == "meta" else spec.get(key)
         for key in schemas.ROLE_DEFINITION["properties"]
     }
+    if "retry" in spec:
+        checked["retry"] = spec["retry"]
+    return checked
 
 
 def check_name(
@@ -266,6 +292,7 @@ def validate(
         "roles": roles,
         "graph": graph,
     }
-    if "compactAfter" in document:
-        definition["compactAfter"] = document["compactAfter"]
+    for key in ("compactAfter", "retry"):
+        if key in document:
+            definition[key] = document[key]
     return definition, p

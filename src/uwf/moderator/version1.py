@@ -15,7 +15,8 @@ routes; everything else is checked by the same code (``uwf.moderator.validate``,
   out; an edge may name its agent's working directory, ``location`` (a literal path).
 
 **The shape** has one source, as for uwf 0.5 files: the Workflow (version 1) node's schema
-(``schemas.WORKFLOW_V1``), read through :func:`file_schema`, which relaxes what a file may
+(``schemas.WORKFLOW_V1_RETRY``: Workflow (version 1) with its optional ``retry`` policies),
+read through :func:`file_schema`, which relaxes what a file may
 leave out and drops ``source`` (what uwf records of the files, never written in one). A key
 uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
 problem that names its place and the keys it could have been (a top-level ``x-…`` key is an
@@ -54,7 +55,7 @@ ROLE_DEFAULTS: dict[str, Any] = {
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a version-1 file: the Workflow (version 1) node's, as a file
     writes it (the uwf 0.5 file's role, with every field but the schema optional)."""
-    node, target = schemas.WORKFLOW_V1, schemas.TARGET_V1
+    node, target = schemas.WORKFLOW_V1_RETRY, schemas.TARGET_V1
     base = validate.file_schema()["properties"]
     role = {**base["roles"]["additionalProperties"], "required": []}
     to = target["properties"]
@@ -89,6 +90,7 @@ def file_schema() -> dict[str, Any]:
                 "additionalProperties": edges,
             },
             "compactAfter": base["compactAfter"],
+            "retry": base["retry"],
         },
     }
 
@@ -168,6 +170,7 @@ def validate_v1(
         "roles": roles,
         "graph": graph,
     }
-    if "compactAfter" in document:
-        definition["compactAfter"] = document["compactAfter"]
+    for key in ("compactAfter", "retry"):
+        if key in document:
+            definition[key] = document[key]
     return definition, p

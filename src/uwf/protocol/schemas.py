@@ -205,6 +205,44 @@ WORKFLOW_FAN_OUT: dict[str, Any] = {
     },
 }
 
+#: A retry policy written in a workflow file, at its top or on a role (docs/format.md,
+#: "Retries"): config.yaml's keys, none required.
+RETRY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "attempts": {"type": "integer", "minimum": 1},
+        "backoff": {"type": "number", "minimum": 0},
+        "maxBackoff": {"type": "number", "minimum": 0},
+    },
+}
+
+
+def _with_retry(base: dict[str, Any], title: str) -> dict[str, Any]:
+    """``base`` with an optional ``retry`` at its top and on each role."""
+    roles = base["properties"]["roles"]
+    role = roles["additionalProperties"]
+    return {
+        **base,
+        "title": title,
+        "properties": {
+            **base["properties"],
+            "retry": RETRY,
+            "roles": {
+                **roles,
+                "additionalProperties": {
+                    **role,
+                    "properties": {**role["properties"], "retry": RETRY},
+                },
+            },
+        },
+    }
+
+
+#: A uwf 0.5 Workflow with a retry policy at its top or on a role; ``compactAfter`` and
+#: ``fanOut`` edges allowed.
+WORKFLOW_RETRY = _with_retry(WORKFLOW_FAN_OUT, "Workflow (retry)")
+
 #: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
 BLOB: dict[str, Any] = {
     "title": "Blob",
@@ -248,6 +286,9 @@ WORKFLOW_V1: dict[str, Any] = {
         "source": ARTIFACTS,
     },
 }
+
+#: A Workflow (version 1) with a retry policy at its top or on a role.
+WORKFLOW_V1_RETRY = _with_retry(WORKFLOW_V1, "Workflow (version 1, retry)")
 
 #: The StartNode of a thread that resumes an ended one (``thread resume``, docs/format.md
 #: "Resuming an ended thread"): ``resumes`` is the ended thread's head, whose steps the chain
@@ -348,6 +389,8 @@ class SchemaHashes(NamedTuple):
     start_resume: str
     step_join: str
     workflow_fan_out: str
+    workflow_retry: str
+    workflow_v1_retry: str
     eval_run: str
 
     @property
@@ -358,8 +401,15 @@ class SchemaHashes(NamedTuple):
     @property
     def workflows(self) -> tuple[str, ...]:
         """Every Workflow type: plain, with ``compactAfter``, read from a version-1 file, with
-        ``fanOut`` edges."""
-        return (self.workflow, self.workflow_compact, self.workflow_v1, self.workflow_fan_out)
+        ``fanOut`` edges, with a retry policy (uwf 0.5's, version 1's)."""
+        return (
+            self.workflow,
+            self.workflow_compact,
+            self.workflow_v1,
+            self.workflow_fan_out,
+            self.workflow_retry,
+            self.workflow_v1_retry,
+        )
 
     @property
     def starts(self) -> tuple[str, str]:
@@ -386,6 +436,8 @@ HASHES = SchemaHashes(
     start_resume="8EMCBJCKVDG6H",
     step_join="6NC3P81VNXXDR",
     workflow_fan_out="EJ69MHX84HJEN",
+    workflow_retry="FEWCDWE8RC6ZG",
+    workflow_v1_retry="1HY8Q6X9RB4YP",
     eval_run="EX1A70TEHMAG9",
 )
 
@@ -417,6 +469,8 @@ def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
         ("start_resume", START_NODE_RESUME),
         ("step_join", STEP_NODE_JOIN),
         ("workflow_fan_out", WORKFLOW_FAN_OUT),
+        ("workflow_retry", WORKFLOW_RETRY),
+        ("workflow_v1_retry", WORKFLOW_V1_RETRY),
         ("eval_run", EVAL_RUN),
     )
 

@@ -8,10 +8,11 @@ and how many attempts failed at this head since the last step landed; a landed s
 it. Busy (4), a thread that ended (3), a deferral (6), a stop asked for (``thread stop``) and
 signals are not failures of the thread and leave it alone.
 
-The retry policy in force (``retry_policy``: the role's, else the workflow's, else
-config.yaml's, key by key) gives each record its next allowed attempt, or marks the thread
-``failed`` after its last (docs/format.md, "Retries"); fleet steppers honour both, and
-``step`` refuses a ``failed`` thread (``exhausted``).
+The retry policy in force (``retry_policy``: config.yaml's overrides for the role and the
+workflow, the workflow file's role and top, config.yaml's ``retry``, key by key) gives each
+record its next allowed attempt, or marks the thread ``failed`` after its last
+(docs/format.md, "Retries"); fleet steppers honour both, and ``step`` refuses a ``failed``
+thread (``exhausted``).
 """
 
 from __future__ import annotations
@@ -70,12 +71,15 @@ def record_failure(
 
 
 def retry_policy(config: Config, plan: StepPlan | None) -> RetryPolicy:
-    """The policy for a failed step of ``plan``: each key from the most specific place that
-    sets it — the role's (``retryOverrides.<workflow>.roles.<role>``), the workflow's
-    (``retryOverrides.<workflow>.retry``), config.yaml's ``retry`` —, else the default
-    (no limit, 1 s doubling up to 60 s)."""
+    """The policy for a failed step of ``plan``: each key from the first place that sets it,
+    in this order — config.yaml's ``retryOverrides`` for the role
+    (``retryOverrides.<workflow>.roles.<role>``), then for the workflow
+    (``retryOverrides.<workflow>.retry``): an operator's override —; the workflow file's
+    role (``roles.<role>.retry``), then its top (``retry``): the author's default —;
+    config.yaml's ``retry``; else the default (no limit, 1 s doubling up to 60 s)."""
     levels = [config.retry]
     if plan is not None:
+        levels.extend(plan.file_retry)
         entry = config.retry_overrides.get(plan.workflow_name)
         if entry is not None:
             levels.append(entry["retry"])

@@ -11,6 +11,7 @@ dry run prints the plan.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
@@ -67,6 +68,9 @@ class StepPlan:
     fan_out: Decision | None = None
     children: tuple[NodeHash, ...] | None = None
     limits: tuple[Limit, ...] = ()  # the agent's and its provider's, when configured
+    # the retry policies the workflow file sets (docs/format.md, "Retries"): its top's, then
+    # the role's, each as written ({attempts?, backoff?, maxBackoff?})
+    file_retry: tuple[Mapping[str, float], ...] = ()
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
@@ -150,6 +154,7 @@ def plan_step(
         depth=chain.depth_of(store, node),
         limit=round_limit(start, config),
         rounds_before=chain.depth_of(store, start) if start.resumes is not None else 0,
+        file_retry=file_retry(workflow, None),
     )
     if decision.done:  # e.g. a fork of a step that already routes to $END
         return replace(base, archive="completed")
@@ -196,7 +201,20 @@ def plan_step(
         limits=()
         if by is not None
         else limits_of(config, base.workflow_name, decision.role, agent),
+        file_retry=file_retry(workflow, decision.role),
     )
+
+
+def file_retry(workflow: dict[str, Any], role: str | None) -> tuple[Mapping[str, float], ...]:
+    """The retry policies a Workflow node sets for ``role``: its top's, then the role's."""
+    policies: list[Mapping[str, float]] = []
+    top = workflow.get("retry")
+    if isinstance(top, dict):
+        policies.append(top)
+    spec = workflow.get("roles", {}).get(role) if role is not None else None
+    if isinstance(spec, dict) and isinstance(spec.get("retry"), dict):
+        policies.append(spec["retry"])
+    return tuple(policies)
 
 
 def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:

@@ -155,10 +155,11 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     """Store every role's schema and return the Workflow payload that refers to them.
 
     A schema without a ``title`` gets ``<workflow>.<role>``; the stored role keeps exactly the
-    six fields, ``meta`` being the schema node's hash. Edges keep what the validator
-    normalised: ``role``, ``prompt``, and ``fanOut`` (docs/format.md, "Fan-out and join") or
-    a version-1 edge's ``location``. A version-1 definition also stores its files as Text
-    nodes (``source``) and keeps ``version``. The payload itself is not stored here.
+    six fields, ``meta`` being the schema node's hash (and its ``retry``, when it has one).
+    Edges keep what the validator normalised: ``role``, ``prompt``, and ``fanOut``
+    (docs/format.md, "Fan-out and join") or a version-1 edge's ``location``. A version-1
+    definition also stores its files as Text nodes (``source``) and keeps ``version``. The
+    payload itself is not stored here.
     """
     name = definition["name"]
     roles: dict[str, Any] = {}
@@ -173,6 +174,8 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
             "output": spec["output"],
             "meta": store.put_schema(schema),
         }
+        if "retry" in spec:  # only then the retry type: other hashes stay as they were
+            roles[role]["retry"] = dict(spec["retry"])
     graph = {
         node: {status: dict(target) for status, target in edges.items()}
         for node, edges in definition["graph"].items()
@@ -183,6 +186,8 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
     payload.update(name=name, description=definition["description"], roles=roles, graph=graph)
     if "compactAfter" in definition:  # only then the extended type: other hashes stay as they were
         payload["compactAfter"] = definition["compactAfter"]
+    if "retry" in definition:
+        payload["retry"] = dict(definition["retry"])
     if "sources" in definition:
         text = schemas.ensure(store).text
         payload["source"] = [
@@ -197,18 +202,27 @@ def has_fan_out(payload: dict[str, Any]) -> bool:
     return any("fanOut" in t for edges in payload["graph"].values() for t in edges.values())
 
 
+def has_retry(payload: dict[str, Any]) -> bool:
+    """Whether a Workflow payload sets a retry policy, at its top or on a role."""
+    return "retry" in payload or any("retry" in role for role in payload["roles"].values())
+
+
 def store_definition(store: Store, definition: dict[str, Any]) -> NodeHash:
     """Materialise a validated definition and store it as a Workflow node; return its hash.
 
-    A workflow read from a version-1 file is a Workflow (version 1) node, one with a
-    ``fanOut`` edge a Workflow (fanOut) node, else one with ``compactAfter`` a Workflow
-    (compactAfter) node (docs/format.md, "Extended types"); any other keeps the plain
-    Workflow type and its hash. (Version-1 files have no ``fanOut``: the validator refuses
-    it.)"""
+    A workflow read from a version-1 file is a Workflow (version 1) node — Workflow (version
+    1, retry) when it sets a retry policy —; a uwf 0.5 one that sets a retry policy is a
+    Workflow (retry) node, else one with a ``fanOut`` edge a Workflow (fanOut) node, else one
+    with ``compactAfter`` a Workflow (compactAfter) node (docs/format.md, "Extended types");
+    any other keeps the plain Workflow type and its hash. (Version-1 files have no ``fanOut``:
+    the validator refuses it.)"""
     h = schemas.ensure(store)
     payload = materialise(store, definition)
+    retry = has_retry(payload)
     if payload.get("version") == 1:
-        return store.put(h.workflow_v1, payload)
+        return store.put(h.workflow_v1_retry if retry else h.workflow_v1, payload)
+    if retry:
+        return store.put(h.workflow_retry, payload)
     if has_fan_out(payload):
         return store.put(h.workflow_fan_out, payload)
     return store.put(h.workflow_compact if "compactAfter" in payload else h.workflow, payload)
