@@ -108,10 +108,11 @@ def start(
 
 
 def _register_stepping() -> None:
-    from uwf.cli import stepping
+    from uwf.cli import stepping, thread_bulk
 
     app.command("step")(stepping.step)
     add_alias(app, stepping.step, "thread exec", "thread step")
+    app.command("stop")(thread_bulk.stop)
 
 
 _register_stepping()
@@ -400,6 +401,16 @@ def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
 app.command("step-details")(_step_details)
 
 
+def _register_kill() -> None:
+    from uwf.cli import thread_bulk
+
+    app.command("kill")(thread_bulk.kill)
+    add_alias(app, thread_bulk.kill, "thread cancel", "thread kill")
+
+
+_register_kill()
+
+
 @app.command("graph")
 def graph(thread: ThreadArg, fmt: GraphFormatOpt = GraphFormat.mermaid) -> None:
     """Print the thread's workflow graph with the path it took, as Mermaid or DOT text.
@@ -498,13 +509,10 @@ def export(
 def _register_steering() -> None:
     from uwf.cli import steering, thread_bulk
 
-    app.command("kill")(thread_bulk.kill)
-    add_alias(app, thread_bulk.kill, "thread cancel", "thread kill")
-    app.command("stop")(thread_bulk.stop)
-    app.command("retry")(thread_bulk.retry)
     app.command("rerun")(thread_bulk.rerun)
     app.command("answer")(steering.answer)
     app.command("resume")(steering.resume)
+    app.command("retry")(thread_bulk.retry)
     app.command("priority")(steering.priority)
 
 

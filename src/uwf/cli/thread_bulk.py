@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 ThreadsArg = Annotated[
     list[str] | None,
     typer.Argument(
-        metavar="[THREAD]...",
+        metavar="THREAD",
         help="Thread ids (26-character ULIDs); with the filters, or instead of them.",
         show_default=False,
         autocompletion=complete_threads,
@@ -203,7 +203,7 @@ def rerun(
     threads: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[STEP|THREAD]...",
+            metavar="STEP|THREAD",
             help="A StepNode hash (13 characters) or thread ids (the last step of each).",
             show_default=False,
         ),
