@@ -230,3 +230,45 @@ def test_stop_ends_background_runs_and_skips_threads_without_one(
         f"thread {idle} is not currently running",
         f"thread {running[0]} is not currently running",
     ]
+
+
+def test_killing_a_parent_first_reports_its_children_killed_by_the_same_command(
+    tmp_path: Path,
+) -> None:
+    """In-process on the memory backend: a parent named before its fan-out's children kills
+    them with it (``thread kill`` kills children first); their own lines then say killed,
+    as the dry run said they would be, not "not active"."""
+    from conftest import EXAMPLES
+    from uwf.backend.base import ThreadInfo
+    from uwf.backend.memory import MemoryBackend
+    from uwf.engine.threads import bulk
+    from uwf.engine.threads import lifecycle as threads
+    from uwf.engine.workflows import stored as workflows
+    from uwf.util.ulid import new_thread_id
+
+    backend = MemoryBackend(tmp_path)
+    workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
+    parent = threads.start(backend, "solve-issue", "the parent")["thread"]
+    record = backend.threads.get(parent)
+    assert record is not None
+    children = [new_thread_id() for _ in range(2)]
+    grandchild = new_thread_id()
+    for child, above in [(children[0], parent), (children[1], parent), (grandchild, children[0])]:
+        backend.threads.create(
+            child, record.head, ThreadInfo(record.info.workflow, "a child", parent=above)
+        )
+    ids = [parent, grandchild, children[1]]
+
+    def kill(dry_run: bool) -> list[Any]:
+        targets = bulk.select(backend, "thread kill", ids, bulk.Filters())
+        return list(bulk.run(backend, bulk.Kill(), targets, dry_run=dry_run))
+
+    planned = kill(dry_run=True)
+    done = kill(dry_run=False)
+    assert [line["thread"] for line in done] == ids
+    assert [line["result"] for line in done] == [{"thread": t, "killed": True} for t in ids]
+    assert [as_planned(dict(line)) for line in done] == planned
+    assert backend.threads.active() == []
+    assert {e.thread: e.status for e in backend.threads.history()} == {
+        t: "killed" for t in [parent, *children, grandchild]
+    }
