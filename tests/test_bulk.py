@@ -3,7 +3,8 @@ retry` and `thread rerun` on the threads named and those the filters of `thread 
 one JSON line per thread, errors for one thread not stopping the others, a `--dry-run` that
 prints the same lines and changes nothing, and a refusal when nothing selects a thread.
 
-Every test drives the real CLI in subprocesses, on the filesystem and on PostgreSQL.
+Every test but the last drives the real CLI in subprocesses, on the filesystem and on
+PostgreSQL; the last kills a fan-out's parent and children in-process, on the memory backend.
 """
 
 from __future__ import annotations
@@ -194,8 +195,8 @@ def test_rerun_by_time_range_reruns_each_last_step_in_a_new_thread(
     mixed = cli_proc("thread", "rerun", heads[threads[0]], threads[1])
     assert (mixed.code, mixed.err_line) == (
         2,
-        "error: re-run threads in bulk by their ids; re-run one step alone with "
-        "`uwf thread rerun <step>`",
+        "error: a bulk thread rerun takes thread ids, not step hashes: re-run one step "
+        "alone (uwf thread rerun STEP)",
     )
 
 

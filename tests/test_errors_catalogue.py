@@ -528,8 +528,8 @@ CASES: list[Case] = [
         "thread",
         "thread rerun 0123456789ABC {thread}",
         2,
-        "error: re-run threads in bulk by their ids; re-run one step alone with "
-        "`uwf thread rerun <step>`",
+        "error: a bulk thread rerun takes thread ids, not step hashes: re-run one step "
+        "alone (uwf thread rerun STEP)",
     ),
     # -- thread step --------------------------------------------------------------------------
     case(

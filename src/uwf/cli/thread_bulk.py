@@ -245,8 +245,8 @@ def rerun(
     if one is None:
         if any(len(t) != 26 for t in threads or []):
             raise UsageError(
-                "re-run threads in bulk by their ids; re-run one step alone with "
-                "`uwf thread rerun <step>`"
+                "a bulk thread rerun takes thread ids, not step hashes: re-run one step "
+                "alone (uwf thread rerun STEP)"
             )
         _bulk(action, threads, filters, dry_run, fmt)
         return
