@@ -252,10 +252,11 @@ def rerun(
         return
     from uwf.engine.threads import steer
 
-    step = one if len(one) != 26 else action.last_step(backend(), one)
+    storage = backend()
+    step = one if len(one) != 26 else action.last_step(storage, one)
     with loop_contract():
         emit_stream(
-            steer.rerun(backend(), step, agent=agent, timeout=timeout, edge_prompt=edge_prompt),
+            steer.rerun(storage, step, agent=agent, timeout=timeout, edge_prompt=edge_prompt),
             fmt,
         )
 
