@@ -496,6 +496,41 @@ CASES: list[Case] = [
         )
         for command in ("show", "step", "read", "kill", "steps")
     ],
+    # -- bulk actions: refused before any thread is touched ----------------------------------
+    *[
+        case(
+            f"bulk-{command}-no-target",
+            "thread",
+            ["thread", command],
+            2,
+            f"error: thread {command} needs thread ids or a filter (--status, --workflow, "
+            "--after, --before, --parent); --status active selects every active thread",
+        )
+        for command in ("kill", "stop", "retry", "rerun")
+    ],
+    case(
+        "bulk-kill-bad-id",
+        "thread",
+        "thread kill {thread} not-a-thread --status active",
+        1,
+        'error: invalid thread id: "not-a-thread" (expected a 26-character ULID)',
+    ),
+    case(
+        "bulk-retry-bad-status",
+        "thread",
+        "thread retry {thread} --status stuck",
+        2,
+        "error: Invalid status: stuck. Must be one of: idle, running, waiting, failing, failed, "
+        "completed, killed, max_rounds, active",
+    ),
+    case(
+        "bulk-rerun-step-hash",
+        "thread",
+        "thread rerun 0123456789ABC {thread}",
+        2,
+        "error: a bulk thread rerun takes thread ids, not step hashes: re-run one step "
+        "alone (uwf thread rerun STEP)",
+    ),
     # -- thread step --------------------------------------------------------------------------
     case(
         "step-count-zero",

@@ -178,6 +178,8 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread fork --output", printed(edited), o.ForkedEdited)
     rerun = cli("thread", "rerun", developer, "--agent", mock)
     c("thread rerun", lines(rerun), list[o.RerunLine])
+    reruns = cli("thread", "rerun", thread, forked_at["thread"], "--agent", mock)
+    c("thread rerun (bulk)", lines(reruns), list[o.BulkLine])
 
     waits = printed(cli("thread", "start", "solve-issue", "-p", "Wait for me"))["thread"]
     deferring = agent_script("print('a person answers', file=sys.stderr)\nsys.exit(75)")
@@ -188,7 +190,12 @@ def test_every_command_prints_the_keys_of_its_type(
     assert cli("thread", "step", fails, "--agent", failing).code == 5
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
+    bulk = cli("thread", "retry", fails, waits, "--dry-run")  # waits: no failure, an error
+    assert bulk.code == 1
+    c("thread retry --dry-run", bulk.jsonl(), list[o.BulkLine])
     c("thread retry", printed(cli("thread", "retry", fails)), o.Retried)
+    killed = cli("thread", "kill", "--status", "killed", "--workflow", "solve-issue")
+    c("thread kill --status (skipped)", lines(killed), list[o.BulkLine])
     c("thread priority", printed(cli("thread", "priority", fails, "4")), o.Prioritized)
     c("thread show (priority)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list", printed(cli("thread", "list", "--all")), list[o.ThreadListed])
@@ -225,7 +232,11 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread step --background", printed(launched), o.BackgroundStarted)
     c("thread show (background)", printed(cli("thread", "show", running["thread"])), o.ThreadShown)
     c("thread stop", printed(cli("thread", "stop", running["thread"])), o.BackgroundStopped)
-    printed(cli("thread", "kill", running["thread"]))
+    c(
+        "thread kill (bulk)",
+        lines(cli("thread", "kill", running["thread"], waits)),
+        list[o.BulkLine],
+    )
 
     failing = agent_script("sys.exit(1)")
     worked = cli("worker", "--max-steps", "1", "--idle-exit", "1", "--agent", failing)

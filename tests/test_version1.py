@@ -297,6 +297,9 @@ def test_forks_and_reruns_keep_or_take_a_working_directory(
     rerun = ok(cli("thread", "rerun", planned, "--agent", agent, "--cwd", other))
     assert cwd_of(rerun) == str(other)
     assert steps_of(cli, rerun["thread"])[0]["output"]["specFiles"] == [str(other)]
+    of_thread = ok(cli("thread", "rerun", thread, "--agent", agent))  # its last step
+    assert cwd_of(of_thread) == str(project)
+    assert steps_of(cli, of_thread["thread"])[0]["output"]["specFiles"] == [str(project)]
 
 
 def test_a_missing_working_directory_fails_the_step_and_changes_nothing(

@@ -180,6 +180,38 @@ WorkflowFilterOpt = Annotated[
         show_default=False,
     ),
 ]
+
+# The filters of `thread list`, shared by the bulk actions (cli/thread_bulk.py): one
+# declaration, so that a filter means the same wherever it selects threads.
+StatusFilterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--status",
+        help="idle, running, waiting, failing, failed, completed, killed, max_rounds "
+        "(comma-separated), or active (the first five).",
+        show_default=False,
+    ),
+]
+AfterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--after",
+        help="Created after: ISO date/time or relative (7d, 24h, 30m).",
+        show_default=False,
+    ),
+]
+BeforeOpt = Annotated[
+    str | None,
+    typer.Option("--before", help="Created before: ISO date/time or relative.", show_default=False),
+]
+ParentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--parent",
+        help="Only the child threads this thread's fan-outs started (active and archived).",
+        show_default=False,
+    ),
+]
 WaitOpt = Annotated[
     bool,
     typer.Option(

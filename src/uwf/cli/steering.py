@@ -1,6 +1,7 @@
-"""`uwf thread rerun`, `thread answer`, `thread retry`, `thread priority` and the edits of
-`thread fork --output/--edit`: steering a thread by hand (docs/agents.md, "People as
-roles"). Registered on the thread group by ``uwf.cli.thread``."""
+"""`uwf thread answer`, `thread resume`, `thread priority` and the edits of `thread fork
+--output/--edit`: steering a thread by hand (docs/agents.md, "People as roles"). Registered
+on the thread group by ``uwf.cli.thread`` (rerun and retry, which also act in bulk: in
+``uwf.cli.thread_bulk``)."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -9,9 +10,7 @@ import typer
 
 from uwf.cli.options import (
     AgentOpt,
-    CwdOpt,
     FormatOpt,
-    StepHashArg,
     ThreadArg,
     TimeoutOpt,
     WaitOpt,
@@ -57,48 +56,6 @@ def fork_edited(
     if forked is None:
         raise InvalidInput("the output was left unchanged: no thread was created")
     return forked
-
-
-def rerun(
-    step_hash: StepHashArg,
-    agent: AgentOpt = None,
-    timeout: TimeoutOpt = None,
-    edge_prompt: Annotated[
-        str | None,
-        typer.Option(
-            "--edge-prompt",
-            metavar="TEXT",
-            help="The instruction the role gets instead of the graph's edge prompt.",
-            show_default=False,
-        ),
-    ] = None,
-    cwd: CwdOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    """Run a step's role again from the step's parent, in a new thread.
-
-    Forks at the step's parent (its previous step, or the task) and runs the same role once,
-    with --agent, --timeout or --edge-prompt when given, in --cwd when given (a step names
-    no thread, so the fork has no working directory of its own); the original thread is
-    untouched.
-    Prints the step's line ({"workflow","thread","head","role","done","status"}, thread being
-    the new one) plus "rerunOf". Exit codes as for thread step (an error names the new
-    thread).
-    """
-    from uwf.engine.threads import steer
-
-    with loop_contract():
-        emit_stream(
-            steer.rerun(
-                backend(),
-                step_hash,
-                agent=agent,
-                timeout=timeout,
-                edge_prompt=edge_prompt,
-                cwd=cwd,
-            ),
-            fmt,
-        )
 
 
 def answer(
@@ -188,19 +145,6 @@ def resume(
     text = read_input("-", "prompt") if prompt == "-" else prompt
     with loop_contract():
         emit_stream(resume_thread(backend(), thread, text, agent=agent, timeout=timeout), fmt)
-
-
-def retry(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """Step a failed or failing thread again: end its last failure.
-
-    A thread whose retry policy's last attempt failed is failed (thread list --status failed)
-    and never stepped; one that is failing waits for its next allowed attempt (docs/format.md,
-    "Retries"). This ends the failure: the next step runs at once, attempts counted from
-    zero; the head does not move. Prints {"thread","retried","failure"} (the failure ended).
-    """
-    from uwf.engine.threads import steer
-
-    emit(steer.retry(backend(), thread), fmt)
 
 
 def priority(

@@ -1,6 +1,6 @@
-"""`uwf thread step` and `thread stop`: running a thread's steps, in the foreground or in a
-background run (docs/architecture.md, "Background runs"). Registered on the thread group by
-``uwf.cli.thread``."""
+"""`uwf thread step`: running a thread's steps, in the foreground or in a background run
+(docs/architecture.md, "Background runs"; `thread stop` is in ``uwf.cli.thread_bulk``).
+Registered on the thread group by ``uwf.cli.thread``."""
 
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,7 +10,6 @@ from uwf.cli.options import (
     AgentOpt,
     Format,
     FormatOpt,
-    ThreadArg,
     TimeoutOpt,
     WaitOpt,
     WorkflowFilterOpt,
@@ -191,19 +190,3 @@ def _launch(
     from uwf.engine.step.background import launch
 
     return launch(backend(), thread, count=count, agent=agent, timeout=timeout, worker=WORKER)
-
-
-def stop(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """End the thread's background run (thread step --background) and its agent.
-
-    The head stays where it was and the thread active. Prints {"thread","stopped":true} once
-    the run has ended, its agent's process group killed; with no background run,
-    {"thread","stopped":false} and a warning (removing what a run that died left behind).
-    Works from any machine that shares the storage backend.
-    """
-    from uwf.engine.step.background import stop as stop_run
-
-    result, warning = stop_run(backend(), thread)
-    if warning:
-        typer.echo(f"warning: {warning}", err=True)
-    emit(result, fmt)

@@ -1,6 +1,7 @@
-"""`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, kill, graph,
-watch, export; step and stop come from ``uwf.cli.stepping``, rerun, answer and retry
-from ``uwf.cli.steering``."""
+"""`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, graph, watch,
+export; step comes from ``uwf.cli.stepping``, answer, resume and priority from
+``uwf.cli.steering``, kill, stop, retry and rerun (one thread, or in bulk) from
+``uwf.cli.thread_bulk``."""
 
 import sys
 from pathlib import Path
@@ -10,15 +11,20 @@ import typer
 
 from uwf.cli.lazy import App
 from uwf.cli.options import (
+    AfterOpt,
+    BeforeOpt,
     CwdOpt,
     Format,
     FormatOpt,
     GraphFormat,
     GraphFormatOpt,
+    ParentOpt,
     QuotaOpt,
+    StatusFilterOpt,
     StepHashArg,
     TableFormatOpt,
     ThreadArg,
+    WorkflowFilterOpt,
     add_alias,
     backend,
     complete_threads,
@@ -102,11 +108,11 @@ def start(
 
 
 def _register_stepping() -> None:
-    from uwf.cli import stepping
+    from uwf.cli import stepping, thread_bulk
 
     app.command("step")(stepping.step)
     add_alias(app, stepping.step, "thread exec", "thread step")
-    app.command("stop")(stepping.stop)
+    app.command("stop")(thread_bulk.stop)
 
 
 _register_stepping()
@@ -145,41 +151,15 @@ def show(
 @app.command("list")
 def list_(
     all_: Annotated[bool, typer.Option("--all", help="Include archived threads.")] = False,
-    status: Annotated[
-        str | None,
-        typer.Option(
-            "--status",
-            help="idle, running, waiting, failing, failed, completed, killed, max_rounds "
-            "(comma-separated), or active (the first five).",
-            show_default=False,
-        ),
-    ] = None,
-    after: Annotated[
-        str | None,
-        typer.Option(
-            "--after",
-            help="Created after: ISO date/time or relative (7d, 24h, 30m).",
-            show_default=False,
-        ),
-    ] = None,
-    before: Annotated[
-        str | None,
-        typer.Option(
-            "--before", help="Created before: ISO date/time or relative.", show_default=False
-        ),
-    ] = None,
+    status: StatusFilterOpt = None,
+    workflow: WorkflowFilterOpt = None,
+    after: AfterOpt = None,
+    before: BeforeOpt = None,
     skip: Annotated[str, typer.Option("--skip", help="Skip the N newest.")] = "0",
     take: Annotated[
         str | None, typer.Option("--take", help="Return at most N.", show_default=False)
     ] = None,
-    parent: Annotated[
-        str | None,
-        typer.Option(
-            "--parent",
-            help="Only the child threads this thread's fan-outs started (active and archived).",
-            show_default=False,
-        ),
-    ] = None,
+    parent: ParentOpt = None,
     fmt: TableFormatOpt = None,
 ) -> None:
     """List threads, newest first (active only unless --all, --status or --parent).
@@ -187,7 +167,9 @@ def list_(
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
     line of the thread's task (up to 100 characters) and createdAt its creation time (unix
     ms); plus "waiting" and "failure" as `thread show` prints them. --format table prints
-    aligned columns: thread, age, status, workflow, task, last failure.
+    aligned columns: thread, age, status, workflow, task, last failure. The filters (--status,
+    --workflow, --after, --before, --parent) select the threads of the bulk actions too
+    (thread kill, stop, retry, rerun).
     """
     from uwf.engine.threads import lifecycle as threads
     from uwf.util.numbers import as_count, as_positive_int
@@ -205,6 +187,7 @@ def list_(
         storage,
         all_=all_,
         status=status,
+        workflow=workflow,
         after=after,
         before=before,
         skip=skip_n,
@@ -418,15 +401,14 @@ def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
 app.command("step-details")(_step_details)
 
 
-def _kill(thread: ThreadArg, fmt: FormatOpt = None) -> None:
-    """Archive an active thread with status killed (its active child threads first)."""
-    from uwf.engine.threads import lifecycle as threads
+def _register_kill() -> None:
+    from uwf.cli import thread_bulk
 
-    emit(threads.kill(backend(), thread), fmt)
+    app.command("kill")(thread_bulk.kill)
+    add_alias(app, thread_bulk.kill, "thread cancel", "thread kill")
 
 
-app.command("kill")(_kill)
-add_alias(app, _kill, "thread cancel", "thread kill")
+_register_kill()
 
 
 @app.command("graph")
@@ -525,12 +507,12 @@ def export(
 
 
 def _register_steering() -> None:
-    from uwf.cli import steering
+    from uwf.cli import steering, thread_bulk
 
-    app.command("rerun")(steering.rerun)
+    app.command("rerun")(thread_bulk.rerun)
     app.command("answer")(steering.answer)
     app.command("resume")(steering.resume)
-    app.command("retry")(steering.retry)
+    app.command("retry")(thread_bulk.retry)
     app.command("priority")(steering.priority)
 
 

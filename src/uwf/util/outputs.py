@@ -363,6 +363,26 @@ class Killed(TypedDict):
     killed: bool
 
 
+BulkResult = Killed | BackgroundStopped | Retried | RerunLine
+
+
+class BulkLine(TypedDict):
+    """One thread of a bulk ``thread kill``, ``stop``, ``retry`` or ``rerun``
+    (docs/scale-out.md, "Bulk actions"): the thread as selected, then ``result`` (what the
+    single command prints), ``skipped`` (why it was left alone) or ``error`` and ``exit``
+    (the code the single command would have exited with); ``dryRun`` with ``--dry-run``."""
+
+    thread: ThreadId
+    action: str
+    workflow: NotRequired[str]
+    status: NotRequired[str]  # when selected, as ``thread list`` says it
+    result: NotRequired[BulkResult]
+    skipped: NotRequired[str]
+    error: NotRequired[str]
+    exit: NotRequired[int]
+    dryRun: NotRequired[bool]
+
+
 class Exported(TypedDict):
     """``thread export``."""
 

@@ -356,6 +356,7 @@ def list_threads(
     *,
     all_: bool = False,
     status: str | None = None,
+    workflow: str | None = None,
     after: str | None = None,
     before: str | None = None,
     skip: int = 0,
@@ -366,6 +367,7 @@ def list_threads(
 
     Each ``{"thread","workflow","head","status","task","createdAt"}``: ``task`` is the first
     line of the task (recorded when the thread was created), ``createdAt`` unix ms.
+    ``workflow``: a name (any of its stored versions) or a Workflow hash.
     """
     wanted = _parse_statuses(status)
     if skip < 0:
@@ -377,6 +379,11 @@ def list_threads(
     after_ms = parse_time_ms(after) if after is not None else None
     before_ms = parse_time_ms(before) if before is not None else None
 
+    versions = None
+    if workflow is not None:
+        from uwf.engine.step.fleet import workflow_versions
+
+        versions = workflow_versions(backend, workflow)
     kids = None
     if parent is not None:  # active and archived (docs/format.md, "Fan-out and join")
         kids = {child.thread for child in backend.threads.children(check_thread_id(parent))}
@@ -388,6 +395,8 @@ def list_threads(
         items = [i for i in items if i["thread"] in kids]
     if wanted is not None:
         items = [i for i in items if i["status"] in wanted]
+    if versions is not None:
+        items = [i for i in items if i["workflow"] in versions]
     if after_ms is not None or before_ms is not None:
         items = [i for i in items if _in_window(i["thread"], after_ms, before_ms)]
     # A ULID's first 10 characters are its creation time, in an alphabet that sorts like

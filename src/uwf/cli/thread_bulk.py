@@ -1,0 +1,271 @@
+"""`uwf thread kill`, `thread stop`, `thread retry` and `thread rerun`: on one thread, or in
+bulk on the threads named and those the filters of `thread list` match (docs/scale-out.md,
+"Bulk actions"; the engine's side is ``uwf.engine.threads.bulk``). Registered on the thread
+group by ``uwf.cli.thread``.
+
+Each command has two forms. One thread named, with no filter and no ``--dry-run``: the single
+form, whose output and exit codes are what they always were. Anything else: the bulk form,
+one ``BulkLine`` per thread, exit 1 when any of them has an error.
+"""
+
+import inspect
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from uwf.cli.options import (
+    AfterOpt,
+    AgentOpt,
+    BeforeOpt,
+    CwdOpt,
+    Format,
+    FormatOpt,
+    ParentOpt,
+    StatusFilterOpt,
+    TimeoutOpt,
+    WorkflowFilterOpt,
+    backend,
+    complete_threads,
+    emit,
+    emit_stream,
+    loop_contract,
+)
+from uwf.util.errors import UsageError, UwfError
+
+if TYPE_CHECKING:
+    from uwf.engine.threads.bulk import Action, Filters
+
+ThreadsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="THREAD",
+        help="Thread ids (26-character ULIDs); with the filters, or instead of them.",
+        show_default=False,
+        autocompletion=complete_threads,
+    ),
+]
+BulkDryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help='Print the line of each thread it would touch, with "dryRun": true; change nothing.',
+    ),
+]
+
+BULK_HELP = """\
+Threads are named, or selected with the filters of `thread list` (--status, --workflow,
+--after, --before, --parent), or both: the threads named, in order, then those the filters
+match, newest first, each once. With neither, nothing is done (exit 2): --status active
+selects every active thread.
+
+One thread named, with no filter and no --dry-run, is the single form above. Otherwise it
+prints one JSON line per thread: {"thread","action","workflow","status"} (as selected) and
+"result" (what the single form prints), "skipped" (why a thread a filter matched was left
+alone) or "error" and "exit" (a thread named that the action does not apply to, or an action
+that failed: the single form's message and exit code); the other threads go on. Exit 0 when
+no line has an error, else 1. --dry-run prints the same lines, with "dryRun": true and no
+"result", and changes nothing."""
+
+
+def _filters(
+    status: str | None,
+    workflow: str | None,
+    after: str | None,
+    before: str | None,
+    parent: str | None,
+) -> "Filters":
+    from uwf.engine.threads.bulk import Filters
+
+    return Filters(status, workflow, after, before, parent)
+
+
+def _single(threads: list[str] | None, filters: "Filters", dry_run: bool) -> str | None:
+    """The one thread of the single form, or None (the bulk form)."""
+    if threads is not None and len(threads) == 1 and not dry_run and not filters.selects():
+        return threads[0]
+    return None
+
+
+def _bulk(
+    action: "Action",
+    threads: list[str] | None,
+    filters: "Filters",
+    dry_run: bool,
+    fmt: Format | None,
+) -> None:
+    """Select the targets, print each one's line as it is done, then fail if any failed."""
+    from uwf.engine.threads import bulk
+
+    storage = backend()
+    command = f"thread {action.name}"
+    targets = bulk.select(storage, command, threads or [], filters)
+    failed = 0
+    for line in bulk.run(storage, action, targets, dry_run=dry_run):
+        emit_stream(line, fmt)
+        failed += "error" in line
+    if failed:
+        verb = "would fail" if dry_run else "failed"
+        raise UwfError(
+            f'{command}: {failed} of {len(targets)} threads {verb} (see the lines with "error")'
+        )
+
+
+def kill(
+    threads: ThreadsArg = None,
+    status: StatusFilterOpt = None,
+    workflow: WorkflowFilterOpt = None,
+    after: AfterOpt = None,
+    before: BeforeOpt = None,
+    parent: ParentOpt = None,
+    dry_run: BulkDryRunOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Archive active threads with status killed (their active child threads first).
+
+    The single form prints {"thread","killed":true}; a thread that is not active is an
+    error (exit 1).
+    """
+    from uwf.engine.threads import bulk
+
+    filters = _filters(status, workflow, after, before, parent)
+    one = _single(threads, filters, dry_run)
+    if one is not None:
+        from uwf.engine.threads import lifecycle
+
+        emit(lifecycle.kill(backend(), one), fmt)
+        return
+    _bulk(bulk.Kill(), threads, filters, dry_run, fmt)
+
+
+def stop(
+    threads: ThreadsArg = None,
+    status: StatusFilterOpt = None,
+    workflow: WorkflowFilterOpt = None,
+    after: AfterOpt = None,
+    before: BeforeOpt = None,
+    parent: ParentOpt = None,
+    dry_run: BulkDryRunOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """End the background runs (thread step --background) of threads, and their agents.
+
+    The head stays where it was and the thread active. The single form prints
+    {"thread","stopped":true} once the run has ended, its agent's process group killed; with
+    no background run, {"thread","stopped":false} and a warning (removing what a run that
+    died left behind). Works from any machine that shares the storage backend. In bulk, a
+    thread with no background run is skipped, named or not.
+    """
+    from uwf.engine.threads import bulk
+
+    filters = _filters(status, workflow, after, before, parent)
+    one = _single(threads, filters, dry_run)
+    if one is not None:
+        from uwf.engine.step.background import stop as stop_run
+
+        result, warning = stop_run(backend(), one)
+        if warning:
+            typer.echo(f"warning: {warning}", err=True)
+        emit(result, fmt)
+        return
+    _bulk(bulk.Stop(), threads, filters, dry_run, fmt)
+
+
+def retry(
+    threads: ThreadsArg = None,
+    status: StatusFilterOpt = None,
+    workflow: WorkflowFilterOpt = None,
+    after: AfterOpt = None,
+    before: BeforeOpt = None,
+    parent: ParentOpt = None,
+    dry_run: BulkDryRunOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Step failed or failing threads again: end their last failure.
+
+    A thread whose retry policy's last attempt failed is failed (thread list --status failed)
+    and never stepped; one that is failing waits for its next allowed attempt (docs/format.md,
+    "Retries"). This ends the failure: the next step runs at once, attempts counted from
+    zero; the head does not move. The single form prints {"thread","retried","failure"} (the
+    failure ended).
+    """
+    from uwf.engine.threads import bulk
+
+    filters = _filters(status, workflow, after, before, parent)
+    one = _single(threads, filters, dry_run)
+    if one is not None:
+        from uwf.engine.threads import steer
+
+        emit(steer.retry(backend(), one), fmt)
+        return
+    _bulk(bulk.Retry(), threads, filters, dry_run, fmt)
+
+
+def rerun(
+    threads: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="STEP|THREAD",
+            help="A StepNode hash (13 characters) or thread ids (the last step of each).",
+            show_default=False,
+        ),
+    ] = None,
+    status: StatusFilterOpt = None,
+    workflow: WorkflowFilterOpt = None,
+    after: AfterOpt = None,
+    before: BeforeOpt = None,
+    parent: ParentOpt = None,
+    agent: AgentOpt = None,
+    timeout: TimeoutOpt = None,
+    edge_prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--edge-prompt",
+            metavar="TEXT",
+            help="The instruction the role gets instead of the graph's edge prompt.",
+            show_default=False,
+        ),
+    ] = None,
+    cwd: CwdOpt = None,
+    dry_run: BulkDryRunOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Run a step's role again from the step's parent, in a new thread.
+
+    Forks at the step's parent (its previous step, or the task) and runs the same role once,
+    with --agent, --timeout or --edge-prompt when given; the original thread is untouched. A
+    thread stands for its last step (active or ended); its re-run works in the thread's
+    working directory, a step's in none (a step names no thread) — unless --cwd gives one.
+    The single form (one step or thread) prints the step's line
+    ({"workflow","thread","head","role","done","status"}, thread being the new one) plus
+    "rerunOf", with the exit codes of thread step (an error names the new thread). In bulk,
+    each thread's last step is re-run in turn, and the re-runs' exit codes are the lines'
+    "exit".
+    """
+    from uwf.engine.threads import bulk
+
+    filters = _filters(status, workflow, after, before, parent)
+    action = bulk.Rerun(agent=agent, timeout=timeout, edge_prompt=edge_prompt, cwd=cwd)
+    one = _single(threads, filters, dry_run)
+    if one is None:
+        if any(len(t) != 26 for t in threads or []):
+            raise UsageError(
+                "a bulk thread rerun takes thread ids, not step hashes: re-run one step "
+                "alone (uwf thread rerun STEP)"
+            )
+        _bulk(action, threads, filters, dry_run, fmt)
+        return
+    from uwf.engine.threads import steer
+
+    storage = backend()
+    step, cwd = action.of_thread(storage, one) if len(one) == 26 else (one, cwd)
+    with loop_contract():
+        emit_stream(
+            steer.rerun(
+                storage, step, agent=agent, timeout=timeout, edge_prompt=edge_prompt, cwd=cwd
+            ),
+            fmt,
+        )
+
+
+for _command in (kill, stop, retry, rerun):
+    _command.__doc__ = f"{inspect.getdoc(_command)}\n\n{BULK_HELP}"
