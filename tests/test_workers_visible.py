@@ -179,8 +179,7 @@ def test_sigterm_drain_lets_the_step_in_flight_land(
     [line] = map(_json, out.splitlines())  # the step landed, and no other one started
     assert (line["thread"], line["role"]) == (thread, "planner")
     assert err.splitlines()[-3:] == [
-        f"worker: SIGTERM: letting the step of thread {thread} finish (up to 30s, "
-        "--drain-timeout)",
+        f"worker: SIGTERM: letting the step of thread {thread} finish (up to 30s, --drain-timeout)",
         "worker: SIGTERM: the step in flight ended; stopped",
         "worker: 1 steps, 0 failed",
     ]
