@@ -59,9 +59,9 @@ class Heartbeat:
     def __enter__(self) -> Heartbeat:
         try:
             self.backend.workers.prune(now_ms() - KEEP_MS)
-        except UwfError as exc:  # a registry that cannot be pruned now: next start does
-            self._log.write("W3K8N5Q2", f"worker registry not pruned: {exc.message}")
-        self.backend.workers.beat(self.record)  # a store that is away fails the start
+        except (UwfError, OSError) as exc:  # cannot be pruned now: the next start does
+            self._log.write("W3K8N5Q2", f"worker registry not pruned: {exc}")
+        self._beat()  # a store that is away: the worker backs off as ever, the beats retry
         self._thread.start()
         return self
 
@@ -73,10 +73,13 @@ class Heartbeat:
 
     def _loop(self) -> None:
         while not self._done.wait(self.interval):
-            try:
-                self._write()
-            except (UwfError, OSError) as exc:  # the store is away: the next beat tries again
-                self._log.write("W7D2F6J9", f"heartbeat not written: {exc}")
+            self._beat()
+
+    def _beat(self) -> None:
+        try:
+            self._write()
+        except (UwfError, OSError) as exc:  # the store is away: the next beat tries again
+            self._log.write("W7D2F6J9", f"heartbeat not written: {exc}")
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
