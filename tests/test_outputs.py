@@ -230,7 +230,8 @@ def test_every_command_prints_the_keys_of_its_type(
     printed(cli("thread", "kill", running["thread"]))
 
     failing = agent_script("sys.exit(1)")
-    worked = cli("worker", "--max-steps", "1", "--idle-exit", "1", "--agent", failing)
+    # it stops (0.5 s idle) before the back-off (1 s) ends: the thread fails once, not twice
+    worked = cli("worker", "--max-steps", "1", "--idle-exit", "0.5", "--agent", failing)
     c("worker (failure)", lines(worked), list[o.WorkerFailure])
     time.sleep(1.1)  # the failed thread cools down before it is picked again
     worked = cli("worker", "--max-steps", "1", "--idle-exit", "5", "--agent", mock)

@@ -94,6 +94,9 @@ def test_list_shows_a_worker_mid_step_then_its_steps_and_its_stop(
         assert shown["status"] == "running"
         assert shown["worker"]["id"] == running["id"]
         assert (shown["worker"]["pid"], shown["worker"]["host"]) == (proc.pid, HOST)
+        shown_table = cli_proc("thread", "show", thread, "--format", "table").out.splitlines()
+        worker_row = ["worker", running["id"], "(pid", str(proc.pid), "on", f"{HOST})"]
+        assert worker_row in [row.split() for row in shown_table]
         table = cli_proc("worker", "list", "--format", "table")
         header, row = table.out.splitlines()
         assert header.split() == [
