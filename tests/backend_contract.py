@@ -33,6 +33,7 @@ from uwf.backend.base import (
     ThreadInfo,
     Waiting,
 )
+from uwf.backend.workers import WorkerRecord
 from uwf.cas import codec, ops
 from uwf.cas.schema import META_SCHEMA, meta_hash
 from uwf.cas.store import Node, Store
@@ -809,6 +810,47 @@ class BackendContract:
         with backend.locks.step(t, wait=False):
             holder = backend.locks.holder(t)
             assert holder is not None and not holder.background and holder.log is None
+
+    def test_a_worker_names_itself_in_its_holder_record(self, backend: Backend) -> None:
+        t, u = _thread(1), _thread(2)
+        worker = str(new_thread_id())
+        with (
+            backend.locks.step(t, wait=False, worker=worker) as lock,
+            backend.locks.step(u, wait=False),
+        ):
+            lock.note(role="developer", agent="uwf-mock")
+            holder = backend.locks.holder(t)
+            assert holder is not None and holder.worker == worker and not holder.background
+            assert holder.as_json()["worker"] == worker
+            found = {h.thread: h for h in backend.locks.holders()}
+            assert set(found) == {t, u}
+            assert (found[t].worker, found[t].role, found[u].worker) == (worker, "developer", None)
+        assert backend.locks.holders() == []
+
+    def test_the_worker_registry_keeps_the_last_record_and_prunes_old_ones(
+        self, backend: Backend
+    ) -> None:
+        now = now_ms()
+        old = WorkerRecord(
+            str(new_thread_id(now - 90_000)), "a", 11, now - 90_000, now - 90_000, 500
+        )
+        new = WorkerRecord(str(new_thread_id(now)), "b", 12, now, now, 10_000)
+        assert backend.workers.records() == []
+        backend.workers.beat(new)
+        backend.workers.beat(old)
+        assert backend.workers.records() == [old, new]  # oldest start first
+        beat = new._replace(beat=now + 5, steps=3, failed=1)
+        backend.workers.beat(beat)
+        stopped = old._replace(stopped=now - 80_000, beat=now - 80_000)
+        backend.workers.beat(stopped)
+        assert backend.workers.records() == [stopped, beat]
+        assert stopped.state(now, stepping=False) == "stopped"
+        assert beat.state(now, stepping=True) == "running"
+        assert beat.state(now + 30_005, stepping=False) == "idle"
+        assert beat.state(now + 30_006, stepping=True) == "lost"  # 3 intervals without a beat
+        assert backend.workers.prune(now - 60_000) == 1
+        assert backend.workers.records() == [beat]
+        assert backend.workers.prune(now - 60_000) == 0
 
     def test_a_stop_request_reaches_the_holding_it_was_made_for(self, backend: Backend) -> None:
         t, u = _thread(1), _thread(2)

@@ -17,8 +17,10 @@ import pytest
 
 import version1
 from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
+from uwf.backend import open_backend
 from uwf.protocol import schemas
 from uwf.util import outputs
+from uwf.util.ulid import ThreadId
 
 # Types whose objects may carry more keys than the type names (a log line's extra fields).
 OPEN = {outputs.LogEntry}
@@ -239,11 +241,17 @@ def test_every_command_prints_the_keys_of_its_type(
     )
 
     failing = agent_script("sys.exit(1)")
-    worked = cli("worker", "--max-steps", "1", "--idle-exit", "1", "--agent", failing)
+    # it stops (0.5 s idle) before the back-off (1 s) ends: the thread fails once, not twice
+    worked = cli("worker", "--max-steps", "1", "--idle-exit", "0.5", "--agent", failing)
     c("worker (failure)", lines(worked), list[o.WorkerFailure])
     time.sleep(1.1)  # the failed thread cools down before it is picked again
     worked = cli("worker", "--max-steps", "1", "--idle-exit", "5", "--agent", mock)
     c("worker", lines(worked), list[o.WorkerStep])
+    listed = printed(cli("worker", "list"))
+    c("worker list", listed, list[o.WorkerListed])
+    held = ThreadId(printed(cli("thread", "start", "solve-issue", "-p", "Held"))["thread"])
+    with open_backend() as backend, backend.locks.step(held, wait=False, worker=listed[0]["id"]):
+        c("thread show (a worker steps it)", printed(cli("thread", "show", held)), o.ThreadShown)
 
     text = printed(cli("cas", "put-text", "hello"))
     c("cas put-text", text, o.Hashed)

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from uwf.backend.failure import Failure as Failure
 from uwf.backend.failure import RetryPolicy as RetryPolicy
+from uwf.backend.workers import Workers
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict, NotActive, NotFound, UwfError
@@ -148,6 +149,7 @@ class Holder(NamedTuple):
     role: str | None = None  # set once the step knows which role runs
     agent: str | None = None  # the agent command (argv[0]) that runs
     log: str | None = None  # set for a background run: its log file (on ``host``)
+    worker: str | None = None  # the ``uwf worker`` stepping it (``WorkerRecord.id``)
 
     @property
     def background(self) -> bool:
@@ -156,7 +158,7 @@ class Holder(NamedTuple):
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"thread": self.thread}
-        for key in ("pid", "host", "since", "role", "agent", "log"):
+        for key in ("pid", "host", "since", "role", "agent", "log", "worker"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -461,14 +463,14 @@ class Locks(abc.ABC):
 
     @abc.abstractmethod
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None
+        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
     ) -> contextlib.AbstractContextManager[StepLock]:
         """Hold the step lock of ``thread`` for the block.
 
         ``wait=False`` raises :class:`~uwf.util.errors.Busy` (``thread <id> is busy``) at once
         when another holder has it. ``log`` marks the holder as a background run writing its
-        log there (``Holder.log``). Releasing the lock removes the holder record and any stop
-        request made for it.
+        log there (``Holder.log``), ``worker`` as that ``uwf worker`` (``Holder.worker``).
+        Releasing the lock removes the holder record and any stop request made for it.
         """
 
     @abc.abstractmethod
@@ -481,6 +483,11 @@ class Locks(abc.ABC):
     @abc.abstractmethod
     def holder(self, thread: ThreadId) -> Holder | None:
         """Who holds the step lock of ``thread``, None when nobody does."""
+
+    def holders(self) -> list[Holder]:
+        """The holder of every step lock held right now (passive, as ``holder``)."""
+        found = (self.holder(thread) for thread in sorted(self.running()))
+        return [holder for holder in found if holder is not None]
 
     @abc.abstractmethod
     def request_stop(self, thread: ThreadId) -> Holder | None:
@@ -549,6 +556,7 @@ class Backend(abc.ABC):
     registry: Registry
     locks: Locks
     limits: Limits
+    workers: Workers  # the worker registry (``uwf.backend.workers``)
 
     @property
     @abc.abstractmethod

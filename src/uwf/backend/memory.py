@@ -25,6 +25,7 @@ from uwf.backend.base import (
     ThreadInfo,
 )
 from uwf.backend.records import RecordThreads
+from uwf.backend.workers import WorkerRecord, Workers
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Busy, Conflict, HeldBack
@@ -166,7 +167,7 @@ class _MemoryStepLock(StepLock):
 
     def note(self, *, role: str, agent: str) -> None:
         h = self.holder
-        self.holder = Holder(h.thread, h.pid, h.host, h.since, role, agent, h.log)
+        self.holder = h._replace(role=role, agent=agent)
 
     def stop_requested(self) -> bool:
         return self.stop
@@ -180,13 +181,15 @@ class MemoryLocks(Locks):
         self._gc = threading.Lock()
 
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
+    def step(
+        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+    ) -> Iterator[StepLock]:
         with self._mutex:
             lock = self._locks.setdefault(thread, threading.Lock())
         if not lock.acquire(blocking=wait):
             raise Busy(f"thread {thread} is busy")
         try:
-            holder = Holder(thread, os.getpid(), None, now_ms(), log=log)
+            holder = Holder(thread, os.getpid(), None, now_ms(), log=log, worker=worker)
             yield _MemoryStepLock(holder, self._held)
         finally:
             self._held.pop(thread, None)
@@ -270,6 +273,29 @@ class MemoryLimits(Limits):
                 self._running[name] -= 1
 
 
+class MemoryWorkers(Workers):
+    """The worker registry in a dict."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, WorkerRecord] = {}
+        self._mutex = threading.Lock()
+
+    def beat(self, record: WorkerRecord) -> None:
+        with self._mutex:
+            self._records[record.id] = record
+
+    def records(self) -> list[WorkerRecord]:
+        with self._mutex:
+            return sorted(self._records.values(), key=lambda r: (r.started, r.id))
+
+    def prune(self, before: int) -> int:
+        with self._mutex:
+            old = [key for key, r in self._records.items() if r.beat < before]
+            for key in old:
+                del self._records[key]
+        return len(old)
+
+
 class MemoryBackend(Backend):
     """Nothing on disk but what lives in ``root`` on every backend: config, .env, logs."""
 
@@ -280,6 +306,7 @@ class MemoryBackend(Backend):
         self.registry = MemoryRegistry()
         self.locks = MemoryLocks()
         self.limits = MemoryLimits()
+        self.workers = MemoryWorkers()
 
     @property
     def name(self) -> str:

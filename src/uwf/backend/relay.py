@@ -41,6 +41,7 @@ from uwf.backend.base import (
     ThreadTable,
     Waiting,
 )
+from uwf.backend.workers import WorkerRecord, Workers
 from uwf.cas.store import Node, NodeInfo, Store
 from uwf.util import errors
 from uwf.util.base32 import NodeHash, check_hash
@@ -258,7 +259,9 @@ class _NoRegistry(Registry):
 
 
 class _NoLocks(Locks):
-    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Any:
+    def step(
+        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+    ) -> Any:
         raise _refused("a step lock")
 
     def running(self) -> set[ThreadId]:
@@ -297,6 +300,17 @@ class RelayLimits(Limits):
         raise _refused("reading the limits")
 
 
+class _NoWorkers(Workers):
+    def beat(self, record: WorkerRecord) -> None:
+        raise _refused("the worker registry")
+
+    def records(self) -> list[WorkerRecord]:
+        raise _refused("the worker registry")
+
+    def prune(self, before: int) -> int:
+        raise _refused("the worker registry")
+
+
 class RelayBackend(Backend):
     """What an agent sees of the store through the relay (``root``: this machine's)."""
 
@@ -309,6 +323,7 @@ class RelayBackend(Backend):
         self.registry = _NoRegistry()
         self.locks = _NoLocks()
         self.limits = RelayLimits(client)
+        self.workers = _NoWorkers()
 
     @property
     def name(self) -> str:

@@ -56,7 +56,7 @@ COMMANDS = {
         "Create, migrate and copy stores (a directory or a postgresql:// URL).",
     ),
     "worker": (
-        "uwf.cli.worker:worker",
+        "uwf.cli.worker:app",
         "Step threads until stopped: `thread step --next` in a loop, with back-off.",
     ),
     "eval": (

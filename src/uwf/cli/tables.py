@@ -90,6 +90,10 @@ def show_rows(backend: "Backend", shown: "ThreadShown") -> Rows:
     background = shown.get("background")
     if background:
         rows.append(["background", f"pid {background['pid']} on {background['host']}"])
+    worker = shown.get("worker")
+    if worker:
+        where = f" (pid {worker['pid']} on {worker['host']})" if "pid" in worker else ""
+        rows.append(["worker", f"{worker['id']}{where}"])
     return None, rows
 
 

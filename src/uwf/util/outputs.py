@@ -145,6 +145,33 @@ class WorkerFailure(TypedDict):
     ms: int
 
 
+class WorkerListed(TypedDict):
+    """A worker of ``uwf worker list`` (docs/scale-out.md, "Seeing the workers"): ``state``
+    is ``running``, ``idle``, ``lost`` or ``stopped``; ``steps`` and ``failed`` as of its last
+    heartbeat; ``thread`` and ``role`` while it steps; ``stopped`` once it exited."""
+
+    id: str
+    host: str
+    pid: int
+    state: str
+    started: int
+    heartbeat: int
+    steps: int
+    failed: int
+    thread: NotRequired[ThreadId]
+    role: NotRequired[str]
+    stopped: NotRequired[int]
+
+
+class WorkerShown(TypedDict):
+    """The ``uwf worker`` stepping a thread (``thread show``): its id and its process."""
+
+    id: str
+    pid: NotRequired[int]
+    host: NotRequired[str]
+    since: NotRequired[int]
+
+
 class ResumeLine(StepLine):
     """``thread resume``: the step's line; ``resumedFrom`` when it resumed an ended thread
     (the line is then the new thread's)."""
@@ -291,6 +318,7 @@ class ThreadShown(TypedDict):
     failure: NotRequired[FailureShown]
     priority: NotRequired[int]  # when not 0 (docs/format.md, "Priorities")
     background: NotRequired[BackgroundShown]
+    worker: NotRequired[WorkerShown]
     children: NotRequired[list[ChildShown]]
     cost: ThreadCost
     chain: NotRequired[list[StartEntry | StepEntry]]

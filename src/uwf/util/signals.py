@@ -8,6 +8,10 @@ the entry point prints ``error: interrupted (SIGTERM)`` and exits 128 + the sign
 A few moments must not be cut in half: between starting a process and being ready to kill
 it, and while killing it. ``deferred()`` holds a signal that arrives in such a block and
 raises it at the block's end.
+
+A ``uwf worker`` drains on SIGTERM (``draining``): its handler may take the signal instead
+(the step in flight finishes within ``--drain-timeout``), and a signal it does not take stops
+the command as above.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from uwf.util.errors import Interrupted
 
@@ -23,9 +27,12 @@ SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 _held: list[int] = []  # signals that arrived inside ``deferred()`` (main thread only)
 _depth = 0  # how many ``deferred()`` blocks the main thread is in
+_takers: list[Callable[[int], bool]] = []  # ``draining`` handlers, innermost last
 
 
 def _raise_interrupted(signum: int, _frame: object) -> None:
+    if _takers and _takers[-1](signum):
+        return  # taken: the command stops in its own time
     if _depth:
         _held.append(signum)
         return
@@ -67,3 +74,15 @@ def interrupt_on_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def draining(take: Callable[[int], bool]) -> Iterator[None]:
+    """For the block, each of the three signals is first offered to ``take`` (in the main
+    thread, between two bytecodes: it should only note it); True means it took the signal and
+    nothing is raised. Needs ``interrupt_on_signals`` around it to change anything."""
+    _takers.append(take)
+    try:
+        yield
+    finally:
+        _takers.remove(take)

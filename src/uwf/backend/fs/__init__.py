@@ -8,6 +8,7 @@ docs/format.md, "The filesystem backend", describes every file it writes::
     <root>/threads.yaml, history.jsonl    active heads and the archive (``state.FsThreads``)
     <root>/registry.yaml                  workflow name -> hash (``state.FsRegistry``)
     <root>/locks/<thread>.lock            step locks and their holder records (``locks.FsLocks``)
+    <root>/workers/<id>.json              the worker registry (``workers.FsWorkers``)
 <dir>/.tmp-<name>.<pid>.<ns>          what a writer killed mid-write leaves (``temp``)
 """
 
@@ -20,6 +21,7 @@ from uwf.backend.fs.limits import FsLimits
 from uwf.backend.fs.locks import FsLocks
 from uwf.backend.fs.nodes import FsStore
 from uwf.backend.fs.state import FsRegistry, FsThreads
+from uwf.backend.fs.workers import FsWorkers
 
 
 class FsBackend(Backend):
@@ -32,6 +34,7 @@ class FsBackend(Backend):
         self.registry = FsRegistry(root)
         self.locks = FsLocks(root / "locks")
         self.limits = FsLimits(root / "locks")
+        self.workers = FsWorkers(root / "workers")
 
     @property
     def name(self) -> str:

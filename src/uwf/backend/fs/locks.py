@@ -1,7 +1,8 @@
 """Step locks and the gc lock of the filesystem backend: ``flock`` on ``<root>/locks/*.lock``.
 
 A step holds an exclusive ``flock`` on ``locks/<thread>.lock`` and writes a holder record into
-that file (``{"pid","host","since","role","agent"}``, plus ``"log"`` for a background run;
+that file (``{"pid","host","since","role","agent"}``, plus ``"log"`` for a background run and
+``"worker"`` for a ``uwf worker``;
 JSON; emptied on release). ``flock`` locks die with their process, so a SIGKILL never leaves a
 thread locked; the record it leaves is stale (``clear_stale`` empties it).
 
@@ -124,6 +125,7 @@ def _holder(thread: ThreadId, record: dict[str, object]) -> Holder:
         role=_str(record.get("role")),
         agent=_str(record.get("agent")),
         log=_str(record.get("log")),
+        worker=_str(record.get("worker")),
     )
 
 
@@ -131,7 +133,7 @@ _STOP_KEYS = ("pid", "host", "since")  # what binds a stop request to one holdin
 
 
 class _FsStepLock(StepLock):
-    def __init__(self, fd: int, stop_path: Path, log: str | None) -> None:
+    def __init__(self, fd: int, stop_path: Path, log: str | None, worker: str | None) -> None:
         self.fd = fd
         self.stop_path = stop_path
         self.record: dict[str, object] = {
@@ -141,6 +143,8 @@ class _FsStepLock(StepLock):
         }
         if log is not None:
             self.record["log"] = log
+        if worker is not None:
+            self.record["worker"] = worker
         self._write()
 
     def _write(self) -> None:
@@ -175,14 +179,16 @@ class FsLocks(Locks):
         return self.dir / f"{thread}.stop"
 
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
+    def step(
+        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+    ) -> Iterator[StepLock]:
         fd = fsio.open_lock(self.path(thread))
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
-            lock = _FsStepLock(fd, self.stop_path(thread), log)
+            lock = _FsStepLock(fd, self.stop_path(thread), log, worker)
             try:
                 yield lock
             finally:

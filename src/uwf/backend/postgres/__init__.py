@@ -7,6 +7,7 @@ import-linter checks it. docs/format.md, "The PostgreSQL backend", describes its
     uwf_threads, uwf_history    active heads and the archive (``state.PgThreads``)
     uwf_registry                workflow name -> hash (``state.PgRegistry``)
     uwf_holders + advisory locks step locks and their holders (``locks.PgLocks``)
+    uwf_workers                 the worker registry (``workers.PgWorkers``)
     uwf_schema                  the schema version (``schema``)
 
 Opening a backend connects nothing; the first statement connects and creates or migrates the
@@ -24,6 +25,7 @@ from uwf.backend.postgres.limits import PgLimits
 from uwf.backend.postgres.locks import HELD_THREADS, PgLocks
 from uwf.backend.postgres.nodes import PgStore
 from uwf.backend.postgres.state import PgRegistry, PgThreads
+from uwf.backend.postgres.workers import PgWorkers
 
 
 class PgBackend(Backend):
@@ -40,6 +42,7 @@ class PgBackend(Backend):
         self.registry = PgRegistry(self.db)
         self.locks: PgLocks = PgLocks(self.db)
         self.limits = PgLimits(self.db, self.locks)
+        self.workers = PgWorkers(self.db)
 
     def _first_connect(self, db: Db) -> None:
         if not self._checked:

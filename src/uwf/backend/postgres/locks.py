@@ -28,7 +28,7 @@ from uwf.backend.postgres.schema import GC_KEY
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, now_ms
 
-_FIELDS = ("thread", "pid", "host", "since", "role", "agent", "log")  # a Holder, in order
+_FIELDS = ("thread", "pid", "host", "since", "role", "agent", "log", "worker")  # a Holder
 _COLUMNS = ", ".join(_FIELDS)
 _HELD = f"""
 SELECT {", ".join("h." + f for f in _FIELDS)} FROM uwf_holders h
@@ -39,11 +39,12 @@ JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_p
 HELD_THREADS = f"SELECT held.thread FROM ({_HELD}) AS held"
 _UPSERT = """
 INSERT INTO uwf_holders (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role, agent,
- log, stop_requested)
-SELECT %s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL, %s, false FROM ({lock}) AS l
+ log, worker, stop_requested)
+SELECT %s, %s, %s, pg_backend_pid(), %s, %s, %s, NULL, NULL, %s, %s, false FROM ({lock}) AS l
 ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi, lock_lo = EXCLUDED.lock_lo,
  backend_pid = EXCLUDED.backend_pid, pid = EXCLUDED.pid, host = EXCLUDED.host,
- since = EXCLUDED.since, role = NULL, agent = NULL, log = EXCLUDED.log, stop_requested = false
+ since = EXCLUDED.since, role = NULL, agent = NULL, log = EXCLUDED.log,
+ worker = EXCLUDED.worker, stop_requested = false
 RETURNING 1
 """
 # the step lock and its holder row in one statement: the row is written only when the lock
@@ -57,9 +58,16 @@ _RELEASE = (
 
 
 def _holder(row: tuple[Any, ...]) -> Holder:
-    thread, pid, host, since, role, agent, log = row
+    thread, pid, host, since, role, agent, log, worker = row
     return Holder(
-        ThreadId(thread), pid=pid, host=host, since=since, role=role, agent=agent, log=log
+        ThreadId(thread),
+        pid=pid,
+        host=host,
+        since=since,
+        role=role,
+        agent=agent,
+        log=log,
+        worker=worker,
     )
 
 
@@ -170,7 +178,9 @@ class PgLocks(Locks):
 
     # -- the interface --------------------------------------------------------------------
     @contextlib.contextmanager
-    def step(self, thread: ThreadId, *, wait: bool, log: str | None = None) -> Iterator[StepLock]:
+    def step(
+        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+    ) -> Iterator[StepLock]:
         """Take the lock and write the holder row in one statement; delete the row and
         release the lock in one statement (a step costs the lock two round trips)."""
         key = lock_key(thread)
@@ -183,6 +193,7 @@ class PgLocks(Locks):
             socket.gethostname(),
             now_ms(),
             log,
+            worker,
         )
         try:
             with self.db.errors():
@@ -208,6 +219,9 @@ class PgLocks(Locks):
 
     def running(self) -> set[ThreadId]:
         return {ThreadId(row[0]) for row in self.db.all(_HELD)}
+
+    def holders(self) -> list[Holder]:
+        return [_holder(row) for row in self.db.all(_HELD + " ORDER BY h.thread")]
 
     def is_running(self, thread: ThreadId) -> bool:
         return self.holder(thread) is not None

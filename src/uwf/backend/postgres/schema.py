@@ -185,6 +185,22 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE uwf_threads ADD COLUMN priority integer NOT NULL DEFAULT 0;
     """,
+    # 10 -> 11: workers you can see (docs/format.md, "Workers"): the worker registry, and the
+    # worker that holds a step lock
+    """
+    CREATE TABLE uwf_workers (
+        id text PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        started bigint NOT NULL,
+        beat bigint NOT NULL,
+        interval_ms integer NOT NULL,
+        steps bigint NOT NULL,
+        failed bigint NOT NULL,
+        stopped bigint
+    );
+    ALTER TABLE uwf_holders ADD COLUMN worker text;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

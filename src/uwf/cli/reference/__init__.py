@@ -235,7 +235,10 @@ def render_reference(command: Any, prog: str = "uwf") -> str:
         lines.extend(["", f"## {prog} {name}", ""])
         if _is_group(sub):
             summary = _summary(sub)
-            if summary:
+            own = f"{prog} {name}"
+            if _visible_params(sub, global_opts):  # a group that runs by itself: `uwf worker`
+                lines.extend(_command_entry(own, sub, global_opts, aliases.get(own, [])))
+            elif summary:
                 lines.extend([summary, ""])
             for path, cmd, hidden in _walk(sub_ctx, f"{prog} {name}"):
                 if not hidden:

@@ -12,6 +12,7 @@ head's compare-and-swap lets exactly one of them record its step.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,7 +23,15 @@ from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
-from uwf.util.errors import Busy, HeldBack, Interrupted, NothingToStep, UwfError, exit_code
+from uwf.util.errors import (
+    Busy,
+    HeldBack,
+    Interrupted,
+    NothingToStep,
+    Stopped,
+    UwfError,
+    exit_code,
+)
 from uwf.util.ulid import ThreadId, now_ms, timestamp_ms
 
 if TYPE_CHECKING:
@@ -116,12 +125,16 @@ def step_next(
     agent: str | None = None,
     timeout: float | None = None,
     runner: Runner = process_runner,
+    worker: str | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> StepResult:
     """One step of the first thread, in priority order (``by_priority``), that is active,
     not waiting, not failed, not backing off and not being stepped.
 
     ``versions`` limits it to threads of those workflows, ``only`` to those threads and
-    their fan-outs' children (``family``); ``skip`` leaves threads out.
+    their fan-outs' children (``family``); ``skip`` leaves threads out; ``worker`` names the
+    ``uwf worker`` in the step lock's holder record; ``should_stop`` is polled while the
+    agent runs (``step_held``).
     A thread a fleet limit holds back is passed over for the next one; NothingToStep when
     there is none, HeldBack (the last reason) when every candidate was held back.
     """
@@ -138,7 +151,7 @@ def step_next(
         if not _runs(backend, record, versions):
             continue
         try:
-            with backend.locks.step(record.thread, wait=False) as lock:
+            with backend.locks.step(record.thread, wait=False, worker=worker) as lock:
                 current = backend.threads.get(record.thread)
                 if current is None or not _still_runnable(backend, current):
                     continue  # archived or deferred since the listing
@@ -154,6 +167,7 @@ def step_next(
                     timeout=timeout,
                     runner=runner,
                     head=current.head,
+                    should_stop=should_stop,
                 )
         except HeldBack as exc:
             held = exc  # its agent or provider is at a limit: try a thread it may step
@@ -173,6 +187,11 @@ class Worker:
     ``emit`` gets one record per step attempt (the step's JSON, plus ``ms``; or the thread
     and the error); ``say`` gets the worker's own lines (idle, stopping). Interrupted (SIGTERM,
     SIGINT) stops the loop after the step's agent was stopped, the head untouched.
+
+    SIGTERM drains (``take_signal``, given to ``util.signals.draining``): a step in flight
+    may finish within ``drain_timeout`` seconds, then its agent is stopped (``Stopped``: no
+    failure recorded, the head stays); no other step starts. ``id`` (the registry's) is
+    written into the holder record of every step lock it takes.
     """
 
     backend: Backend
@@ -188,8 +207,36 @@ class Worker:
     backoff: tuple[float, float] = (0.05, 5.0)  # first and longest pause when idle
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    id: str | None = None
+    drain_timeout: float = 0.0
     steps: int = 0
     failed: int = 0
+    stepping: ThreadId | None = None  # the thread whose step lock it holds
+    drain_since: float | None = None  # when SIGTERM asked it to drain (``clock``)
+    drain_said: bool = False
+    drain_stopped: bool = False  # the drain ran out of time and stopped the step
+
+    def take_signal(self, signum: int) -> bool:
+        """A signal handler's question: take a first SIGTERM during a step (drain), else not
+        (the signal stops the worker at once)."""
+        if signum != signal.SIGTERM or self.stepping is None or self.drain_since is not None:
+            return False
+        if not self.drain_timeout > 0:
+            return False
+        self.drain_since = self.clock()
+        return True
+
+    def _overdue(self) -> bool:
+        """Polled while an agent runs: whether a drain ran out of time."""
+        if self.drain_since is None:
+            return False
+        if not self.drain_said:
+            self.drain_said = True
+            self.say(
+                f"SIGTERM: letting the step of thread {self.stepping} finish (up to "
+                f"{self.drain_timeout:g}s, --drain-timeout)"
+            )
+        return self.clock() - self.drain_since >= self.drain_timeout
 
     def run(self) -> WorkerSummary:
         """Work until ``max_steps``, ``idle_exit`` seconds without work, or a signal."""
@@ -197,7 +244,12 @@ class Worker:
         stopped = None
         try:
             while self.max_steps is None or self.steps < self.max_steps:
-                if self._attempt():
+                attempted = self._attempt()
+                if self.drain_since is not None:
+                    stopped = "interrupted (SIGTERM)"
+                    self.say(self._drained())
+                    break
+                if attempted:
                     pause, idle_since = self.backoff[0], self.clock()
                     continue
                 if self.only is not None and self._ended():
@@ -228,28 +280,46 @@ class Worker:
             return False
         return not active & self.only
 
+    def _drained(self) -> str:
+        if self.drain_stopped:
+            return "SIGTERM: stopped after --drain-timeout; the step in flight was not recorded"
+        return "SIGTERM: the step in flight ended; stopped"
+
+    def _pick(self, thread: ThreadId) -> None:
+        self.stepping = thread
+
     def _attempt(self) -> bool:
         """One step attempt; False when there was nothing to do (or the store is away)."""
-        picked: list[ThreadId] = []
         began = self.clock()
         try:
             result = step_next(
                 self.backend,
                 versions=self.versions,
                 only=self.only,
-                on_pick=picked.append,
+                on_pick=self._pick,
                 agent=self.agent,
                 timeout=self.timeout,
                 runner=self.runner,
+                worker=self.id,
+                should_stop=self._overdue,
             )
         except (NothingToStep, HeldBack):  # held back: idle until a limit has room
             return False
         except UwfError as exc:
-            if not picked:  # the store itself failed (e.g. unreachable): back off
+            if self.stepping is None:  # the store itself failed (e.g. unreachable): back off
                 self.say(f"error: {exc.message}")
                 return False
-            self._failed(picked[-1], exc, began)  # the thread stepped: the last one picked
+            if isinstance(exc, Stopped) and self.drain_since is not None:
+                self.drain_stopped = True
+                exc = Stopped(
+                    f"thread {self.stepping}: the step outlived --drain-timeout "
+                    f"({self.drain_timeout:g}s) after SIGTERM: its agent was stopped and the "
+                    "step was not recorded"
+                )
+            self._failed(self.stepping, exc, began)  # the thread stepped: the last one picked
             return True
+        finally:
+            self.stepping = None
         self.steps += 1
         self.emit({**result.as_json(), "ms": round((self.clock() - began) * 1000)})
         return True

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         ThreadStarted,
         ThreadSteps,
         WaitingShown,
+        WorkerShown,
     )
 
     class _Now(TypedDict, total=False):
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         failure: FailureShown
         priority: int
         background: BackgroundShown
+        worker: WorkerShown
         children: list[ChildShown]
         chain: list[StartEntry | StepEntry]
 
@@ -177,8 +179,9 @@ def _keyed(backend: Backend, thread: ThreadId, key: str, *, existing: bool) -> T
 
 
 def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
-    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, ``failure``
-    and ``background`` — ``{pid, host, since, log}`` — while a background run holds it) — a few
+    """``{workflow, thread, head, done, status, steps, cost}`` (plus ``waiting``, ``failure``,
+    ``background`` — ``{pid, host, since, log}`` — while a background run holds it, and
+    ``worker`` — ``{id, pid, host, since}`` — while a ``uwf worker`` steps it) — a few
     node reads, whatever the length: the cost is the total the head's detail records
     (docs/format.md, "Cost"). ``full`` adds ``chain``: the StartNode and every step, oldest
     first, as ``thread steps`` lists them (this walks the whole chain)."""
@@ -201,6 +204,8 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         now["priority"] = ref.priority
     if holder is not None and holder.background:
         now["background"] = _background(holder)
+    if holder is not None and holder.worker is not None:
+        now["worker"] = _worker(holder, holder.worker)
     if ref.waiting is not None and ref.active and ref.waiting.children is not None:
         now["children"] = _children(backend, ref.waiting.children)
     out: ThreadShown = {
@@ -245,6 +250,18 @@ def _background(holder: Holder) -> BackgroundShown:
         shown["since"] = holder.since
     if holder.log is not None:
         shown["log"] = holder.log
+    return shown
+
+
+def _worker(holder: Holder, worker: str) -> WorkerShown:
+    """The ``uwf worker`` holding a thread: ``{id, pid, host, since}``."""
+    shown: WorkerShown = {"id": worker}
+    if holder.pid is not None:
+        shown["pid"] = holder.pid
+    if holder.host is not None:
+        shown["host"] = holder.host
+    if holder.since is not None:
+        shown["since"] = holder.since
     return shown
 
 
