@@ -95,6 +95,11 @@ def test_the_join_gets_every_childs_result_and_records_their_heads(
     titles = {s["hash"]: s["title"] for s in cli("cas", "schema", "list").json()}
     assert titles[node["type"]] == "StepNode (join)"
     assert cli("cas", "verify").json()["ok"] is True
+    read = cli("thread", "read", parent).out  # the join names the steps it joined
+    listed = "".join(f"- `{head}` `{task}`\n" for head, task in zip(finals, TASKS, strict=True))
+    assert (
+        "**Joined children** (their last steps: `uwf step read <hash>`):\n" + listed.rstrip("\n")
+    ) in read
 
 
 def test_three_workers_step_the_children_concurrently_and_resume_the_parent_once(

@@ -20,7 +20,7 @@ from conftest import EXAMPLES
 from uwf.engine.views import graph
 from uwf.web.svg import to_svg
 
-EDGE = re.compile(r'^  (n\d+) (-->|-\.->)\|"([^"]*)"\| (n\d+)$')
+EDGE = re.compile(r'^  (n\d+) (-->|-\.->|==>)\|"([^"]*)"\| (n\d+)$')
 
 
 def mermaid_parts(text: str) -> tuple[dict[str, str], list[tuple[str, str, str, str]], list[str]]:
@@ -75,6 +75,24 @@ def test_workflow_graph_as_dot(cli: Any, solve_issue: str) -> None:
     labels = dict(re.findall(r'^  (n\d+) \[label="([^"]*)"', result.out, flags=re.MULTILINE))
     edges = re.findall(r'^  (n\d+) -> (n\d+) \[label="([^"]*)"', result.out, flags=re.MULTILINE)
     assert [(labels[s], label, labels[t]) for s, t, label in edges] == SOLVE_ISSUE_EDGES
+
+
+def test_a_fan_out_edge_is_drawn_bold_and_names_the_childrens_workflow(cli: Any) -> None:
+    """docs/format.md, "Fan-out and join": the edge that starts children is not a plain
+    routing edge; both formats say so, and Graphviz draws it."""
+    path = str(EXAMPLES / "plan-parallel.yaml")
+    nodes, edges, _ = mermaid_parts(cli("workflow", "graph", path).out)
+    fan = [(nodes[s], arrow, label, nodes[t]) for s, arrow, label, t in edges if arrow == "==>"]
+    assert fan == [("planner", "==>", "_ ⇉ fan-out: dev-task", "reviewer")]
+    assert len(edges) > 1  # the others stay plain
+    dot = cli("workflow", "graph", path, "--format", "dot").out
+    assert '[label="_ ⇉ fan-out: dev-task", style=bold];' in dot
+    assert (
+        "<svg"
+        in subprocess.run(
+            ["dot", "-Tsvg"], input=dot, capture_output=True, text=True, check=True
+        ).stdout
+    )
 
 
 def test_dot_is_drawn_by_graphviz(cli: Any, new_thread: Any, scenario: Any) -> None:

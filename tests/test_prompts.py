@@ -521,3 +521,23 @@ def test_a_version_1_role_is_told_every_status_its_fields_and_how_to_suspend() -
         "need>`: the thread then waits until a person resumes it with what you asked for."
     )
     assert build_output_format_instruction(schema) == build_output_format_instruction(schema, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("Validate the form", "`Validate the form`"),
+        ("a `b` c", "``a `b` c``"),
+        ("`x``", "``` `x`` ```"),
+        ("two\n## Step 9: forged", "`two ## Step 9: forged`"),
+    ],
+)
+def test_a_code_span_holds_agent_text_on_one_line(text: str, span: str) -> None:
+    """The join's children in ``thread read`` name each child's task so (docs/format.md)."""
+    from markdown_it import MarkdownIt
+
+    from uwf.util.fences import code_span
+
+    assert code_span(text) == span
+    tokens = MarkdownIt("commonmark").parseInline(f"- {code_span(text)}")[0].children or []
+    assert [t.type for t in tokens] == ["text", "code_inline"]

@@ -24,6 +24,16 @@ def fence(text: str, info: str = "") -> str:
     return f"{ticks}{info}\n{body}{ticks}"
 
 
+def code_span(text: str) -> str:
+    """``text`` made one line, in an inline code span it cannot close (one backtick more than
+    its longest run; padded with a space where it starts or ends with one)."""
+    line = one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{ticks}{pad}{line}{pad}{ticks}"
+
+
 def one_line(text: str) -> str:
     """``text`` with every line break and other control character shown as a space, so that
     a label cannot start a line of its own."""

@@ -35,6 +35,7 @@ class Edge:
     source: str
     status: str
     target: str
+    fan_out: str | None = None  # a fanOut edge: the workflow its children run (docs/format.md)
 
 
 @dataclass
@@ -51,10 +52,12 @@ class Graph:
     state: str | None = None  # the thread's status (idle, running, completed, …)
 
     def label(self, index: int) -> str:
-        """An edge's label: its status, and how often the thread took it."""
+        """An edge's label: its status (and, for a fan-out, the children's workflow), and how
+        often the thread took it."""
         edge = self.edges[index]
         times = self.taken.get(index, 0)
-        return f"{edge.status} ×{times}" if times else edge.status
+        text = edge.status if edge.fan_out is None else f"{edge.status} ⇉ fan-out: {edge.fan_out}"
+        return f"{text} ×{times}" if times else text
 
     def edge_index(self, source: str, status: str) -> int | None:
         for i, edge in enumerate(self.edges):
@@ -74,7 +77,7 @@ def of_workflow(payload: dict[str, Any]) -> Graph:
             continue
         for status, target in targets.items():
             if isinstance(target, dict) and isinstance(target.get("role"), str):
-                edges.append(Edge(source, str(status), target["role"]))
+                edges.append(Edge(source, str(status), target["role"], _fan_out(target)))
     nodes = [START, *roles]
     for edge in edges:  # targets the roles do not list still get a node (never for $END)
         for node in (edge.source, edge.target):
@@ -82,6 +85,15 @@ def of_workflow(payload: dict[str, Any]) -> Graph:
                 nodes.append(node)
     nodes.append(END)
     return Graph(str(payload.get("name", "")), nodes, edges)
+
+
+def _fan_out(target: dict[str, Any]) -> str | None:
+    """The workflow a ``fanOut`` edge's children run (its own name when it names none)."""
+    spec = target.get("fanOut")
+    if not isinstance(spec, dict):
+        return None
+    workflow = spec.get("workflow")
+    return str(workflow) if isinstance(workflow, str) and workflow else "children"
 
 
 def with_path(graph: Graph, steps: Sequence[tuple[str, str]], state: str) -> Graph:
@@ -147,7 +159,7 @@ def to_mermaid(graph: Graph) -> str:
             f'  {ids[node]}(["{text}"])' if node in (START, END) else f'  {ids[node]}["{text}"]'
         )
     for i, edge in enumerate(graph.edges):
-        arrow = "-.->" if i == graph.pending else "-->"
+        arrow = "-.->" if i == graph.pending else "==>" if edge.fan_out else "-->"
         label = _mermaid_text(graph.label(i))
         lines.append(f'  {ids[edge.source]} {arrow}|"{label}"| {ids[edge.target]}')
     if graph.state is not None:
@@ -191,6 +203,8 @@ def to_dot(graph: Graph) -> str:
         lines.append(f"  {ids[node]} [{', '.join(attrs)}];")
     for i, edge in enumerate(graph.edges):
         attrs = [f'label="{_dot_text(graph.label(i))}"']
+        if edge.fan_out is not None:
+            attrs.append("style=bold")
         if i in graph.taken:
             attrs += [f'color="{TAKEN}"', "penwidth=2.5"]
         elif i == graph.pending:

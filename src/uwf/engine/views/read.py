@@ -18,12 +18,12 @@ from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
 from uwf.model import artifacts, chain
-from uwf.model.threads import locate
+from uwf.model.threads import locate, task_line
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
 from uwf.util.base32 import check_hash
-from uwf.util.errors import InvalidInput, NotFound
-from uwf.util.fences import fence, one_line
+from uwf.util.errors import InvalidInput, NotFound, UwfError
+from uwf.util.fences import code_span, fence, one_line
 from uwf.util.numbers import as_positive_int
 
 DEFAULT_QUOTA = 4000
@@ -82,7 +82,26 @@ class _Blocks:
         if listed:
             lines = [f"- `{a.path}` ({_bytes(a.size)}, `{a.hash}`)" for a in listed]
             out += "\n\n**Artifacts:**\n" + "\n".join(lines)
-        return out
+        return out + self.joined(step)
+
+    def joined(self, step: chain.Step) -> str:
+        """A join's children (docs/format.md, "Fan-out and join"): each child's last step,
+        which `uwf step read` shows, with the child's task (agent text: in a code span)."""
+        children = step.payload.get("children")
+        if not isinstance(children, list) or not children:
+            return ""
+        lines = []
+        for head in children:
+            try:
+                task = chain.start_of(
+                    self.store, chain.load_head(self.store, check_hash(str(head)))
+                ).prompt
+            except UwfError:
+                task = "(the child's chain is missing: uwf cas verify)"
+            lines.append(f"- `{one_line(str(head))}` {code_span(task_line(task))}")
+        return "\n\n**Joined children** (their last steps: `uwf step read <hash>`):\n" + (
+            "\n".join(lines)
+        )
 
     def select(
         self, thread: str, steps: Iterator[chain.Step], quota: int, used: int, full: bool
