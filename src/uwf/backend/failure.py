@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.util.base32 import NodeHash
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import FailureShown
 
 # NamedTuples, not frozen dataclasses: every command imports this module, and `uwf thread
 # show` loads no ``dataclasses`` (tests/test_startup.py).
@@ -54,19 +57,22 @@ class Failure(NamedTuple):
     retry_at: int | None = None  # unix ms before which no fleet stepper tries again
     exhausted: bool = False  # the last allowed attempt failed: the thread is ``failed``
 
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "head": self.head,
+    def shown(self) -> FailureShown:
+        """What ``thread show`` and ``thread list`` say of it: ``{error, code, at, attempts,
+        since, role?, agent?, host?, limit?, retryAt?, exhausted?}`` (at the thread's head)."""
+        out: FailureShown = {
             "error": self.error,
             "code": self.code,
             "at": self.at,
             "attempts": self.attempts,
             "since": self.at if self.since is None else self.since,
         }
-        for key in ("role", "agent", "host"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        if self.role is not None:
+            out["role"] = self.role
+        if self.agent is not None:
+            out["agent"] = self.agent
+        if self.host is not None:
+            out["host"] = self.host
         if self.limit is not None:
             out["limit"] = self.limit
         if self.retry_at is not None:
@@ -74,6 +80,10 @@ class Failure(NamedTuple):
         if self.exhausted:
             out["exhausted"] = True
         return out
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as the thread state stores it: ``shown()`` after its ``head``."""
+        return {"head": self.head, **self.shown()}
 
     def after(self, previous: Failure | None, policy: RetryPolicy = RetryPolicy()) -> Failure:
         """This attempt's record, following ``previous`` (the one stored): its attempts plus

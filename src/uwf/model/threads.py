@@ -61,29 +61,9 @@ def waiting_json(waiting: Waiting) -> WaitingShown:
 
 
 def failure_json(failure: Failure) -> FailureShown:
-    """What ``thread show`` and ``thread list`` say of a thread's last failure: ``{error,
-    code, at, attempts, since, role?, agent?, host?, limit?, retryAt?, exhausted?}`` (at the
-    thread's head)."""
-    out: FailureShown = {
-        "error": failure.error,
-        "code": failure.code,
-        "at": failure.at,
-        "attempts": failure.attempts,
-        "since": failure.at if failure.since is None else failure.since,
-    }
-    if failure.role is not None:
-        out["role"] = failure.role
-    if failure.agent is not None:
-        out["agent"] = failure.agent
-    if failure.host is not None:
-        out["host"] = failure.host
-    if failure.limit is not None:
-        out["limit"] = failure.limit
-    if failure.retry_at is not None:
-        out["retryAt"] = failure.retry_at
-    if failure.exhausted:
-        out["exhausted"] = True
-    return out
+    """What ``thread show`` and ``thread list`` say of a thread's last failure
+    (``Failure.shown``: the stored record without its head)."""
+    return failure.shown()
 
 
 def locate(backend: Backend, thread: str) -> ThreadRef:
