@@ -51,6 +51,8 @@ def load(
         _check_depth(text)
         value = yaml.load(text, Loader=loader or _loader())
     except yaml.YAMLError as exc:
+        if _too_deep(exc):
+            raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels") from None
         message = _one_line(exc)
         if path is not None:
             from uwf.util import jsonfmt
@@ -97,6 +99,13 @@ def check_limits(value: Any) -> None:
             stack.extend((k, depth + 1) for k in item if isinstance(k, (tuple, dict, list)))
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
+
+
+def _too_deep(exc: Exception) -> bool:
+    """libyaml 0.2.5 (PyYAML 6.0.4's wheels) stops nesting past 1,000 levels in its scanner,
+    which reads ahead of the events ``_check_depth`` counts: its ``exceeded maximum nesting
+    depth`` is worded as ours, since anything it refuses is deeper than MAX_DEPTH too."""
+    return "exceeded maximum nesting depth" in str(exc)
 
 
 def _one_line(exc: Exception) -> str:
