@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import xxhash
 
-from conftest import reap
 from rootfiles import put_unchecked
+from support import reap
 from uwf.backend.base import (
     ActiveThread,
     Backend,

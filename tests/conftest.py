@@ -7,41 +7,15 @@ byte for byte, to prove that bad input changes nothing.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
-import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-BIN = Path(sys.executable).parent
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-    def jsonl(self) -> list[Any]:
-        """JSON Lines (``thread step`` prints one object per step)."""
-        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
-
-    @property
-    def err_line(self) -> str:
-        lines = self.err.strip().splitlines()
-        return lines[0] if lines else ""
+import support
+from support import BIN, EXAMPLES, ONE_REJECTION, take_snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -60,95 +34,15 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def cli() -> Any:
-    """Run ``uwf <args>`` in-process and capture what it prints."""
-    from uwf.cli.main import run
-
-    def invoke(*args: str) -> Result:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = run([str(a) for a in args])
-        return Result(code, out.getvalue(), err.getvalue())
-
-    return invoke
+    """Run ``uwf <args>`` in-process and capture what it prints (``support.cli``)."""
+    return support.cli
 
 
 @pytest.fixture
 def cli_proc() -> Any:
-    """Run the installed ``uwf`` (or another console script) in a subprocess."""
-
-    def invoke(
-        *args: str,
-        prog: str = "uwf",
-        input: str | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 60,
-    ) -> Result:
-        full_env = dict(os.environ)
-        full_env["PATH"] = f"{BIN}{os.pathsep}{full_env.get('PATH', '')}"
-        if env:
-            full_env.update(env)
-        exe = shutil.which(prog, path=full_env["PATH"]) or prog
-        proc = subprocess.run(
-            [exe, *[str(a) for a in args]],
-            capture_output=True,
-            text=True,
-            input="" if input is None else input,  # never our terminal (agents get UWF_TTY)
-            env=full_env,
-            timeout=timeout,
-        )
-        return Result(proc.returncode, proc.stdout, proc.stderr)
-
-    return invoke
-
-
-def spawn_uwf(*args: str) -> subprocess.Popen[str]:
-    """Start the installed ``uwf`` as a process of its own (to signal, kill or race it)."""
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-
-
-def reap(proc: subprocess.Popen[Any]) -> None:
-    """End a process a test started (killed if it still runs) and close its pipes: warnings
-    are errors, an unclosed pipe included."""
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait(timeout=30)
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-
-
-def read_terminal(primary: int) -> bytes:
-    """Everything a pseudo-terminal's other side wrote, until it is quiet for 0.5 s or closed."""
-    import select
-
-    screen = b""
-    while select.select([primary], [], [], 0.5)[0]:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        screen += chunk
-    return screen
-
-
-def take_snapshot(path: Path) -> dict[str, bytes]:
-    """Every file under ``path`` (except the debug log) with its bytes."""
-    if not path.exists():
-        return {}
-    out = {}
-    for p in sorted(path.rglob("*")):
-        rel = p.relative_to(path).as_posix()
-        if p.is_file() and not rel.startswith("logs/"):
-            out[rel] = p.read_bytes()
-    return out
+    """Run the installed ``uwf`` (or another console script) in a subprocess
+    (``support.run``)."""
+    return support.run
 
 
 @pytest.fixture
@@ -157,12 +51,6 @@ def snapshot() -> Any:
 
 
 # -- threads: the solve-issue example, uwf-mock scenarios and scripted agents ----------------
-
-PLAN = "---\nstatus: _\nplan: do it\nsteps:\n  - one\n  - two\n---\nThe plan."
-DEV = "---\nstatus: _\nfilesChanged: [a.py]\nsummary: did it\n---\nImplemented."
-REJECT = "---\nstatus: rejected\ncomments: add tests\n---\nNeeds tests."
-APPROVE = "---\nstatus: approved\ncomments: looks good\n---\nLGTM."
-ONE_REJECTION = {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
 
 
 @pytest.fixture(autouse=True)
@@ -219,7 +107,7 @@ def new_thread(cli: Any, solve_issue: str) -> Any:
     return make
 
 
-# -- PostgreSQL: one real server per session, a fresh database per test ---------------------
+# -- PostgreSQL: one real server per session (per xdist worker), one database emptied per test --
 
 
 @pytest.fixture(scope="session")
@@ -231,9 +119,20 @@ def pg_server() -> Any:
         yield server
 
 
+@pytest.fixture(scope="session")
+def _pg_database(pg_server: Any) -> str:
+    return str(pg_server.fresh())
+
+
 @pytest.fixture
-def pg_url(pg_server: Any) -> Any:
-    """The URL (with its password) of a fresh, empty database; dropped afterwards."""
+def pg_url(pg_server: Any, _pg_database: str) -> str:
+    """The URL (with its password) of an empty store: this worker's database, emptied."""
+    return str(pg_server.empty(_pg_database))
+
+
+@pytest.fixture
+def pg_fresh_url(pg_server: Any) -> Any:
+    """The URL of a database uwf never touched (schema version 0); dropped afterwards."""
     url = pg_server.fresh()
     yield url
     pg_server.drop(url)
@@ -248,18 +147,3 @@ def any_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, r
     else:
         monkeypatch.delenv("UWF_STORE", raising=False)
     return str(request.param)
-
-
-def store_state() -> tuple[list[Any], list[Any]]:
-    """The active threads (sorted) and the history of the store this test's ``uwf`` uses
-    (``UWF_STORE`` or the storage root), read through the backend."""
-    from uwf.backend import open_backend
-
-    with open_backend() as backend:
-        active = sorted(backend.threads.active(), key=lambda r: r.thread)
-        return active, backend.threads.history()
-
-
-def history_lines() -> list[dict[str, Any]]:
-    """The store's history as the JSON lines of ``history.jsonl``."""
-    return [entry.as_json() for entry in store_state()[1]]

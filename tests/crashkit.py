@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import io
 import json
 import os
 import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -27,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BIN = Path(sys.executable).parent
+from support import BIN, Result, cli
+
 LONG = os.environ.get("UWF_LONG") == "1"
 STATE_FILES = ("threads.yaml", "registry.yaml", "history.jsonl")
 HISTORY_KEYS = {"thread", "workflow", "head", "completedAt", "status"}
@@ -61,46 +60,6 @@ def seeded(name: str) -> Iterator[random.Random]:
 # -- running uwf ----------------------------------------------------------------------------
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-    def jsonl(self) -> list[Any]:
-        """JSON Lines (``thread step`` prints one object per step)."""
-        return [json.loads(line) for line in self.out.splitlines() if line.strip()]
-
-
-def cli(*args: str | int) -> Result:
-    """``uwf <args>`` in-process, through ``uwf.cli.main.run`` (its error handling included).
-
-    The checker runs after every kill; the command tree is lazy (cli/lazy.py), so each call
-    builds only the command it runs (about a millisecond).
-    """
-    from uwf.cli.main import run
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run([str(a) for a in args])
-    return Result(code, out.getvalue(), err.getvalue())
-
-
-def popen(*args: str | int) -> subprocess.Popen[str]:
-    """Start the installed ``uwf`` as a process of its own (the thing that gets killed)."""
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *[str(a) for a in args]],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=dict(os.environ),
-    )
-
-
 def finish(proc: subprocess.Popen[str], timeout: float = 120) -> Result:
     out, err = proc.communicate(timeout=timeout)
     return Result(proc.returncode, out, err)
@@ -113,34 +72,6 @@ def progress_heads(err: str) -> list[str]:
 
 def error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("error: ")]
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, e.g. an orphan nobody reaps, counts as dead)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def wait_dead(pid: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid):
-        if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-            raise AssertionError(f"process {pid} still running after {timeout}s")
-        time.sleep(0.01)
 
 
 def write_signature(root: Path) -> tuple[Any, ...]:

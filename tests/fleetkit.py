@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 
 
 def configure(root: Path, **config: Any) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BIN
+from support import BIN
 
 MODEL = "test-model"
 API_KEY = "sk-local-hermes"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import DEV, PLAN, REJECT
+from support import DEV, PLAN, REJECT
 from uwf.agent_kit.context import build_context
 from uwf.agent_kit.prompts import build_agent_prompt
 from uwf.backend.fs import FsBackend

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES, PLAN
 from kitrunner import FilesAgent, KitRunner, open_backend
 from rootfiles import damage_packed_record
+from support import EXAMPLES, PLAN
 from test_builtin import doc_block
 from uwf.backend.fs import FsBackend
 from uwf.cas import ops

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from conftest import APPROVE, DEV, EXAMPLES, PLAN, Result
+from support import APPROVE, DEV, EXAMPLES, PLAN, Result
 from test_step_engine import APPROVE as APPROVE_OUT
 from test_step_engine import DEV as DEV_OUT
 from test_step_engine import PLAN as PLAN_OUT

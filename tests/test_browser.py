@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import version1 as v1
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT, REPO
+from support import APPROVE, BIN, DEV, PLAN, REJECT, REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 import version1 as v1
-from conftest import Result
 from llm_server import (
     DEFAULT_MODEL,
     EXTRACT_MODEL,
@@ -32,6 +31,7 @@ from llm_server import (
     write_config,
 )
 from rootfiles import step_state
+from support import Result
 from uwf.adapters import llm as llm_adapter
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE, build_output_format_instruction
 from uwf.agents import builtin

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from conftest import DEV, PLAN, Result, store_state
 from fleetkit import configure, put_other_flow, show
+from support import DEV, PLAN, Result, store_state
 
 
 def lines(result: Result, code: int = 0) -> list[dict[str, Any]]:
@@ -239,7 +239,7 @@ def test_killing_a_parent_first_reports_its_children_killed_by_the_same_command(
     """In-process on the memory backend: a parent named before its fan-out's children kills
     them with it (``thread kill`` kills children first); their own lines then say killed,
     as the dry run said they would be, not "not active"."""
-    from conftest import EXAMPLES
+    from support import EXAMPLES
     from uwf.backend.base import ThreadInfo
     from uwf.backend.memory import MemoryBackend
     from uwf.engine.threads import bulk

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
 from rootfiles import open_store
+from support import EXAMPLES
 from uwf.backend.fs import FsBackend
 from uwf.cas.schema import meta_hash
 from uwf.engine.workflows.stored import resolve_for_start

@@ -424,7 +424,7 @@ def test_format_md_lists_the_schema_hashes() -> None:
     """docs/format.md's table of uwf's schemas is what the code computes."""
     import re
 
-    from conftest import REPO
+    from support import REPO
 
     text = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| ([A-Za-z0-9 (),]+?) \| `([0-9A-Z]{13})` \|$", text, re.MULTILINE))

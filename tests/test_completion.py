@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN
+from support import BIN
 
 # Typer's own switch for its tests: --install-completion then takes the shell as a value
 SHELL_DETECTION_OFF = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}

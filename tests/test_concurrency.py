@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, ONE_REJECTION, history_lines
+from support import BIN, ONE_REJECTION, history_lines
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 

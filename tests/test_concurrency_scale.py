@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crashkit
-from conftest import EXAMPLES
 from rootfiles import RootFiles
+from support import EXAMPLES, spawn_uwf
 
 N = crashkit.scaled(8, 16)  # processes, one thread each
 M = crashkit.scaled(6, 25)  # steps each of them runs
@@ -60,7 +60,7 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
     ]
     starts = {t: RootFiles(root).head(t) for t in threads}
     jobs = [
-        Job("main", t, crashkit.popen("thread", "step", t, "-c", M, "--wait", "--agent", agent))
+        Job("main", t, spawn_uwf("thread", "step", t, "-c", M, "--wait", "--agent", agent))
         for t in threads
     ]
     killed: set[str] = set()
@@ -72,19 +72,17 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
             action = rng.choice(["racer", "racer", "racer", "fork", "kill"])
             if action == "racer" and counts["racer"] < RACERS:
                 t = rng.choice(threads)
-                jobs.append(Job("racer", t, crashkit.popen("thread", "step", t, "--agent", agent)))
+                jobs.append(Job("racer", t, spawn_uwf("thread", "step", t, "--agent", agent)))
                 counts["racer"] += 1
             elif action == "fork" and counts["fork"] < FORKS:
                 active = RootFiles(root).active()
                 t = rng.choice(sorted(active))
-                jobs.append(
-                    Job("fork", t, crashkit.popen("thread", "fork", active[t]), head=active[t])
-                )
+                jobs.append(Job("fork", t, spawn_uwf("thread", "fork", active[t]), head=active[t]))
                 counts["fork"] += 1
             elif action == "kill" and counts["kill"] < KILLS and time.monotonic() - began > 1:
                 t = rng.choice(sorted(set(threads) - killed))
                 killed.add(t)
-                jobs.append(Job("kill", t, crashkit.popen("thread", "kill", t)))
+                jobs.append(Job("kill", t, spawn_uwf("thread", "kill", t)))
                 counts["kill"] += 1
             for job in jobs:  # a finished fork gets steppers of its own, racing the rest
                 if job.kind == "fork" and job.result is None and job.proc.poll() is not None:
@@ -93,7 +91,7 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
                     new = job.result.json()["thread"]
                     forks_done += 1
                     args = ("thread", "step", new, "-c", FORK_STEPS, "--wait", "--agent", agent)
-                    jobs.append(Job("forked", new, crashkit.popen(*args), head=job.head))
+                    jobs.append(Job("forked", new, spawn_uwf(*args), head=job.head))
         for job in jobs:
             if job.result is None:
                 job.result = crashkit.finish(job.proc, timeout=300)
@@ -102,7 +100,7 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
                 if not any(j.kind == "forked" and j.thread == new for j in jobs):
                     forks_done += 1
                     args = ("thread", "step", new, "-c", FORK_STEPS, "--wait", "--agent", agent)
-                    jobs.append(Job("forked", new, crashkit.popen(*args), head=job.head))
+                    jobs.append(Job("forked", new, spawn_uwf(*args), head=job.head))
         for job in jobs:
             if job.result is None:
                 job.result = crashkit.finish(job.proc, timeout=300)
@@ -202,7 +200,7 @@ def test_workflow_put_racing_on_the_registry_loses_no_entry(root: Path, tmp_path
                 )
             )
             same.append(path)
-        procs = [crashkit.popen("workflow", "put", str(p)) for p in [*files, *same]]
+        procs = [spawn_uwf("workflow", "put", str(p)) for p in [*files, *same]]
         results = [crashkit.finish(p) for p in procs]
         for r in results:
             assert r.code == 0, r.err

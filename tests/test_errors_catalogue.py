@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, EXAMPLES, REPO, Result, take_snapshot
 from rootfiles import RootFiles, open_store, without_failures
+from support import BIN, EXAMPLES, REPO, Result, take_snapshot
 from uwf.cas import codec
 from uwf.protocol import schemas
 from uwf.util.yamlio import MAX_BYTES

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, Result
 from llm_server import LLMServer, llm_fixture, write_config  # noqa: F401
+from support import EXAMPLES, Result
 from uwf.protocol import schemas
 
 FAIL_ONCE = {"planner": [{"exit": 1, "stderr": "error: rate limited"}]}

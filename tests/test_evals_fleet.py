@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BIN, EXAMPLES
+from support import BIN, EXAMPLES
 from test_evals import BUILTINS, evalrun, judged
 from uwf.backend import open_backend
 from uwf.engine.evals.fleet import FleetOptions

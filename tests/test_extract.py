@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, Result
 from llm_server import (
     DEFAULT_MODEL,
     EXTRACT_MODEL,
@@ -29,6 +28,7 @@ from llm_server import (
     write_config,
 )
 from rootfiles import step_state
+from support import EXAMPLES, Result
 
 RAW = "Here is my plan: refactor the login module, then add a regression test."
 PLANNED = {"status": "_", "plan": "refactor login", "steps": ["refactor", "add a test"]}

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import ONE_REJECTION, PLAN
 from fleetkit import show
+from support import ONE_REJECTION, PLAN
 
 FAILS = {"exit": 1, "stderr": "error: rate limited"}
 ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"

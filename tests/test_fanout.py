@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, reap, spawn_uwf
+from support import EXAMPLES, reap, spawn_uwf
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import crashkit
-from conftest import EXAMPLES, ONE_REJECTION
+from support import EXAMPLES, ONE_REJECTION, spawn_uwf
 from uwf.backend import open_backend
 from uwf.backend.base import Waiting
 from uwf.util.ulid import ThreadId, now_ms
@@ -134,7 +134,7 @@ def test_worker_sigterm_stops_the_agent_and_leaves_the_head(
     agent, marker = crashkit.thread_marker_agent(
         tmp_path, {"planner": [{"output": "x", "sleep": 60}]}
     )
-    proc = crashkit.popen("worker", "--agent", agent, "--drain-timeout", "0")
+    proc = spawn_uwf("worker", "--agent", agent, "--drain-timeout", "0")
     wait_for(lambda: crashkit.lines_of(marker))
     began = time.monotonic()
     proc.send_signal(signal.SIGTERM)

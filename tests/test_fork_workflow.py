@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, ONE_REJECTION
+from support import EXAMPLES, ONE_REJECTION
 
 TASK = "Fix the login bug"
 BASE = yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text())

@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES, ONE_REJECTION, Result
+from support import EXAMPLES, ONE_REJECTION, Result
 from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
 from uwf.engine.workflows.files import load_file, store_definition

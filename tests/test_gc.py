@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, EXAMPLES, Result
 from rootfiles import RootFiles, open_store
+from support import BIN, EXAMPLES, Result
 from uwf.backend.fs import FsBackend
 from uwf.backend.fs import locks as locks_module
 from uwf.backend.memory import MemoryStore

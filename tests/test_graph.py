@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 from uwf.engine.views import graph
 from uwf.web.svg import to_svg
 

@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 import version1 as v1
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT, Result
 from hermes_home import MODEL, hermes_missing_reason, use_home, write_hermes_config
 from llm_server import LLMServer, RecordedRequest
 from rootfiles import step_state
+from support import APPROVE, BIN, DEV, PLAN, REJECT, Result
 
 _MISSING = hermes_missing_reason()
 if _MISSING is not None:  # CI installs hermes-agent (the `hermes` extra): these tests run there

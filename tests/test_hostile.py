@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BIN, EXAMPLES, PLAN, Result, take_snapshot
 from llm_server import (
     TEST_KEY,
     TEST_KEY_ENV,
@@ -35,6 +34,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from support import BIN, EXAMPLES, PLAN, Result, take_snapshot
 from uwf.util.base32 import describe
 
 REPAIR = 'see docs/reliability.md, "Repairing damaged state"'

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, EXAMPLES
+from support import BIN, EXAMPLES
 from test_builtin import doc_block
 
 WRITE = "---\nstatus: _\nfiles: [docs/install.md]\nsummary: How to install.\n---\nFirst draft."

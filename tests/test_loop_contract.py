@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import APPROVE, BIN, DEV, ONE_REJECTION, PLAN, REJECT, REPO, spawn_uwf
 from rootfiles import RootFiles
+from support import APPROVE, BIN, DEV, ONE_REJECTION, PLAN, REJECT, REPO, spawn_uwf
 
 KEYS = {"workflow", "thread", "head", "role", "done", "status"}
 

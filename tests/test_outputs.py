@@ -16,7 +16,7 @@ from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 import pytest
 
 import version1
-from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
+from support import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 from uwf.backend import open_backend
 from uwf.protocol import schemas
 from uwf.util import outputs

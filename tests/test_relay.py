@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 from uwf.backend import RELAY_ENV, relay
 from uwf.backend.memory import MemoryBackend
 from uwf.engine.step import relay as server_side

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import reap, spawn_uwf
 from fleetkit import configure, show
+from support import reap, spawn_uwf
 
 ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"
 FAILS = {"exit": 1, "stderr": "error: rate limited"}
@@ -204,7 +204,7 @@ def with_retry(
     and on its planner role, where given."""
     import yaml
 
-    from conftest import EXAMPLES
+    from support import EXAMPLES
 
     if version1:
         doc: dict[str, Any] = {
@@ -270,7 +270,7 @@ def test_a_version_1_file_sets_the_policy_too(cli: Any, tmp_path: Path, scenario
 
 
 def test_a_workflow_file_without_a_policy_keeps_its_hash(cli: Any, tmp_path: Path) -> None:
-    from conftest import EXAMPLES
+    from support import EXAMPLES
 
     before = cli("workflow", "put", EXAMPLES / "solve-issue.yaml").json()["hash"]
     assert before == "4WV82QSTJ4217"  # tests/test_version1.py: the hash it always had

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, REPO, Result
+from support import EXAMPLES, REPO, Result
 from uwf.engine.workflows.files import load_file
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput

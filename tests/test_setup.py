@@ -591,7 +591,7 @@ def bare_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_hermes_must_be_installed(root: Path, cli_proc: Any, bare_home: Path) -> None:
-    from conftest import BIN
+    from support import BIN
 
     result = cli_proc(
         "setup", "--default-agent", "hermes", prog=str(BIN / "uwf"), env={"PATH": "/usr/bin:/bin"}
@@ -664,8 +664,8 @@ def test_nothing_is_written_outside_the_storage_root(
 ) -> None:
     """Setup, a refused Hermes and a whole builtin step against a keyless local server: HOME
     stays empty, and only the storage root and the project directory change."""
-    from conftest import EXAMPLES, PLAN
     from llm_server import DEFAULT_MODEL, LLMServer
+    from support import EXAMPLES, PLAN
 
     with LLMServer() as llm:
         llm.reply("ok", PLAN)  # the model check, then the planner's answer

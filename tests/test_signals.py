@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, read_terminal, spawn_uwf
 from rootfiles import RootFiles
+from support import BIN, read_terminal, spawn_uwf
 
 
 @dataclass

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import reap, spawn_uwf
 from fleetkit import put_other_flow
+from support import reap, spawn_uwf
 
 
 def test_a_second_start_with_the_same_key_returns_the_first_thread(

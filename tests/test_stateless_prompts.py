@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
 from llm_server import LLMServer, RecordedRequest, llm_fixture, write_config  # noqa: F401
+from support import EXAMPLES
 
 PLAN = "Validate the e-mail field on the server and show the error next to the field."
 

@@ -172,7 +172,7 @@ def test_every_file_or_stdin_argument_is_read_alike(
     same line for a file that is not UTF-8, whichever option names it, and for stdin."""
     import subprocess
 
-    from conftest import BIN
+    from support import BIN
 
     thread, _, (_plan_step, dev_step) = to_reviewer(cli, new_thread, scenario)
     latin1 = tmp_path / "latin1.md"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend, MemoryThreads
 from uwf.engine import step

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from conftest import APPROVE, DEV, PLAN, REJECT
+from support import APPROVE, DEV, PLAN, REJECT
 
 
 def run_to_end(cli: Any, thread: str, agent: str | None = None) -> list[dict[str, Any]]:

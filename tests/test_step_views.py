@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 from rootfiles import RootFiles, open_store, put_unchecked
+from support import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 from uwf.agent_kit.runner import TURN_SCHEMA, detail_schema
 from uwf.cas.store import Store
 from uwf.protocol import schemas

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES, REJECT, history_lines, store_state
+from support import EXAMPLES, REJECT, history_lines, store_state
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from conftest import APPROVE, DEV, PLAN
 from rootfiles import RootFiles, open_store
+from support import APPROVE, DEV, PLAN
 from uwf.protocol import schemas
 from uwf.util.ulid import new_thread_id
 

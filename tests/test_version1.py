@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import version1 as v1
-from conftest import EXAMPLES
+from support import EXAMPLES
 from uwf.protocol import schemas
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal, reap
+from support import APPROVE, BIN, DEV, PLAN, REJECT, read_terminal, reap
 from uwf.backend.fs import FsBackend
 from uwf.engine.views.follow import Follower
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import APPROVE, BIN, DEV, PLAN, REJECT
+from support import APPROVE, BIN, DEV, PLAN, REJECT
 from uwf.backend.fs import FsBackend
 from uwf.web.app import ThreadStream, create_app
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN, ONE_REJECTION, reap, spawn_uwf
 from fleetkit import show
+from support import BIN, ONE_REJECTION, reap, spawn_uwf
 from uwf.backend import open_backend
 from uwf.backend.workers import KEEP_MS, WorkerRecord
 from uwf.util.ulid import new_thread_id, now_ms

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 from uwf.agent_kit.frontmatter import candidate, split
 from uwf.agents.mock import load_scenario
 from uwf.backend.memory import MemoryStore
