@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import pgserver
-from conftest import EXAMPLES, ONE_REJECTION
+from support import EXAMPLES, ONE_REJECTION
 from uwf.backend import open_backend
 from uwf.backend.postgres import PgBackend, schema
 from uwf.util.ulid import ThreadId
@@ -36,7 +36,8 @@ def everything_under(path: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in sorted(path.rglob("*")) if p.is_file())
 
 
-def test_store_init_creates_the_schema_once(cli: Any, pg_url: str) -> None:
+def test_store_init_creates_the_schema_once(cli: Any, pg_fresh_url: str) -> None:
+    pg_url = pg_fresh_url
     first = cli("--store", pg_url, "store", "init")
     assert first.code == 0, first.err
     assert first.json() == {"store": shown(pg_url), "schema": schema.VERSION, "from": 0}
@@ -48,7 +49,8 @@ def test_store_init_creates_the_schema_once(cli: Any, pg_url: str) -> None:
     }
 
 
-def test_first_use_creates_the_schema_and_migrations_run_once(pg_url: str) -> None:
+def test_first_use_creates_the_schema_and_migrations_run_once(pg_fresh_url: str) -> None:
+    pg_url = pg_fresh_url
     with open_backend(pg_url) as backend:
         assert backend.threads.active() == []  # the first statement created the schema
         assert isinstance(backend, PgBackend)
