@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 import version1 as v1
-from conftest import DEV, EXAMPLES, PLAN, Result
 from llm_server import (
     TEST_KEY,
     LLMServer,
@@ -25,6 +24,7 @@ from llm_server import (
     write_config,
 )
 from rootfiles import step_state
+from support import DEV, EXAMPLES, PLAN, Result, wait_dead
 from uwf.agent_kit.prompts import CORRECTION_MESSAGE
 
 TASK = "Fix the login bug"
@@ -305,9 +305,11 @@ def test_command_exit_code_and_stderr_tail(
 
 
 def test_command_killed_by_step_timeout(cli: Any, root: Path, thread: str, tmp_path: Path) -> None:
-    marker = tmp_path / "command-survived"
+    pidfile = tmp_path / "command.pid"
     script = tmp_path / "slow.py"
-    script.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').write('x')\n")
+    script.write_text(
+        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(30)\n"
+    )
     began = time.monotonic()
     step_fails(
         cli,
@@ -318,8 +320,7 @@ def test_command_killed_by_step_timeout(cli: Any, root: Path, thread: str, tmp_p
         extra=("--timeout", "1"),
     )
     assert time.monotonic() - began < 10
-    time.sleep(3.5)
-    assert not marker.exists()  # the wrapped command died with uwf-cmd's process group
+    wait_dead(int(pidfile.read_text()), timeout=5)  # died with uwf-cmd's process group
 
 
 def test_usage_without_command(cli: Any, root: Path, thread: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PLAN, store_state
+from support import PLAN, store_state, wait_dead
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
@@ -208,10 +208,12 @@ def test_agent_returns_step_of_another_step(
 def test_agent_timeout_kills_the_process_group(
     cli: Any, root: Path, thread: str, agent_script: Any, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "child-survived"
-    child = f"import time; time.sleep(3); open({str(marker)!r}, 'w').write('x')"
+    pidfile = tmp_path / "child.pid"
     agent = agent_script(
-        f"import subprocess\nsubprocess.Popen([sys.executable, '-c', {child!r}])\ntime.sleep(30)\n"
+        "import subprocess\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(30)\n"
     )
     began = time.monotonic()
     fails(
@@ -222,8 +224,7 @@ def test_agent_timeout_kills_the_process_group(
         code=5,
     )
     assert time.monotonic() - began < 10
-    time.sleep(3.5)
-    assert not marker.exists()  # the agent's child died with the group
+    wait_dead(int(pidfile.read_text()), timeout=5)  # the agent's child died with the group
 
 
 def test_output_without_frontmatter_and_no_model(
