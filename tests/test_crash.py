@@ -7,7 +7,8 @@ linear, no thread active and archived, ``cas verify`` passes, no lock left behin
 Moments are drawn from three mixes so that all phases get hit: the first 50 ms of the process,
 anywhere in its run (before, while and after the agent runs), and just after the k-th durable
 write of the uwf process or its agent (the agent writes its nodes, uwf moves the head and may
-archive). Counts are small in CI; ``UWF_LONG=1`` runs the long counts (docs/reliability.md).
+archive). Each test runs a few kills in the default run and its full count in the stress tier
+(``pytest -m stress``); ``UWF_LONG=1`` raises the full counts (docs/reliability.md).
 The seed is printed and attached to a failure (``UWF_CRASH_SEED=<n>`` replays it).
 """
 
@@ -23,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 import crashkit
-from conftest import EXAMPLES
 from rootfiles import RootFiles, open_store
+from support import EXAMPLES, pid_alive, spawn_uwf, tiers, wait_dead
 from uwf.protocol import schemas
 
 STEP_KILLS = crashkit.scaled(22, 130)
@@ -64,7 +65,8 @@ def _report(name: str, stats: Counter[str], began: float) -> None:
     print(f"{name}: {dict(sorted(stats.items()))} in {time.monotonic() - began:.1f}s")
 
 
-def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> None:
+@tiers("kills", 6, STEP_KILLS)
+def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path, kills: int) -> None:
     """Kill ``thread step`` before, while and after its agent runs and during the writes.
 
     After each kill: the head is the old one or a StepNode whose prev is the old one; if the
@@ -81,13 +83,11 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
         _refill(root, rng)
         calibrate = sorted(RootFiles(root).active())[0]
         t0 = time.monotonic()
-        assert (
-            crashkit.finish(crashkit.popen("thread", "step", calibrate, "--agent", agent)).code == 0
-        )
+        assert crashkit.finish(spawn_uwf("thread", "step", calibrate, "--agent", agent)).code == 0
         durations.append(time.monotonic() - t0)
 
-        for _ in range(STEP_KILLS * 4):
-            if stats["kills"] >= STEP_KILLS:
+        for _ in range(kills * 4):
+            if stats["kills"] >= kills:
                 break
             thread = rng.choice(sorted(RootFiles(root).active()))
             before = RootFiles(root).head(thread)
@@ -96,7 +96,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
             d = statistics.median(durations)
             mix = rng.random()
             t0 = time.monotonic()
-            proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+            proc = spawn_uwf("thread", "step", thread, "--agent", agent)
             if mix < 0.1:
                 res = crashkit.kill_after(proc, rng.uniform(0, 0.05))
             elif mix < 0.5:
@@ -112,7 +112,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
                 stats["finished before the kill"] += 1
                 continue
             stats["kills"] += 1
-            orphan = bool(pids) and crashkit.pid_alive(pids[0])
+            orphan = bool(pids) and pid_alive(pids[0])
             if not pids:
                 stats["killed before the agent started"] += 1
             elif orphan:
@@ -120,7 +120,7 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
                 # the lock died with uwf although its agent still runs
                 with RootFiles(root).hold_step(thread):
                     pass
-                crashkit.wait_dead(pids[0])
+                wait_dead(pids[0])
             else:
                 stats["killed after the agent exited"] += 1
 
@@ -146,13 +146,14 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path) -> No
             crashkit.assert_continues(root, target, fast)
             _refill(root, rng)
         _report("step kills", stats, began)
-    assert stats["kills"] >= STEP_KILLS
+    assert stats["kills"] >= kills
     if crashkit.LONG:  # enough kills that every phase must have been hit
         for phase in ("before the agent started", "while the agent ran", "after the agent exited"):
             assert stats[f"killed {phase}"] > 0, stats
 
 
-def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
+@tiers("kills", 2, AGENT_KILLS)
+def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path, kills: int) -> None:
     """Killing the agent's group alone fails the step with the agent's exit code, cleanly."""
     began = time.monotonic()
     agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(AGENT_SLEEP))
@@ -161,12 +162,12 @@ def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
     stats: Counter[str] = Counter()
     with crashkit.seeded("agent kills") as rng:
         _refill(root, rng)
-        for _ in range(AGENT_KILLS * 4):
-            if stats["kills"] >= AGENT_KILLS:
+        for _ in range(kills * 4):
+            if stats["kills"] >= kills:
                 break
             thread = rng.choice(sorted(RootFiles(root).active()))
             before = RootFiles(root).head(thread)
-            proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+            proc = spawn_uwf("thread", "step", thread, "--agent", agent)
             deadline = time.monotonic() + 30
             while not crashkit.marker_pids(marker, proc.pid):
                 assert proc.poll() is None and time.monotonic() < deadline, "agent never started"
@@ -189,7 +190,7 @@ def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path) -> None:
             crashkit.assert_continues(root, rng.choice(sorted(RootFiles(root).active())), fast)
             _refill(root, rng)
         _report("agent kills", stats, began)
-    assert stats["kills"] >= AGENT_KILLS
+    assert stats["kills"] >= kills
 
 
 def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
@@ -203,13 +204,13 @@ def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
     _put(EXAMPLES / "solve-issue.yaml")
     thread = _start("orphan")
     start = RootFiles(root).head(thread)
-    proc = crashkit.popen("thread", "step", thread, "--agent", agent)
+    proc = spawn_uwf("thread", "step", thread, "--agent", agent)
     while not crashkit.marker_pids(marker, proc.pid):
         time.sleep(0.001)
     (pid,) = crashkit.marker_pids(marker, proc.pid)
     res = crashkit.sigkill(proc)
     assert res.code == -signal.SIGKILL
-    crashkit.wait_dead(pid, timeout=2)  # the parent-death signal killed the agent
+    wait_dead(pid, timeout=2)  # the parent-death signal killed the agent
     with RootFiles(root).hold_step(thread):
         pass  # the step lock died with uwf
 
@@ -219,7 +220,10 @@ def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
     assert out["role"] == "planner"
 
 
-def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_path: Path) -> None:
+@tiers("kills", 5, WRITE_KILLS)
+def test_sigkill_workflow_put_kill_fork_start_at_random_moments(
+    root: Path, tmp_path: Path, kills: int
+) -> None:
     """Kill the commands that only write state. After each kill the command either happened
     or did not (registry entry old or new; thread active or archived with its head; a new
     thread whole or absent), and the next step continues."""
@@ -237,8 +241,8 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
     durations: dict[str, list[float]] = {}
     with crashkit.seeded("write kills") as rng:
         _refill(root, rng)
-        for _ in range(WRITE_KILLS * 5):
-            if stats["kills"] >= WRITE_KILLS:
+        for _ in range(kills * 5):
+            if stats["kills"] >= kills:
                 break
             active = RootFiles(root).active()
             registry = RootFiles(root).registry.read()
@@ -257,7 +261,7 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
             d = statistics.median(durations.get(op) or [0.3])
             mix = rng.random()
             t0 = time.monotonic()
-            proc = crashkit.popen(*args)
+            proc = spawn_uwf(*args)
             if mix < 0.2:
                 res = crashkit.kill_after(proc, rng.uniform(0, 0.05))
             elif mix < 0.5:
@@ -304,7 +308,7 @@ def test_sigkill_workflow_put_kill_fork_start_at_random_moments(root: Path, tmp_
             target = new[0] if new else rng.choice(sorted(RootFiles(root).active()))
             crashkit.assert_continues(root, target, fast)
         _report("write kills", stats, began)
-    assert stats["kills"] >= WRITE_KILLS
+    assert stats["kills"] >= kills
 
 
 def _fill(root: Path, rng: random.Random, count: int) -> list[str]:
@@ -324,7 +328,8 @@ def _pack_files(root: Path) -> list[str]:
         return []
 
 
-def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -> None:
+@tiers("kills", 2, PACK_KILLS)
+def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path, kills: int) -> None:
     """Kill ``cas pack`` and ``cas gc`` (which packs what survives) while they write a pack,
     remove the packed loose files or remove the packs a merge replaced: every node stays
     readable (gc's default grace keeps every young node), the store verifies, the next pack
@@ -336,8 +341,8 @@ def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -
     durations: list[float] = [0.5]
     with crashkit.seeded("pack kills") as rng:
         _refill(root, rng)
-        for _ in range(PACK_KILLS * 4):
-            if stats["kills"] >= PACK_KILLS:
+        for _ in range(kills * 4):
+            if stats["kills"] >= kills:
                 break
             _fill(root, rng, rng.randrange(200, 600))
             if rng.random() < 0.3:  # a second pack, so that the next gc merges and removes
@@ -348,7 +353,7 @@ def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -
             args = ("cas", "pack") if rng.random() < 0.6 else ("cas", "gc")
             mix = rng.random()
             t0 = time.monotonic()
-            proc = crashkit.popen(*args)
+            proc = spawn_uwf(*args)
             if mix < 0.3:
                 res = crashkit.kill_after(proc, rng.uniform(0, statistics.median(durations)))
             elif mix < 0.6:  # while the pack is written
@@ -386,4 +391,4 @@ def test_sigkill_cas_pack_and_gc_at_random_moments(root: Path, tmp_path: Path) -
             assert set(open_store(root).iter_hashes()) >= before
             crashkit.assert_continues(root, rng.choice(sorted(RootFiles(root).active())), fast)
         _report("pack kills", stats, began)
-    assert stats["kills"] >= PACK_KILLS
+    assert stats["kills"] >= kills

@@ -35,13 +35,14 @@ from typing import Any
 import pytest
 
 import crashkit
-from conftest import EXAMPLES
 from rootfiles import RootFiles, without_failures
+from support import EXAMPLES, tiers
 from uwf.util import fsio
 
 FUNCTIONS = ("fsync", "replace", "link", "write")
 ERRORS = {"ENOSPC": errno.ENOSPC, "EIO": errno.EIO}
 MAX_N = crashkit.scaled(6, 1000)  # faulted positions per (function, error); all in long mode
+SMOKE_N = 2  # the default run: the first and the last call of each (function, error)
 ERROR_LINE = re.compile(r"^error: cannot write (\S+): (.+)\n$")
 
 
@@ -266,12 +267,13 @@ def _reference(
     return ref
 
 
-def _positions(total: int) -> list[int]:
-    """Every call, or (in CI) an even spread that always includes the first and the last."""
-    if total <= MAX_N:
+def _positions(total: int, most: int) -> list[int]:
+    """Every call, or at most ``most``: an even spread that always includes the first and the
+    last."""
+    if total <= most:
         return list(range(1, total + 1))
-    step = (total - 1) / (MAX_N - 1)
-    return sorted({1 + round(i * step) for i in range(MAX_N)})
+    step = (total - 1) / (most - 1)
+    return sorted({1 + round(i * step) for i in range(most)})
 
 
 def _check_after_fault(
@@ -298,8 +300,10 @@ def _check_after_fault(
 
 
 @pytest.mark.parametrize("name", COMMANDS)
+@tiers("most", SMOKE_N, MAX_N)
 def test_failing_write_calls(
     name: str,
+    most: int,
     root: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -316,7 +320,7 @@ def test_failing_write_calls(
     stats: Counter[str] = Counter()
     for function in FUNCTIONS:
         modes = [*ERRORS, "short"] if function == "write" else list(ERRORS)
-        for mode, n in itertools.product(modes, _positions(ref.calls[function])):
+        for mode, n in itertools.product(modes, _positions(ref.calls[function], most)):
             label = f"{name}: {function} #{n} of {ref.calls[function]} fails with {mode}"
             _restore(base, root)
             inj = Injector(function, n, mode)
@@ -451,7 +455,7 @@ def test_agent_kit_writes_fail_cleanly(
     runs = 0
     for function in FUNCTIONS:
         modes = [*ERRORS, "short"] if function == "write" else list(ERRORS)
-        for mode, n in itertools.product(modes, _positions(calls[function])):
+        for mode, n in itertools.product(modes, _positions(calls[function], MAX_N)):
             label = f"agent: {function} #{n} of {calls[function]} fails with {mode}"
             _restore(base, root)
             inj = Injector(function, n, mode)
@@ -515,7 +519,10 @@ def _fill(filler: Path, leave_pages: int) -> None:
         os.close(fd)
 
 
-def test_full_disk(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@tiers("leaves", [0, 1, 2, 4, 8, 16, 32], [0, 0, 1, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
+def test_full_disk(
+    small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leaves: list[int]
+) -> None:
     """A small real filesystem, filled up to a few pages short of full before each command
     (engine and agent writing): a command fails with a clean ``No space left on device``
     line or succeeds; nothing half-written is read back; once space is freed, the next step
@@ -531,7 +538,7 @@ def test_full_disk(small_fs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     ]
     filler = small_fs / "filler"
     outcomes: dict[str, int] = {}
-    for i, leave in enumerate([0, 0, 1, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32] * crashkit.scaled(1, 3)):
+    for i, leave in enumerate(leaves * crashkit.scaled(1, 3)):
         op = ["step", "put", "start", "fork", "kill", "step", "step"][i % 7]
         active = sorted(RootFiles(root).active())
         if op == "put":

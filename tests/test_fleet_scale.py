@@ -1,5 +1,6 @@
-"""Fleets under stress, on both backends: 8 workers drain 50 threads; a worker killed with
-SIGKILL mid-step; and, on PostgreSQL, the database restarted (crash-style) mid-run.
+"""Fleets under stress, on both backends: 8 workers drain 50 threads (6 in the default run,
+50 in the stress tier, 200 under ``UWF_LONG=1``); a worker killed with SIGKILL mid-step; and,
+on PostgreSQL, the database restarted (crash-style) mid-run.
 
 After each: every thread reached $END exactly once, every chain is linear back to its
 StartNode, every recorded step was reported by exactly one worker, every agent that ran was
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 import crashkit
-from conftest import EXAMPLES, ONE_REJECTION
+from support import EXAMPLES, ONE_REJECTION, given, spawn_uwf, tiers
 from uwf.backend import open_backend
 from uwf.protocol import schemas
 
@@ -91,23 +92,24 @@ def check_fleet(
 
 
 @pytest.mark.usefixtures("any_store")
-def test_eight_workers_drain_fifty_threads(tmp_path: Path) -> None:
+@tiers("count", 6, THREADS)
+def test_eight_workers_drain_the_threads(tmp_path: Path, count: int) -> None:
     began = time.monotonic()
-    threads = start_threads(THREADS)
+    threads = start_threads(count)
     agent, marker = crashkit.thread_marker_agent(tmp_path, ONE_REJECTION)
-    procs = [crashkit.popen("worker", "--idle-exit", "1", "--agent", agent) for _ in range(WORKERS)]
+    procs = [spawn_uwf("worker", *given(threads), "--agent", agent) for _ in range(WORKERS)]
     outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err
         outs.append(out)
     counts = check_fleet(threads, outs, marker)
-    assert counts["steps"] == THREADS * STEPS
+    assert counts["steps"] == count * STEPS
     unexpected = counts["errors"] - counts["conflicts"]
     assert unexpected == 0
     busy = [len(crashkit.Result(0, out, "").jsonl()) for out in outs]
     assert sum(1 for n in busy if n > 0) >= 2  # the work was shared
-    print(f"{WORKERS} workers, {THREADS} threads: {time.monotonic() - began:.1f}s, {counts}")
+    print(f"{WORKERS} workers, {count} threads: {time.monotonic() - began:.1f}s, {counts}")
 
 
 @pytest.mark.usefixtures("any_store")
@@ -117,7 +119,7 @@ def test_a_worker_killed_mid_step_leaves_the_head_and_releases_the_lock(tmp_path
     agent, marker = crashkit.thread_marker_agent(tmp_path, roles)
     with open_backend() as backend:
         before = {t: backend.threads.head(t) for t in threads}  # type: ignore[arg-type]
-        first = crashkit.popen("worker", "--agent", agent)
+        first = spawn_uwf("worker", "--agent", agent)
         deadline = time.monotonic() + 30
         while agent_starts(marker) < 1:
             assert time.monotonic() < deadline and first.poll() is None
@@ -130,7 +132,7 @@ def test_a_worker_killed_mid_step_leaves_the_head_and_releases_the_lock(tmp_path
         assert backend.locks.running() == set()  # died with the worker (or its connection)
         assert {t: backend.threads.head(t) for t in threads} == before  # type: ignore[arg-type]
     crashkit.write_scenario(tmp_path / "marked.yaml", ONE_REJECTION)  # no more sleeping
-    second = crashkit.popen("worker", "--idle-exit", "0.5", "--agent", agent)
+    second = spawn_uwf("worker", *given(threads), "--agent", agent)
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     check_fleet(threads, [out], marker, killed=1)
@@ -147,7 +149,7 @@ def test_postgres_restarted_mid_run(
         {"output": ONE_REJECTION["reviewer"][1], "sleep": 0.2},
     ]
     agent, marker = crashkit.thread_marker_agent(tmp_path, slow)
-    procs = [crashkit.popen("worker", "--idle-exit", "10", "--agent", agent) for _ in range(2)]
+    procs = [spawn_uwf("worker", *given(threads), "--agent", agent) for _ in range(2)]
     deadline = time.monotonic() + 120
     while agent_starts(marker) < 8:
         assert time.monotonic() < deadline
