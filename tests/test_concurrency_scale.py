@@ -3,7 +3,8 @@ same threads, forks and kills at the same time; and ``workflow put`` racing on t
 
 Afterwards every thread's chain is exactly the steps that were reported as done on it (none
 lost, none extra), every chain is linear, every archived thread has one history line, and the
-store verifies. N = 16 and M = 25 under ``UWF_LONG=1``; smaller in CI.
+store verifies. N = 8 and M = 6 in the stress tier (16 and 25 under ``UWF_LONG=1``); 4 and 4 in
+the default run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import crashkit
 from rootfiles import RootFiles
-from support import EXAMPLES, spawn_uwf
+from support import EXAMPLES, spawn_uwf, tiers
 
 N = crashkit.scaled(8, 16)  # processes, one thread each
 M = crashkit.scaled(6, 25)  # steps each of them runs
@@ -50,17 +51,21 @@ def _allowed_errors(thread: str) -> dict[str, int]:
     }
 
 
-def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_path: Path) -> None:
+@tiers("size", (4, 4, 6, 2, 1), (N, M, RACERS, FORKS, KILLS))
+def test_n_processes_m_steps_with_racing_steps_forks_and_kills(
+    root: Path, tmp_path: Path, size: tuple[int, int, int, int, int]
+) -> None:
+    n, m, racers, forks, kills = size
     began = time.monotonic()
     agent = crashkit.write_scenario(tmp_path / "loop.yaml", crashkit.loop_roles())
     assert crashkit.cli("workflow", "put", str(EXAMPLES / "solve-issue.yaml")).code == 0
     threads = [
         crashkit.cli("thread", "start", "solve-issue", "-p", f"task {i}").json()["thread"]
-        for i in range(N)
+        for i in range(n)
     ]
     starts = {t: RootFiles(root).head(t) for t in threads}
     jobs = [
-        Job("main", t, spawn_uwf("thread", "step", t, "-c", M, "--wait", "--agent", agent))
+        Job("main", t, spawn_uwf("thread", "step", t, "-c", m, "--wait", "--agent", agent))
         for t in threads
     ]
     killed: set[str] = set()
@@ -70,16 +75,16 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
         while any(j.proc.poll() is None for j in jobs if j.kind == "main"):
             time.sleep(rng.uniform(0.01, 0.15))
             action = rng.choice(["racer", "racer", "racer", "fork", "kill"])
-            if action == "racer" and counts["racer"] < RACERS:
+            if action == "racer" and counts["racer"] < racers:
                 t = rng.choice(threads)
                 jobs.append(Job("racer", t, spawn_uwf("thread", "step", t, "--agent", agent)))
                 counts["racer"] += 1
-            elif action == "fork" and counts["fork"] < FORKS:
+            elif action == "fork" and counts["fork"] < forks:
                 active = RootFiles(root).active()
                 t = rng.choice(sorted(active))
                 jobs.append(Job("fork", t, spawn_uwf("thread", "fork", active[t]), head=active[t]))
                 counts["fork"] += 1
-            elif action == "kill" and counts["kill"] < KILLS and time.monotonic() - began > 1:
+            elif action == "kill" and counts["kill"] < kills and time.monotonic() - began > 1:
                 t = rng.choice(sorted(set(threads) - killed))
                 killed.add(t)
                 jobs.append(Job("kill", t, spawn_uwf("thread", "kill", t)))
@@ -128,7 +133,7 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
             else:
                 heads = crashkit.progress_heads(r.err)
                 if r.code == 0:
-                    expected = M if job.kind == "main" else FORK_STEPS
+                    expected = m if job.kind == "main" else FORK_STEPS
                     assert [o["head"] for o in r.jsonl()] == heads and len(heads) == expected
             succeeded[job.thread].extend(heads)
             stats["steps"] += len(heads)
@@ -171,10 +176,10 @@ def test_n_processes_m_steps_with_racing_steps_forks_and_kills(root: Path, tmp_p
         stats["forks"] = forks_done
         stats["kills"] = len(killed)
         print(
-            f"concurrency: N={N} M={M} {dict(sorted(stats.items()))} "
+            f"concurrency: N={n} M={m} {dict(sorted(stats.items()))} "
             f"in {time.monotonic() - began:.1f}s"
         )
-        assert stats["steps"] >= N * M - KILLS * M
+        assert stats["steps"] >= n * m - kills * m
 
 
 def test_workflow_put_racing_on_the_registry_loses_no_entry(root: Path, tmp_path: Path) -> None:
