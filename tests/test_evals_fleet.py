@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from support import BIN, EXAMPLES
+from support import BIN, EXAMPLES, given
 from test_evals import BUILTINS, evalrun, judged
 from uwf.backend import open_backend
 from uwf.engine.evals.fleet import FleetOptions
@@ -184,13 +184,13 @@ def test_timeout_minutes_kills_the_thread_a_worker_steps(
 ) -> None:
     marker = tmp_path / "agent-ran"
     sleeper = agent_script(f"open({str(marker)!r}, 'w').write('x')\ntime.sleep(60)")
-    folder = task(limits={"timeoutMinutes": 0.02})
+    folder = task(limits={"timeoutMinutes": 0.05})
     result = cli_proc("eval", "run", folder, "--agent", sleeper, "--local-workers", "1")
     assert result.code == 0, result.err
     [line] = result.jsonl()
     assert (line["outcome"], line["score"]) == ("timeout", 0)
     run = evalrun(cli, line["run"])
-    assert run["error"] == "passed limits.timeoutMinutes (0.02)" and run["durationMs"] < 20_000
+    assert run["error"] == "passed limits.timeoutMinutes (0.05)" and run["durationMs"] < 20_000
     assert marker.exists()  # the worker's agent was running when the run ended
     assert cli("thread", "show", line["thread"]).json()["status"] == "killed"
     with open_backend() as backend:
@@ -218,11 +218,12 @@ def test_fleet_waits_for_outside_workers_and_wait_timeout_guards_it(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while len(cli("thread", "list").json()) < 2:  # both threads started: now the fleet
+    while len(started := cli("thread", "list").json()) < 2:  # both threads started: the fleet
         assert time.monotonic() < deadline and eval_run.poll() is None
         time.sleep(0.05)
+    runs = given([t["thread"] for t in started])
     workers = [
-        subprocess.Popen([str(BIN / "uwf"), "worker", "--idle-exit", "2", "--agent", scenario()])
+        subprocess.Popen([str(BIN / "uwf"), "worker", *runs, "--agent", scenario()])
         for _ in range(2)
     ]
     out, err = eval_run.communicate(timeout=120)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from support import EXAMPLES, reap, spawn_uwf
+from support import EXAMPLES, given, reap, spawn_uwf
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
@@ -109,7 +109,7 @@ def test_three_workers_step_the_children_concurrently_and_resume_the_parent_once
     roles["developer"] = [{**SCENARIO["developer"][0], "sleep": 1.5}]
     agent = scenario(roles)
     parent = parallel()
-    workers = [spawn_uwf("worker", "--idle-exit", "3", "--agent", agent) for _ in range(3)]
+    workers = [spawn_uwf("worker", *given([parent]), "--agent", agent) for _ in range(3)]
     lines: list[dict[str, Any]] = []
     try:
         for proc in workers:
@@ -354,7 +354,7 @@ def test_a_worker_killed_mid_fan_out_and_a_database_restart_lose_nothing(
         "running",  # the killed agent's group may still be letting go of the lock
     }
     fast = scenario(SCENARIO)
-    done = cli_run("worker", "--idle-exit", "2", "--agent", fast)
+    done = cli_run("worker", *given([parent]), "--agent", fast)
     assert done.returncode == 0, done.stderr
     statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
     assert statuses == {parent: "completed", **{c: "completed" for c in children}}
