@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
+from support import tiers
 from uwf.cas import fastschema
 from uwf.protocol import schemas
 from uwf.util.base32 import is_hash
@@ -73,13 +74,17 @@ def schemas_strategy() -> st.SearchStrategy[Any]:
     return st.recursive(leaf, extend, max_leaves=6)
 
 
-@settings(max_examples=1500, deadline=None)
-@given(schemas_strategy(), json_values)
-def test_agrees_with_jsonschema(schema: Any, value: Any) -> None:
-    verdict = fastschema.is_valid(schema, value)
-    assert verdict is not None  # every generated schema is inside the subset
-    expected = Draft202012Validator(schema, format_checker=CHECKER).is_valid(value)
-    assert verdict is expected
+@tiers("examples", 300, 1500)
+def test_agrees_with_jsonschema(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(schemas_strategy(), json_values)
+    def agrees(schema: Any, value: Any) -> None:
+        verdict = fastschema.is_valid(schema, value)
+        assert verdict is not None  # every generated schema is inside the subset
+        expected = Draft202012Validator(schema, format_checker=CHECKER).is_valid(value)
+        assert verdict is expected
+
+    agrees()
 
 
 @pytest.mark.parametrize(

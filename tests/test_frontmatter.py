@@ -11,6 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import tiers
 from uwf.agent_kit.frontmatter import (
     candidate,
     offer,
@@ -561,13 +562,17 @@ JSON_VALUES = st.recursive(
 )
 
 
-@SETTINGS
-@given(st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), JSON_VALUES, max_size=5))
-def test_candidate_round_trips_dumped_yaml(data: dict[str, Any]) -> None:
-    data = {k: v for k, v in data.items() if k not in STANDARD["properties"]}
-    schema = {"type": "object", "properties": {k: {} for k in [*data, "absent"]}}
-    block = yaml.safe_dump(data, allow_unicode=True)
-    assert candidate(block, schema) == canonical(data)
+@tiers("examples", 60, 300)
+def test_candidate_round_trips_dumped_yaml(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), JSON_VALUES, max_size=5))
+    def round_trips(data: dict[str, Any]) -> None:
+        data = {k: v for k, v in data.items() if k not in STANDARD["properties"]}
+        schema = {"type": "object", "properties": {k: {} for k in [*data, "absent"]}}
+        block = yaml.safe_dump(data, allow_unicode=True)
+        assert candidate(block, schema) == canonical(data)
+
+    round_trips()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

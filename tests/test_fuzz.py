@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from support import EXAMPLES, ONE_REJECTION, Result
+from support import EXAMPLES, ONE_REJECTION, Result, tiers
 from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
 from uwf.engine.workflows.files import load_file, store_definition
@@ -89,7 +89,11 @@ VALUES = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(KEYS, children, max_size=5),
     max_leaves=40,
 )
-FUZZ = settings(max_examples=300, deadline=None)
+FUZZ = (60, 300)  # examples: the default run, the stress tier
+
+
+def fuzz(examples: int) -> Any:
+    return settings(max_examples=examples, deadline=None)
 
 
 def _check(document: Any) -> None:
@@ -107,10 +111,14 @@ def _check(document: Any) -> None:
     assert cas_schema.validate(schemas.WORKFLOW, node.payload) == []
 
 
-@FUZZ
-@given(st.dictionaries(KEYS, VALUES, max_size=6))
-def test_validator_never_raises_on_any_document(document: dict[Any, Any]) -> None:
-    _check(document)
+@tiers("examples", *FUZZ)
+def test_validator_never_raises_on_any_document(examples: int) -> None:
+    @fuzz(examples)
+    @given(st.dictionaries(KEYS, VALUES, max_size=6))
+    def check(document: dict[Any, Any]) -> None:
+        _check(document)
+
+    check()
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -127,25 +135,30 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 PATHS = _paths(BASE)[1:]
 
 
-@FUZZ
-@given(st.lists(st.tuples(st.sampled_from(PATHS), VALUES, st.booleans()), min_size=1, max_size=4))
-def test_validator_never_raises_on_a_mutated_workflow(
-    changes: list[tuple[tuple[Any, ...], Any, bool]],
-) -> None:
+@tiers("examples", *FUZZ)
+def test_validator_never_raises_on_a_mutated_workflow(examples: int) -> None:
     """Replace (or delete) a few parts of a valid workflow anywhere in its tree."""
-    document = copy.deepcopy(BASE)
-    for path, value, delete in changes:
-        parent = document
-        try:
-            for key in path[:-1]:
-                parent = parent[key]
-            if delete and isinstance(parent, dict):
-                parent.pop(path[-1], None)
-            else:
-                parent[path[-1]] = value
-        except (KeyError, IndexError, TypeError):
-            continue  # an earlier change removed this place
-    _check(document)
+
+    @fuzz(examples)
+    @given(
+        st.lists(st.tuples(st.sampled_from(PATHS), VALUES, st.booleans()), min_size=1, max_size=4)
+    )
+    def check(changes: list[tuple[tuple[Any, ...], Any, bool]]) -> None:
+        document = copy.deepcopy(BASE)
+        for path, value, delete in changes:
+            parent = document
+            try:
+                for key in path[:-1]:
+                    parent = parent[key]
+                if delete and isinstance(parent, dict):
+                    parent.pop(path[-1], None)
+                else:
+                    parent[path[-1]] = value
+            except (KeyError, IndexError, TypeError):
+                continue  # an earlier change removed this place
+        _check(document)
+
+    check()
 
 
 @pytest.mark.parametrize("value", [[], {"a": 1}])
@@ -175,19 +188,23 @@ def test_the_base_workflow_is_valid() -> None:
     assert problems.lines == [] and definition["name"] == "solve-issue"
 
 
-@FUZZ
-@given(st.one_of(st.text(max_size=300), st.builds(yaml.safe_dump, VALUES)))
-def test_load_file_never_raises_anything_but_one_uwf_error(text: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "wf.yaml"
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
-        try:
-            load_file(path)
-        except UwfError as exc:
-            lines = exc.message.split("\n")
-            assert lines and lines[0]
-            assert all(line.startswith("  - ") for line in lines[1:]), exc.message
-            assert len(lines) == 1 or lines[0].startswith("invalid workflow ")
+@tiers("examples", *FUZZ)
+def test_load_file_never_raises_anything_but_one_uwf_error(examples: int) -> None:
+    @fuzz(examples)
+    @given(st.one_of(st.text(max_size=300), st.builds(yaml.safe_dump, VALUES)))
+    def check(text: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "wf.yaml"
+            path.write_text(text, encoding="utf-8", errors="surrogatepass")
+            try:
+                load_file(path)
+            except UwfError as exc:
+                lines = exc.message.split("\n")
+                assert lines and lines[0]
+                assert all(line.startswith("  - ") for line in lines[1:]), exc.message
+                assert len(lines) == 1 or lines[0].startswith("invalid workflow ")
+
+    check()
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -288,34 +305,32 @@ def populated(cli: Any, scenario: Any, root: Path) -> dict[str, str]:
     return {"thread": thread, "step": step, "text": schemas.hashes().text}
 
 
-@settings(
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(st.sampled_from(COMMANDS), st.lists(ARG, min_size=2, max_size=2))
-def test_no_argument_makes_a_traceback(
-    cli: Any, populated: dict[str, str], command: tuple[str, ...], args: list[str]
-) -> None:
-    values = iter(args)
-    argv = [
-        next(values) if a == "@" else re.sub(r"\{(\w+)\}", lambda m: populated[m[1]], a)
-        for a in command
-    ]
-    assume(argv[:2] != ["workflow", "put"] or not Path(argv[2]).exists())  # a real file is fine
-    r: Result = cli(*argv)
-    assert "Traceback" not in r.err
-    assert "internal error" not in r.err, (argv, r.err)
-    assert r.code in (0, 1, 2), (argv, r.code, r.err)
-    own = [line for line in r.err.split("\n") if line.startswith("error: ")]
-    if r.code == 1 and argv[:2] != ["cas", "has"]:
-        assert r.err.startswith("error: ") and len(own) == 1, (argv, r.err)
-        problem_list = own[0].startswith("error: invalid workflow ")
-        line_break = any(c in a for a in args for c in "\r\n")  # see the test below
-        if not problem_list and not line_break:
-            assert r.err == own[0] + "\n" and "\r" not in r.err, (argv, r.err)
-    if r.code == 2:
-        assert own or r.err.startswith("Usage: "), (argv, r.err)
+@tiers("examples", 80, 400)
+def test_no_argument_makes_a_traceback(cli: Any, populated: dict[str, str], examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.sampled_from(COMMANDS), st.lists(ARG, min_size=2, max_size=2))
+    def check(command: tuple[str, ...], args: list[str]) -> None:
+        values = iter(args)
+        argv = [
+            next(values) if a == "@" else re.sub(r"\{(\w+)\}", lambda m: populated[m[1]], a)
+            for a in command
+        ]
+        assume(argv[:2] != ["workflow", "put"] or not Path(argv[2]).exists())  # a real file is fine
+        r: Result = cli(*argv)
+        assert "Traceback" not in r.err
+        assert "internal error" not in r.err, (argv, r.err)
+        assert r.code in (0, 1, 2), (argv, r.code, r.err)
+        own = [line for line in r.err.split("\n") if line.startswith("error: ")]
+        if r.code == 1 and argv[:2] != ["cas", "has"]:
+            assert r.err.startswith("error: ") and len(own) == 1, (argv, r.err)
+            problem_list = own[0].startswith("error: invalid workflow ")
+            line_break = any(c in a for a in args for c in "\r\n")  # see the test below
+            if not problem_list and not line_break:
+                assert r.err == own[0] + "\n" and "\r" not in r.err, (argv, r.err)
+        if r.code == 2:
+            assert own or r.err.startswith("Usage: "), (argv, r.err)
+
+    check()
 
 
 @pytest.mark.parametrize(

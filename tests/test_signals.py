@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rootfiles import RootFiles
-from support import BIN, read_terminal, spawn_uwf
+from support import BIN, pid_alive, read_terminal, spawn_uwf
 
 
 @dataclass
@@ -66,15 +66,6 @@ def make_hang(directory: Path, *, ignore_term: bool = False) -> Hang:
     return Hang(str(script), pids)
 
 
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (an orphan nobody reaps) counts as dead."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
 def group_members(pgid: int) -> list[int]:
     """Live processes of process group ``pgid`` (from the process table)."""
     members = []
@@ -96,10 +87,10 @@ def assert_all_gone(pids: list[int], within: float) -> float:
     took. Survivors are killed so that a failing test leaves nothing behind."""
     began = time.monotonic()
     while time.monotonic() - began < within:
-        if not any(alive(p) for p in pids) and not group_members(pids[0]):
+        if not any(pid_alive(p) for p in pids) and not group_members(pids[0]):
             return time.monotonic() - began
         time.sleep(0.01)
-    left = [p for p in pids if alive(p)] + group_members(pids[0])
+    left = [p for p in pids if pid_alive(p)] + group_members(pids[0])
     for pid in left:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
