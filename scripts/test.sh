@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: set up .venv with the dev, hermes, ui, otel and
-# postgres extras, then
-# run the linters, the type checker, the layer contracts and pytest. Any failure fails the run.
+# postgres extras, then run the linters, the type checker, the layer contracts and pytest on
+# every core (pytest-xdist, work-stealing; UWF_TEST_WORKERS overrides how many). Any failure
+# fails the run. Arguments go to pytest: `-m stress` runs the long tier instead of the default
+# one, `-m "stress or not stress"` both (README.md, "Tests").
 # UWF_FRESH_VENV=1 (set by .ci/run) rebuilds the venv from scratch.
 # The browser tests need Debian's chromium (and the graph tests Graphviz's dot): installed with
 # apt-get where missing (CI runs as root on a fresh Debian machine); the Mermaid build they render
@@ -35,8 +37,10 @@ fi
 bash scripts/fetch-mermaid.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
-echo "== ruff check";        ruff check src tests benchmarks
-echo "== ruff format";       ruff format --check src tests benchmarks
-echo "== mypy";              mypy
-echo "== import-linter";     lint-imports
-echo "== pytest";            pytest "$@"
+stage() { echo "== $1 (${SECONDS}s)"; }
+stage "ruff check";      ruff check src tests benchmarks
+stage "ruff format";     ruff format --check src tests benchmarks
+stage "mypy";            mypy
+stage "import-linter";   lint-imports
+stage "pytest";          pytest -n "${UWF_TEST_WORKERS:-auto}" --dist worksteal "$@"
+stage "done"

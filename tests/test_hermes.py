@@ -47,6 +47,9 @@ DEV_AGAIN = "---\nstatus: _\nfilesChanged: [a.py, test_a.py]\nsummary: added tes
 AGENT_FAILED = "error: agent command failed (uwf-hermes) with exit code 1: error: "
 SESSION_ID = re.compile(r"^\d{8}_\d{6}_[0-9a-f]+$")
 STEP_TIMEOUT = 300  # seconds for a subprocess `uwf` running Hermes steps
+# the real Hermes starts slowly (seconds a step on a loaded machine): each test gets as long as
+# one of its steps may take
+pytestmark = pytest.mark.timeout(STEP_TIMEOUT)
 
 
 def usage_of(i: int) -> dict[str, int]:
