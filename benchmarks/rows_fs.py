@@ -22,7 +22,6 @@ import workload
 from bench import (
     HERE,
     PEER_NAMES,
-    PEER_PACKAGES,
     Bench,
     Check,
     Peer,
@@ -32,6 +31,7 @@ from bench import (
     fail,
     n,
     peer_history,
+    peer_pythons,
     task_of,
     uwf_history,
 )
@@ -62,14 +62,16 @@ def build(b: Bench) -> None:
     took = uwf_bench.fill(b.cas.root, 0, s.nodes_small)
     b.say(f"  uwf cas root: {n(s.nodes_small)} filler nodes in {took:.1f} s")
     b.counts = {"uwf": {"small": s.small, "large": s.large}}
-    if b.args.no_peers or b.args.peer_python is None:
-        b.say("peers: skipped (--no-peers or no --peer-python)")
+    pythons = {} if b.args.no_peers else peer_pythons(b.args)
+    if not pythons:
+        b.say("peers: skipped (--no-peers or no --peer NAME=PYTHON)")
         return
-    python = Path(b.args.peer_python).absolute()  # not resolved: keep the venv
     for name in PEER_NAMES:
+        if name not in pythons:
+            continue
         home = b.work / name.lower()
         home.mkdir()
-        peer = Peer(name, python, home, str(home / "threads.db"), str(home / "list.db"))
+        peer = Peer(name, pythons[name], home, str(home / "threads.db"), str(home / "list.db"))
         b.say(f"building {name}: threads of {s.small}, {n(s.mid)}, {n(s.large)} steps …")
         sizes = ("--small", str(s.small), "--mid", str(s.mid), "--large", str(s.large))
         window = ("--window", str(max(1, s.large // 10)))
@@ -85,18 +87,6 @@ def build(b: Bench) -> None:
         b.say(f"  built in {built['seconds']:.1f} s + {listed['seconds']:.1f} s")
         b.peers[name] = peer
         b.counts[name] = {"small": s.small, "large": s.large}
-    b.extra["peer_versions"] = json.loads(
-        harness.run(
-            [
-                str(python),
-                "-c",
-                "import importlib.metadata as m, json; "
-                f"print(json.dumps({{p: m.version(p) for p in {PEER_PACKAGES!r}}}))",
-            ],
-            dict(os.environ),
-            b.cwd,
-        )
-    )
 
 
 # -- helpers ----------------------------------------------------------------------------------

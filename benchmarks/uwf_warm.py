@@ -9,6 +9,10 @@ steps, each ``engine.step.step`` with an in-process runner that runs the benchma
 what uwf costs per step when nothing starts a process (the peers' warm rows do the same).
 Prints ``{"ms": [mean ms per step of each batch]}``.
 
+``threads``: ``C`` new threads of the loop, tasks ``benchmark task PREFIX-<i>`` (i from 0000),
+each ending after ``--rounds`` steps: a fleet's threads, started as ``uwf thread start
+--max-rounds`` starts them (no process per thread). Prints ``{"threads": C}``.
+
 ``own`` (PostgreSQL): ``C`` steps as a fleet worker takes them (``engine.step.fleet.step_next``:
 claim, plan, run, commit), timing each step and the agent within it, and counting the
 statements the server ran for uwf's database (``pg_stat_statements``, read through
@@ -133,16 +137,28 @@ def op_own(args: argparse.Namespace) -> Any:
     }
 
 
+def op_threads(args: argparse.Namespace) -> Any:
+    backend = open_backend(args.store)
+    for i in range(args.count):
+        start(
+            backend, "solve-issue", f"benchmark task {args.prefix}-{i:04d}", max_rounds=args.rounds
+        )
+    return {"threads": args.count}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("operation", choices=["steps", "own"])
+    ap.add_argument("operation", choices=["steps", "own", "threads"])
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--prefix", default="fleet")
     ap.add_argument("--store", required=True)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--stats", default="")
     args = ap.parse_args()
     os.environ.pop("UWF_ARTIFACTS_DIR", None)
-    result = op_steps(args) if args.operation == "steps" else op_own(args)
+    ops = {"steps": op_steps, "own": op_own, "threads": op_threads}
+    result = ops[args.operation](args)
     sys.stdout.write(json.dumps(result) + "\n")
 
 

@@ -4,6 +4,9 @@ One server per test session, in a temp directory, on a free port, with a passwor
 the tests can check it never leaks). ``fsync`` is off for speed: safe against a crash of the
 server (the restart test kills it), not of the machine. ``synchronous_commit`` stays on: off,
 a server crash loses commits it already acknowledged (a step would then be run twice).
+``PgServer(durable=True)`` (the benchmark's) keeps PostgreSQL's defaults instead — ``fsync``,
+``full_page_writes`` and ``synchronous_commit`` on, the default ``shared_buffers`` — so that
+every commit costs what it costs on a real server.
 Each test that needs a store gets a fresh database
 (``PgServer.fresh``). ``initdb`` refuses to run as root: as root, the server runs as the
 unprivileged ``postgres`` user that Debian's package creates (``.ci/run`` installs the
@@ -47,7 +50,8 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    def __init__(self, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = pg_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="uwf-pg-"))
         self.data = self.dir / "data"
@@ -85,12 +89,14 @@ class PgServer:
             check=True,
             capture_output=True,
         )
+        fast = (
+            "" if self.durable else "fsync = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
+        )
         with open(self.data / "postgresql.conf", "a") as fh:
             fh.write(
                 f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
-                f"unix_socket_directories = '{self.dir}'\nfsync = off\n"
-                "full_page_writes = off\nmax_connections = 200\n"
-                "shared_buffers = 32MB\nlog_min_messages = fatal\n"
+                f"unix_socket_directories = '{self.dir}'\n{fast}"
+                "max_connections = 200\nlog_min_messages = fatal\n"
             )
 
     def start(self) -> None:
