@@ -64,6 +64,7 @@ class Sizes:
     fleet_threads: int  # fleet rows: threads of fleet_steps steps each
     fleet_steps: int
     fleet_runs: int  # runs of each fleet size (median, spread)
+    fleet_workers: tuple[int, ...]  # the fleet sizes
     statements: int  # steps whose PostgreSQL statements are counted
 
     @classmethod
@@ -90,6 +91,9 @@ class Sizes:
             fleet_threads=args.fleet_threads or (20 if quick else 100),
             fleet_steps=args.fleet_steps or (3 if quick else 10),
             fleet_runs=args.fleet_runs or (1 if quick else 3),
+            fleet_workers=tuple(
+                int(w) for w in (getattr(args, "fleet_workers", "") or "1,2,4,8").split(",")
+            ),
             statements=5 if quick else 10,
         )
 
@@ -181,6 +185,8 @@ class Bench:
         self.work = work
         self.figs: dict[str, dict[str, Fig]] = {}
         self.rows: list[tuple[str, str, str]] = []  # (key, label, section) in table order
+        self.no_ratio: set[str] = set()  # rows whose sides do different work: no ratio shown
+        self.sections: dict[str, str] = {}  # a row's section when not the current one
         self.section = "start"
         self.peers: dict[str, Peer] = {}
         self.extra: dict[str, Any] = {}
@@ -217,14 +223,16 @@ class Bench:
             self.record(key, label, {tool: measured[f"{key}\t{tool}"] for tool in jobs})
         return {key: self.figs[key] for key, *_ in rows}
 
-    def static(self, key: str, label: str, values: dict[str, Fig]) -> None:
+    def static(self, key: str, label: str, values: dict[str, Fig], ratio: bool = True) -> None:
+        if not ratio:
+            self.no_ratio.add(key)
         self.record(key, label, values)
 
     def record(self, key: str, label: str, values: dict[str, Fig]) -> None:
         if key in self.figs:
             raise RuntimeError(f"row {key} measured twice")
         self.figs[key] = values
-        self.rows.append((key, label, self.section))
+        self.rows.append((key, label, self.sections.get(key, self.section)))
         shown = " | ".join(f"{t} {f.text()}" for t, f in values.items())
         self.say(f"  {label}: {shown}")
 

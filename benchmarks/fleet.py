@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -78,6 +79,7 @@ class Window:
 
     @property
     def rate(self) -> float:
+        """Steps per second in the window (0 when none landed in it: a run too small)."""
         return self.steps / self.seconds if self.seconds > 0 else 0.0
 
 
@@ -119,36 +121,39 @@ def run_workers(
 ) -> Window:
     """Start ``count`` workers; time the window from the moment all are ready (their
     ``{"ready": true}`` line, or ``ready(pids)`` reaching ``count``) to the last step."""
-    workers = [
-        _Worker(
-            subprocess.Popen(
-                argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    with contextlib.ExitStack() as stack:
+        logs = [stack.enter_context(tempfile.TemporaryFile("w+")) for _ in range(count)]
+        workers = [
+            _Worker(
+                subprocess.Popen(
+                    argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True
+                )
             )
-        )
-        for _ in range(count)
-    ]
-    readers = [threading.Thread(target=_read, args=(w,), daemon=True) for w in workers]
-    for reader in readers:
-        reader.start()
-    opened: float | None = None
-    if ready is not None:
-        pids = {w.proc.pid for w in workers}
-        while opened is None and any(w.proc.poll() is None for w in workers):
-            if ready(pids) >= count:
-                opened = time.monotonic()
-            else:
-                time.sleep(0.01)
-    stderr = []
-    for w in workers:
-        _out, err = w.proc.communicate(timeout=3600)
-        stderr.append(err)
-    for reader in readers:
-        reader.join()
-    for w, err in zip(workers, stderr, strict=True):
-        if w.proc.returncode != 0 or w.errors:
-            raise harness.CommandFailed(
-                f"a fleet worker exited {w.proc.returncode}: {w.errors[:2]} {err[-300:]}"
-            )
+            for log in logs
+        ]
+        readers = [threading.Thread(target=_read, args=(w,), daemon=True) for w in workers]
+        for reader in readers:
+            reader.start()
+        opened: float | None = None
+        if ready is not None:
+            pids = {w.proc.pid for w in workers}
+            while opened is None and any(w.proc.poll() is None for w in workers):
+                if ready(pids) >= count:
+                    opened = time.monotonic()
+                else:
+                    time.sleep(0.01)
+        for w in workers:
+            w.proc.wait(timeout=3600)
+        for reader in readers:
+            reader.join()
+        for w in workers:
+            cast(IO[str], w.proc.stdout).close()
+        for w, log in zip(workers, logs, strict=True):
+            if w.proc.returncode != 0 or w.errors:
+                log.seek(0)
+                raise harness.CommandFailed(
+                    f"a fleet worker exited {w.proc.returncode}: {w.errors[:2]} {log.read()[-300:]}"
+                )
     if ready is None:
         stamps = [w.ready for w in workers]
         if any(s is None for s in stamps):
@@ -158,9 +163,16 @@ def run_workers(
         raise harness.CommandFailed("the fleet's workers never all registered")
     landed = sorted(t for w in workers for t in w.landed)
     inside = [t for t in landed if t >= opened]
-    if not inside:
-        raise harness.CommandFailed("no step landed once every worker was ready")
+    if not inside:  # a run too small for its fleet: every step landed before the last start
+        return Window(0, 0.0, len(landed))
     return Window(len(inside), inside[-1] - opened, len(landed))
+
+
+def _all_ran(b: Bench, window: Window, tool: str) -> Window:
+    expected = b.s.fleet_threads * b.s.fleet_steps
+    if window.total != expected:
+        raise harness.CommandFailed(f"the {tool} fleet ran {window.total} steps, not {expected}")
+    return window
 
 
 # -- uwf -----------------------------------------------------------------------------------------
@@ -201,7 +213,7 @@ def uwf_fleet(
 
         window = run_workers(argv, env, b.cwd, workers, registered)
     check_uwf_fleet(b, env, prefix)
-    return window
+    return _all_ran(b, window, "uwf")
 
 
 def check_uwf_fleet(b: Bench, env: dict[str, str], prefix: str) -> None:
@@ -240,7 +252,7 @@ def peer_fleet(b: Bench, peer: Peer, workers: int, url: str, prefix: str, extern
     sizes = ("--count", str(s.fleet_threads), "--steps", str(s.fleet_steps), "--prefix", prefix)
     peer.call("fleet-setup", *sizes, db=url)
     argv = peer.argv("fleet-worker", *(external_args() if external else ()), db=url)
-    window = run_workers(argv, peer.env, peer.dir, workers)
+    window = _all_ran(b, run_workers(argv, peer.env, peer.dir, workers), peer.name)
     threads = [f"{prefix}-{i:04d}" for i in range(s.fleet_threads)]
     found = peer.call("verify-threads", "--threads", ",".join(threads), db=url)
     for thread in threads:  # every thread holds its last answer, read back through the peer
@@ -257,7 +269,7 @@ def run_fleet(b: Bench, server: Any | None) -> None:
     b.section = "fleet"
     b.say(
         f"fleets: {s.fleet_threads} threads × {s.fleet_steps} steps, "
-        f"{', '.join(map(str, WORKERS))} workers, {s.fleet_runs} runs each …"
+        f"{', '.join(map(str, s.fleet_workers))} workers, {s.fleet_runs} runs each …"
     )
     inproc = uwf_inprocess_agent()
     rates: dict[str, dict[str, list[float]]] = {}
@@ -268,7 +280,7 @@ def run_fleet(b: Bench, server: Any | None) -> None:
         windows.setdefault(key, {}).setdefault(tool, []).append(window.steps)
 
     for run in range(s.fleet_runs):
-        for workers in WORKERS:
+        for workers in s.fleet_workers:
             prefix = f"r{run}w{workers}"
             add(f"fleet-fs@{workers}", "uwf", uwf_fleet(b, workers, None, prefix, external_agent()))
             if server is None:

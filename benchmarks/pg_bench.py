@@ -212,7 +212,9 @@ def _steps_are(steps: int) -> Any:
 
 
 def counted(b: Bench, key: str, label: str, values: dict[str, pgcount.Counts]) -> None:
-    """One row per count (statements, connections, write commits, WAL flushes, WAL bytes)."""
+    """One row per count (statements, connections, write commits, WAL flushes, WAL bytes),
+    in the section "pg-count"."""
+    section, b.section = b.section, "pg-count"
     for field, what, unit in (
         ("statements", "statements", "count"),
         ("connections", "connections opened", "count"),
@@ -223,6 +225,7 @@ def counted(b: Bench, key: str, label: str, values: dict[str, pgcount.Counts]) -
         figs = {tool: Fig(getattr(c, field), unit) for tool, c in values.items()}
         b.static(f"{key}-{field.replace('_', '-')}", f"{label}: {what}", figs)
     b.extra.setdefault("pg_counts", {})[key] = {t: c.as_json() for t, c in values.items()}
+    b.section = section
 
 
 def cold_counts(b: Bench, counter: pgcount.Counter, url: str, peers: dict[str, Peer]) -> None:

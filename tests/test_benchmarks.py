@@ -5,7 +5,10 @@ long threads it builds in-process must be exactly what real ``uwf thread step`` 
 its agent write (same hashes); every side's answers come from one generator; a run must
 produce every row of its sections with a uwf figure, every target, the run's JSON and tables,
 and docs/performance.md must be what its template makes of a run. The peers (LangGraph,
-Burr) are not installed here, so the runs use ``--no-peers``.
+Burr) are not installed here, so the runs use ``--no-peers``; the pieces the peers' side
+uses (the fleet claim, the fleet window, the server counts) are tested on their own, and the
+tables and targets on figures made up for the purpose. The PostgreSQL and fleet rows end to
+end (a minute) are a stress test.
 """
 
 from __future__ import annotations
@@ -167,11 +170,16 @@ def test_noisy_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (jumpy.value, jumpy.noisy, jumpy.text()) == (11.0, True, "11.0 ms (noisy)")
 
 
-def test_peers_are_pinned_whole() -> None:
-    """run.sh installs the peers under a constraints file pinning every package of their
-    venv, each with an exact version."""
+def test_each_peer_has_its_own_pinned_venv() -> None:
+    """run.sh installs each peer into a venv of its own (Burr never sees LangGraph's
+    packages), both under a constraints file pinning every package with an exact version."""
     run = (BENCH / "run.sh").read_text()
-    assert '-c "$CONSTRAINTS"' in run and "peers/constraints.txt" in run
+    assert run.count('-c "$CONSTRAINTS"') == 1 and "peers/constraints.txt" in run
+    assert "peer_venv benchmarks/.venv-langgraph" in run
+    assert "peer_venv benchmarks/.venv-burr" in run
+    burr = run.split("BURR=(", 1)[1].split(")", 1)[0]
+    assert "apache-burr==" in burr and "langgraph" not in burr and "psycopg[" not in burr
+    assert '--peer "LangGraph=' in run and '--peer "Burr=' in run
     lines = [
         line
         for line in (BENCH / "peers" / "constraints.txt").read_text().splitlines()
@@ -180,6 +188,222 @@ def test_peers_are_pinned_whole() -> None:
     assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.+]+", x) for x in lines)
     for direct in ("langgraph", "apache-burr", "langgraph-checkpoint-postgres", "psycopg2-binary"):
         assert any(x.lower().startswith(direct + "==") for x in lines), direct
+
+
+def test_peer_arguments_and_freeze(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import argparse
+
+    from bench import freeze, key_versions, peer_pythons
+
+    args = argparse.Namespace(peer=["Burr=venv/bin/python", "LangGraph=/x/python"])
+    assert peer_pythons(args) == {
+        "Burr": Path("venv/bin/python").absolute(),
+        "LangGraph": Path("/x/python"),
+    }
+    with pytest.raises(SystemExit, match="--peer takes NAME=PYTHON"):
+        peer_pythons(argparse.Namespace(peer=["Temporal=/x"]))
+    frozen = freeze(sys.executable)  # uwf's own environment, as a run records it
+    assert any(line.lower().startswith("typer==") for line in frozen)
+    assert set(key_versions("uwf", frozen)) >= {"typer", "xxhash"}
+
+
+# -- the pieces of the PostgreSQL and fleet rows -------------------------------------------------
+
+
+def test_fleet_claim_takes_each_thread_once_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    """The peers' claim (peers/common.py): the oldest thread with steps left that no other
+    worker holds, its count moved in the step's commit; none left, None."""
+    monkeypatch.syspath_prepend(str(BENCH / "peers"))
+    import common
+
+    threads = common.fleet_threads("c", 2)
+    assert threads == ["c-0000", "c-0001"]
+    common.setup_claims(pg_url, threads, 2)
+    one, two = common.Claims(pg_url), common.Claims(pg_url)
+    try:
+        assert one.take() == ("c-0000", 0)
+        assert two.take() == ("c-0001", 0)  # the first is held: skipped, not waited for
+        one.done("c-0000")
+        assert one.take() == ("c-0000", 1)
+        one.release()  # a failed step: the count stays
+        assert one.take() == ("c-0000", 1)
+        one.done("c-0000")
+        two.done("c-0001")
+        assert one.take() == ("c-0001", 1)
+        assert two.take() is None  # c-0000 is done, c-0001 held
+        one.done("c-0001")
+        assert one.take() is None
+    finally:
+        one.close()
+        two.close()
+
+
+WINDOW_WORKER = """
+import json, os, sys, time
+def say(item):
+    print(json.dumps(item), flush=True)
+def wait(path):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+me, d = os.environ["WHO"], os.environ["DIR"]
+if me == "early":
+    say({"ready": True}); say({"thread": "a", "step": 1}); say({"thread": "a", "step": 2})
+    open(os.path.join(d, "two-landed"), "w").close()
+    wait(os.path.join(d, "late-ready")); say({"thread": "a", "step": 3})
+else:
+    wait(os.path.join(d, "two-landed")); say({"ready": True})
+    open(os.path.join(d, "late-ready"), "w").close(); say({"thread": "b", "step": 1})
+say({"steps": 0})
+"""
+
+
+def test_fleet_window_opens_when_every_worker_is_ready(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Steps that land before the last worker is ready are left out of the window."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import fleet
+
+    script = tmp_path / "worker.py"
+    script.write_text(WINDOW_WORKER)
+    procs = iter(("early", "late"))  # each worker its own part
+    real = fleet.subprocess.Popen
+
+    def popen(argv: list[str], **kw: object) -> object:
+        env = dict(os.environ, WHO=next(procs), DIR=str(tmp_path))
+        return real(argv, **{**kw, "env": env})  # type: ignore[call-overload]
+
+    monkeypatch.setattr(fleet.subprocess, "Popen", popen)
+    window = fleet.run_workers([sys.executable, str(script)], {}, tmp_path, 2)
+    assert (window.steps, window.total) == (2, 4)  # a's 3rd and b's 1st; a's first two before
+    assert window.seconds > 0 and window.rate == 2 / window.seconds
+
+
+def test_durable_server_counts_statements_commits_and_flushes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The benchmark's server is durable (the tests' is not), and pgcount counts what a
+    client did: its statements, its connection, its commits, each a WAL flush."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    import pg_bench
+    import pgcount
+    import psycopg
+
+    server = pg_bench.start_server()
+    assert server is not None
+    try:
+        found = pg_bench.settings(server)
+        assert {k: found[k] for k in pg_bench.DURABLE} == pg_bench.DURABLE
+        url = server.fresh()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (x int)")
+        counter = pgcount.Counter(server.url())
+
+        def client(commits: int) -> None:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for i in range(commits):
+                    conn.execute("INSERT INTO t VALUES (%s)", (i,))
+                conn.execute("SELECT count(*) FROM t")
+
+        db = pgcount.database(url)
+        got = counter.around(db, lambda: client(3))
+        assert (got.statements, got.connections, got.write_commits) == (4, 1, 3)
+        assert got.wal_flushes >= 3 and got.wal_bytes > 0
+        per = pgcount.marginal(counter, db, client, 1, 4)  # the connection cancels out
+        assert (per.statements, per.connections, per.write_commits) == (1, 0, 1)
+        counter.close()
+    finally:
+        server.close()
+
+
+# -- tables and targets ---------------------------------------------------------------------------
+
+
+def made_up_run() -> dict[str, object]:
+    """A run's JSON with figures made up for the purpose: uwf ahead of one peer, behind the
+    other, a row with no ratio."""
+
+    def fig(value: float, unit: str = "ms") -> dict[str, object]:
+        return {"value": value, "unit": unit, "spread": 1.0, "samples": [value]}
+
+    figs = {
+        "python": {"uwf": fig(10), "LangGraph": fig(10), "Burr": fig(12)},
+        "step@small": {"uwf": fig(100), "LangGraph": fig(400), "Burr": fig(80)},
+        "step@large": {"uwf": fig(100), "LangGraph": fig(400), "Burr": fig(102)},
+        "ext-step@small": {"uwf": fig(110), "LangGraph": fig(400), "Burr": fig(100)},
+        "fleet-pg@1": {
+            "uwf": fig(20, "steps/s"),
+            "LangGraph": fig(10, "steps/s"),
+            "Burr": fig(40, "steps/s"),
+        },
+        "pg-step@small": {"uwf": fig(150), "Burr": fig(90)},
+        "pg-fs-step@small": {"uwf": fig(100)},
+        "pg-cold-statements": {"uwf": fig(12, "count"), "Burr": fig(5, "count")},
+        "warm-cpu@fs": {"uwf": fig(1.5), "Burr": fig(0.4)},
+    }
+    return {
+        "meta": {"lines": ["made up"], "sizes": {"fleet_steps": 1000}},
+        "rows": [[k, f"row {k}", "step"] for k in figs],
+        "figs": figs,
+        "targets": [],
+        "no_ratio": ["python"],
+        "next": [],
+    }
+
+
+def test_tables_give_each_peer_its_ratio_and_none_where_the_work_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+
+    run = report.Run(made_up_run())
+    header, rows = run.table("step")
+    assert header == ["measure", "uwf", "LangGraph", "Burr", "uwf/LangGraph", "uwf/Burr"]
+    by = {r[0]: r for r in rows}
+    assert by["row python"][4:] == ["—", "—"]  # the same interpreter, different work
+    assert by["row step@small"][4:] == ["0.25×", "1.25×"]
+    assert by["row fleet-pg@1"][4:] == ["0.50×", "2.00×"]  # rates: the peer's over uwf's
+    assert by["row pg-step@small"][4:] == ["—", "1.67×"]
+    header, rows = run.headline()
+    assert header == ["measure", "uwf", "vs LangGraph alone", "vs Burr alone"]
+    by = {r[0]: r for r in rows}
+    assert by["row step@small"][2:] == ["lead 0.25×", "trail 1.25×"]
+    assert by["row step@large"][2:] == ["lead 0.25×", "tie 0.98×"]
+    assert "row python" not in by
+    assert run.fill("{{vs:step@small:Burr}} {{fleet_steps}} {{vs:nothing:Burr}}") == (
+        "1.25× 1,000 n/a"
+    )
+
+
+def test_next_rounds_targets_are_judged_against_each_peer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+    import targets
+
+    figs = report.Run(made_up_run()).figs
+    judged = {(r[0], r[1]): r for r in targets.judge_next(figs, {"large": 10_000})}
+
+    def verdict(row: str) -> str:
+        return next(r[5] for (name, _t), r in judged.items() if name == row)
+
+    assert verdict("cold step, 10-step thread") == "MISS"  # 1.25× Burr
+    assert verdict("cold step, 10,000-step thread") == "pass"  # 0.98× Burr
+    assert verdict("external-agent step") == "pass"  # 1.10× the best peer: within 1.2×
+    assert verdict("fleet, external agents, 1 worker") == "MISS"  # Burr's 40 steps/s
+    assert verdict("fleet, external agents, 2 workers") == "n/a"  # not measured
+    assert verdict("PostgreSQL cold step (durable server)") == "MISS (fs: 100.0 ms)"
+    assert verdict("… its statements") == "MISS"  # 12 > 10
+    assert verdict("warm step, CPU").startswith(("pass", "MISS"))
+    row = next(r for (name, _t), r in judged.items() if name == "cold step, 10-step thread")
+    assert row[2:5] == ("100.0 ms", "400.0 ms (0.25×)", "80.0 ms (1.25×)")
 
 
 # -- a run -------------------------------------------------------------------------------------

@@ -222,9 +222,9 @@ def op_warm(args: argparse.Namespace) -> Any:
     thread = f"warm-{time.time_ns()}"
     app = application(p, args.db, thread)
     app.step()
-    ms = batches(lambda: step_app(app), args.batches, args.count)
+    timed = batches(lambda: step_app(app), args.batches, args.count)
     last = persister(args.db).load(partition(args.db), thread)["state"].get_all()  # checked
-    return {"ms": ms, "task": task_of(thread), **state_summary(last)}
+    return {**timed, "task": task_of(thread), **state_summary(last)}
 
 
 def op_fleet_setup(args: argparse.Namespace) -> Any:

@@ -251,9 +251,9 @@ def op_warm(args: argparse.Namespace) -> Any:
         app = compile_graph(cp)
         thread = f"warm-{time.time_ns()}"
         step_thread(app, thread, first=True)
-        ms = batches(lambda: step_thread(app, thread), args.batches, args.count)
+        timed = batches(lambda: step_thread(app, thread), args.batches, args.count)
         last = cp.get_tuple(config(thread)).checkpoint["channel_values"]  # read back: checked
-        return {"ms": ms, "task": task_of(thread), **state_summary(last)}
+        return {**timed, "task": task_of(thread), **state_summary(last)}
 
 
 def op_fleet_setup(args: argparse.Namespace) -> Any:
