@@ -248,10 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": b.rows,
         "no_ratio": sorted(b.no_ratio),
         "figs": {k: {t: f.as_json() for t, f in v.items()} for k, v in b.figs.items()},
-        "targets": [
-            [label, measured, "n/a" if ok is None else ("pass" if ok else "FAIL")]
-            for label, measured, ok in judged
-        ],
+        "targets": targets.shown(judged),
         "next": [list(t) for t in targets.judge_next(b.figs, size_info)],
     }
     run = (

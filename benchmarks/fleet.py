@@ -276,8 +276,11 @@ def run_fleet(b: Bench, server: Any | None) -> None:
     windows: dict[str, dict[str, list[int]]] = {}
 
     def add(key: str, tool: str, window: Window) -> None:
-        rates.setdefault(key, {}).setdefault(tool, []).append(window.rate)
         windows.setdefault(key, {}).setdefault(tool, []).append(window.steps)
+        if window.steps == 0:  # a run too small for its fleet: no figure rather than 0
+            b.say(f"  {key} {tool}: every step landed before the last worker was ready")
+            return
+        rates.setdefault(key, {}).setdefault(tool, []).append(window.rate)
 
     for run in range(s.fleet_runs):
         for workers in s.fleet_workers:

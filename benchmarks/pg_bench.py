@@ -245,12 +245,12 @@ def cold_counts(b: Bench, counter: pgcount.Counter, url: str, peers: dict[str, P
     jobs |= {name: (p.job("step", "--thread", "small"), p.db) for name, p in peers.items()}
     values: dict[str, pgcount.Counts] = {}
     for tool, (job, db) in jobs.items():
+
+        def step(job: Job = job) -> None:
+            harness.run(job.argv, job.env, job.cwd)
+
         name = pgcount.database(db)
-        counts = [
-            counter.around(name, lambda job=job: harness.run(job.argv, job.env, job.cwd))
-            for _ in range(b.s.statements)
-        ]
-        values[tool] = pgcount.median(counts)
+        values[tool] = pgcount.median([counter.around(name, step) for _ in range(b.s.statements)])
     label = f"PostgreSQL: per cold step (median of {b.s.statements})"
     counted(b, "pg-cold", label, values)
 

@@ -190,6 +190,14 @@ def judge(
     return out
 
 
+def shown(judged: list[Target]) -> list[list[str]]:
+    """The standing targets as a run records them: pass, FAIL or n/a."""
+    return [
+        [label, measured, "n/a" if ok is None else ("pass" if ok else "FAIL")]
+        for label, measured, ok in judged
+    ]
+
+
 def cold_rows(figs: Figs, rows: list[tuple[str, str, str]], out: list[Target]) -> None:
     """uwf ≤ the best peer on every cold-process row (and the disk rows)."""
     compared, missed = 0, []
@@ -246,11 +254,11 @@ def judge_next(figs: Figs, sizes: dict[str, int]) -> list[Next]:
         known = [r for r in ratios if r is not None]
         verdict = None if not known or len(known) < len(peers) else max(known) <= limit
         who = "Burr" if peers == ("Burr",) else "the best peer"
-        rate = figs.get(key, {}).get("uwf") is not None and figs[key]["uwf"].unit.endswith("/s")
+        rate = key.startswith("fleet-")  # rows in steps/s
         target = (
             f"steps/s ≥ {'' if limit == 1 else f'{1 / limit:g}× '}{who}'s"
             if rate
-            else f"≤ {limit:g}× {who}"
+            else f"≤ {limit:.1f}× {who}"
         )
         row(name, target, key, verdict)
 
@@ -291,6 +299,6 @@ def judge_next(figs: Figs, sizes: dict[str, int]) -> list[Next]:
         s = "s" if workers > 1 else ""
         vs(f"fleet, in-process agents, {workers} worker{s}", f"fleet-inproc@{workers}", 2.0, PEERS)
     bound("warm step, CPU", "warm-cpu@fs", 2, "ms")
-    vs("warm step, CPU", "warm-cpu@fs", 3.0, ("Burr",))
+    vs("… and against Burr", "warm-cpu@fs", 3.0, ("Burr",))
     vs("disk per step, loose (blocks)", "disk-loose-late-blocks", 2.0, ("Burr",))
     return out

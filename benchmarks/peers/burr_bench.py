@@ -1,6 +1,6 @@
 """Apache Burr side of the benchmark: the loop on its SQLite or PostgreSQL persister.
 
-    <peer-venv>/bin/python burr_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
+    benchmarks/.venv-burr/bin/python burr_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
 
 Used as Burr's "State Persistence" guide shows it: the persister from ``from_values``
 (``SQLitePersister``, or ``PostgreSQLPersister`` from ``burr.integrations.persisters

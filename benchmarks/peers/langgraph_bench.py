@@ -1,6 +1,6 @@
 """LangGraph side of the benchmark: the loop on its SQLite or PostgreSQL checkpointer.
 
-    <peer-venv>/bin/python langgraph_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
+    benchmarks/.venv-langgraph/bin/python langgraph_bench.py <operation> --db FILE-or-URL [...]
 
 Used as langgraph-checkpoint's README and langgraph-checkpoint-postgres's README show it:
 the saver from ``SqliteSaver.from_conn_string`` / ``PostgresSaver.from_conn_string``
