@@ -87,10 +87,12 @@ class Sizes:
             repeat=args.repeat or (3 if quick else 7),
             warm_batches=3 if quick else 7,
             warm_count=10 if quick else 20,
-            # a fleet run is at least 1,000 steps (quick: 60), every side the same threads
-            fleet_threads=args.fleet_threads or (20 if quick else 100),
-            fleet_steps=args.fleet_steps or (3 if quick else 10),
-            fleet_runs=args.fleet_runs or (1 if quick else 3),
+            # a fleet run is 1,200 steps, so that its window (from the last worker ready)
+            # holds 1,000 or more (quick: 120); every side the same threads; one run of each
+            # size and side by default
+            fleet_threads=args.fleet_threads or (30 if quick else 120),
+            fleet_steps=args.fleet_steps or (4 if quick else 10),
+            fleet_runs=args.fleet_runs or 1,
             fleet_workers=tuple(
                 int(w) for w in (getattr(args, "fleet_workers", "") or "1,2,4,8").split(",")
             ),

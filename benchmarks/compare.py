@@ -167,12 +167,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--window", type=int, default=0, help="real steps per disk window (default 50)")
     ap.add_argument(
-        "--fleet-threads", type=int, default=0, help="threads of a fleet run (default 100)"
+        "--fleet-threads", type=int, default=0, help="threads of a fleet run (default 120)"
     )
     ap.add_argument(
         "--fleet-steps", type=int, default=0, help="steps of each fleet thread (default 10)"
     )
-    ap.add_argument("--fleet-runs", type=int, default=0, help="runs of each fleet size (default 3)")
+    ap.add_argument("--fleet-runs", type=int, default=0, help="runs of each fleet size (default 1)")
     ap.add_argument("--fleet-workers", default="1,2,4,8", help="the fleet sizes (default 1,2,4,8)")
     ap.add_argument(
         "--peer",

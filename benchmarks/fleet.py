@@ -319,7 +319,11 @@ def run_fleet(b: Bench, server: Any | None) -> None:
             "fleet-inproc": "in-process agents, PostgreSQL"
             + ("" if inproc is not None else " (uwf: not yet, issue 35)"),
         }[kind]
-        label = f"fleet: steps/s, {workers} worker{'s' if workers > 1 else ''}, {what}"
+        least = min(min(w) for w in windows[key].values())
+        label = (
+            f"fleet: steps/s, {workers} worker{'s' if workers > 1 else ''}, {what}; "
+            f"≥ {least:,} of {steps:,} steps in the window"
+        )
         b.static(key, label, {t: harness.summarise(r, "steps/s") for t, r in rates[key].items()})
     b.extra["fleet_windows"] = windows
     b.extra["fleet_steps"] = steps

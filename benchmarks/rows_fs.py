@@ -177,13 +177,15 @@ def show_row(b: Bench, size: str, steps: int) -> Row:
     tr = b.tr
     checks: dict[str, Check] = {"uwf": shows_step(b, tr.steps[size][-1], steps)}
     checks |= {name: expect_state(task_of(size), steps) for name in b.peers}
-    return (
-        f"show@{size}",
-        f"latest state (uwf thread show), {n(steps)}-step thread",
-        {"uwf": uwf_job(b, tr.root, "thread", "show", tr.threads[size])}
-        | b.peer_jobs("show", "--thread", size),
-        checks,
-    )
+    label = f"latest state (uwf thread show), {n(steps)}-step thread"
+    return thread_row(b, f"show@{size}", label, size, "show", checks)
+
+
+def thread_row(b: Bench, key: str, label: str, size: str, op: str, checks: dict[str, Check]) -> Row:
+    """A row of one thread of the threads root: ``uwf thread OP <thread>`` beside each peer's
+    ``OP --thread SIZE`` (the peers name their operations as uwf's subcommands)."""
+    uwf = uwf_job(b, b.tr.root, "thread", "steps" if op == "history" else op, b.tr.threads[size])
+    return (key, label, {"uwf": uwf} | b.peer_jobs(op, "--thread", size), checks)
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -233,20 +235,13 @@ def reads(b: Bench) -> None:
 
 def history(b: Bench, suffix: str, state: str) -> None:
     """Full history of the mid and the long thread, timed interleaved, every side."""
-    s, tr = b.s, b.tr
+    s = b.s
     rows: list[Row] = []
     for size, steps in (("mid", s.mid), ("large", s.large)):
         checks = {"uwf": expect_history(task_of(size), steps, uwf_history)}
         checks |= {p: expect_history(task_of(size), steps, peer_history) for p in b.peers}
-        rows.append(
-            (
-                f"history@{size}{suffix}",
-                f"full history (uwf thread steps), {n(steps)}-step thread, uwf's store {state}",
-                {"uwf": uwf_job(b, tr.root, "thread", "steps", tr.threads[size])}
-                | b.peer_jobs("history", "--thread", size),
-                checks,
-            )
-        )
+        label = f"full history (uwf thread steps), {n(steps)}-step thread, uwf's store {state}"
+        rows.append(thread_row(b, f"history@{size}{suffix}", label, size, "history", checks))
     b.timed_together(rows)
 
 
@@ -278,18 +273,23 @@ def verify(b: Bench) -> None:
 
         return check
 
-    base = b.timed(
-        "verify-base",
-        "uwf cas verify, the small store",
-        {"uwf": uwf_job(b, b.cas.root, "cas", "verify")},
-        {"uwf": verified("base")},
-    )["uwf"]
-    full = b.timed(
-        "verify-time",
-        "uwf cas verify, the threads' store",
-        {"uwf": uwf_job(b, b.tr.root, "cas", "verify")},
-        {"uwf": verified("full")},
-    )["uwf"]
+    timed = b.timed_together(  # the rate divides their difference: interleaved
+        [
+            (
+                "verify-base",
+                "uwf cas verify, the small store",
+                {"uwf": uwf_job(b, b.cas.root, "cas", "verify")},
+                {"uwf": verified("base")},
+            ),
+            (
+                "verify-time",
+                "uwf cas verify, the threads' store",
+                {"uwf": uwf_job(b, b.tr.root, "cas", "verify")},
+                {"uwf": verified("full")},
+            ),
+        ]
+    )
+    base, full = timed["verify-base"]["uwf"], timed["verify-time"]["uwf"]
     extra_nodes = scanned["full"] - scanned["base"]
     extra_ms = full.value - base.value
     rate = extra_nodes / (extra_ms / 1000) if extra_nodes > 0 and extra_ms > 0 else 0.0
@@ -311,15 +311,8 @@ def steps(b: Bench) -> None:
     for size, count in (("small", s.small), ("large", s.large)):
         checks: dict[str, Check] = {"uwf": stepped(b, tr.root, size)}
         checks |= {name: peer_stepped(b, name, size) for name in b.peers}
-        rows.append(
-            (
-                f"step@{size}",
-                f"cold process, one step, {n(count)}-step thread (uwf: thread step + its agent)",
-                {"uwf": uwf_job(b, tr.root, "thread", "step", tr.threads[size])}
-                | b.peer_jobs("step", "--thread", size),
-                checks,
-            )
-        )
+        label = f"cold process, one step, {n(count)}-step thread (uwf: thread step + its agent)"
+        rows.append(thread_row(b, f"step@{size}", label, size, "step", checks))
     b.timed_together(rows)  # a target compares them: interleaved
     for size in ("small", "large"):
         advance(b, size, ("uwf", *b.peers))
