@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,15 +31,18 @@ PEER_SCRIPTS = {
     "LangGraph": HERE / "peers" / "langgraph_bench.py",
     "Burr": HERE / "peers" / "burr_bench.py",
 }
-PEER_PACKAGES = [
-    "langgraph",
-    "langgraph-checkpoint",
-    "langgraph-checkpoint-sqlite",
-    "langgraph-checkpoint-postgres",
-    "apache-burr",
-    "psycopg",
-    "psycopg2-binary",
-]
+# the packages the run's header names, of each side's `pip freeze` (recorded whole in the run)
+KEY_PACKAGES = {
+    "uwf": ("typer", "psycopg", "xxhash", "PyYAML"),
+    "LangGraph": (
+        "langgraph",
+        "langgraph-checkpoint",
+        "langgraph-checkpoint-sqlite",
+        "langgraph-checkpoint-postgres",
+        "psycopg",
+    ),
+    "Burr": ("apache-burr", "psycopg2-binary"),
+}
 
 Check = Callable[[str], None]
 Row = tuple[str, str, dict[str, Job], dict[str, Check] | None]
@@ -60,6 +64,7 @@ class Sizes:
     fleet_threads: int  # fleet rows: threads of fleet_steps steps each
     fleet_steps: int
     fleet_runs: int  # runs of each fleet size (median, spread)
+    fleet_workers: tuple[int, ...]  # the fleet sizes
     statements: int  # steps whose PostgreSQL statements are counted
 
     @classmethod
@@ -82,9 +87,15 @@ class Sizes:
             repeat=args.repeat or (3 if quick else 7),
             warm_batches=3 if quick else 7,
             warm_count=10 if quick else 20,
-            fleet_threads=args.fleet_threads or (8 if quick else 24),
-            fleet_steps=5,
-            fleet_runs=args.fleet_runs or (1 if quick else 3),
+            # a fleet run is 1,200 steps, so that its window (from the last worker ready)
+            # holds 1,000 or more (quick: 120); every side the same threads; one run of each
+            # size and side by default
+            fleet_threads=args.fleet_threads or (30 if quick else 120),
+            fleet_steps=args.fleet_steps or (4 if quick else 10),
+            fleet_runs=args.fleet_runs or 1,
+            fleet_workers=tuple(
+                int(w) for w in (getattr(args, "fleet_workers", "") or "1,2,4,8").split(",")
+            ),
             statements=5 if quick else 10,
         )
 
@@ -97,12 +108,44 @@ def task_of(name: str) -> str:
     return f"benchmark task {name}"
 
 
+def peer_pythons(args: argparse.Namespace) -> dict[str, Path]:
+    """``--peer NAME=PYTHON`` (repeatable): each peer's interpreter, in its own venv. Not
+    resolved: a venv's python is a symlink to the base interpreter."""
+    out: dict[str, Path] = {}
+    for item in getattr(args, "peer", None) or []:
+        name, sep, python = item.partition("=")
+        if not sep or name not in PEER_NAMES or not python:
+            raise SystemExit(f"--peer takes NAME=PYTHON with NAME one of {PEER_NAMES}: {item!r}")
+        out[name] = Path(python).absolute()
+    return out
+
+
+def freeze(python: Path | str) -> list[str]:
+    """``pip freeze`` of the environment of ``python``: the versions a run used."""
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+    )
+    lines = proc.stdout.splitlines() if proc.returncode == 0 else []
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def key_versions(tool: str, frozen: list[str]) -> dict[str, str]:
+    """The versions of ``KEY_PACKAGES[tool]`` in a freeze (``name==version`` lines)."""
+    found = {}
+    for line in frozen:
+        name, sep, version = line.partition("==")
+        if sep:
+            found[name.lower().replace("_", "-")] = version
+    return {p: found[p.lower()] for p in KEY_PACKAGES[tool] if p.lower() in found}
+
+
 class Peer:
     """One peer's script, run as fresh processes of the peer venv's python, on a SQLite file
     or a PostgreSQL database (``db``)."""
 
     known = ""  # the id of the long thread's middle step (a checkpoint id, a sequence id)
-    fleet_db = ""  # the database of its fleet rows
 
     def __init__(self, name: str, python: Path, work: Path, db: str, list_db: str) -> None:
         self.name = name
@@ -144,6 +187,8 @@ class Bench:
         self.work = work
         self.figs: dict[str, dict[str, Fig]] = {}
         self.rows: list[tuple[str, str, str]] = []  # (key, label, section) in table order
+        self.no_ratio: set[str] = set()  # rows whose sides do different work: no ratio shown
+        self.sections: dict[str, str] = {}  # a row's section when not the current one
         self.section = "start"
         self.peers: dict[str, Peer] = {}
         self.extra: dict[str, Any] = {}
@@ -180,14 +225,16 @@ class Bench:
             self.record(key, label, {tool: measured[f"{key}\t{tool}"] for tool in jobs})
         return {key: self.figs[key] for key, *_ in rows}
 
-    def static(self, key: str, label: str, values: dict[str, Fig]) -> None:
+    def static(self, key: str, label: str, values: dict[str, Fig], ratio: bool = True) -> None:
+        if not ratio:
+            self.no_ratio.add(key)
         self.record(key, label, values)
 
     def record(self, key: str, label: str, values: dict[str, Fig]) -> None:
         if key in self.figs:
             raise RuntimeError(f"row {key} measured twice")
         self.figs[key] = values
-        self.rows.append((key, label, self.section))
+        self.rows.append((key, label, self.sections.get(key, self.section)))
         shown = " | ".join(f"{t} {f.text()}" for t, f in values.items())
         self.say(f"  {label}: {shown}")
 

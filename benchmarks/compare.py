@@ -2,8 +2,10 @@
 
     bash benchmarks/run.sh [--quick] [--repeat N] [--no-peers] [--no-postgres] [--docs] ...
 
-(``run.sh`` sets up ``.venv`` for uwf and ``benchmarks/.peer-venv`` for the peers, pinned by
-``peers/constraints.txt``, then runs this file with ``--peer-python``.)
+(``run.sh`` sets up ``.venv`` for uwf and one venv per peer, ``benchmarks/.venv-langgraph`` and
+``benchmarks/.venv-burr``, pinned by ``peers/constraints.txt``, then runs this file with
+``--peer LangGraph=PYTHON --peer Burr=PYTHON``; the run records each environment's ``pip
+freeze``.)
 
 The workload is a planner -> developer -> reviewer loop whose reviewer always rejects. Every
 step, on every side, produces the answer ``workload.py`` gives for it: a different, realistic
@@ -41,7 +43,7 @@ import pg_bench
 import report
 import rows_fs
 import targets
-from bench import Bench, Sizes, n
+from bench import Bench, Sizes, freeze, key_versions, n, peer_pythons
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,26 +83,48 @@ def uwf_version() -> str:
     return __version__
 
 
+def freezes(b: Bench) -> dict[str, list[str]]:
+    """``pip freeze`` of uwf's environment and of each peer's."""
+    out = {"uwf": freeze(sys.executable)}
+    for name, python in peer_pythons(b.args).items():
+        if name in b.peers:
+            out[name] = freeze(python)
+    return out
+
+
 def header_lines(b: Bench, elapsed: float) -> list[str]:
     s = b.s
-    versions = b.extra.get("peer_versions") or {}
-    peer_text = ", ".join(f"{k} {v}" for k, v in versions.items()) or "peers not run"
+    frozen = b.extra.get("freeze") or {}
+    envs = "; ".join(
+        f"{tool}'s venv: " + ", ".join(f"{k} {v}" for k, v in key_versions(tool, lines).items())
+        for tool, lines in frozen.items()
+    )
+    pg = b.extra.get("pg_settings")
+    server = (
+        f"; PostgreSQL {b.extra['pg_version']}, durable (fsync {pg['fsync']}, "
+        f"synchronous_commit {pg['synchronous_commit']}, full_page_writes "
+        f"{pg['full_page_writes']}, wal_sync_method {pg['wal_sync_method']})"
+        if pg
+        else ""
+    )
     return [
         f"date: {_dt.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, uwf {uwf_version()}; {peer_text}"
-        + (f"; PostgreSQL {b.extra['pg_version']}" if "pg_version" in b.extra else ""),
+        f"Python {platform.python_version()}, uwf {uwf_version()}{server}",
+        f"environments (each its own venv; every package in last-run.json): {envs}"
+        + ("" if b.peers else "; peers not run"),
         f"sizes: threads of {s.small} / {n(s.mid)} / {n(s.large)} steps; "
         f"{n(s.threads_small)} / {n(s.threads_large)} active threads; "
         f"{n(s.nodes_small)} / {n(s.nodes_large)} store nodes; {n(s.window)} real steps per "
         f"disk window; median of {s.repeat} runs (warm: {s.warm_batches} batches of "
         f"{s.warm_count} steps; fleets: {s.fleet_runs} run{'s' if s.fleet_runs > 1 else ''} of "
-        f"{s.fleet_threads} threads × {s.fleet_steps} steps)",
+        f"{s.fleet_threads} threads × {s.fleet_steps} steps, "
+        f"{n(s.fleet_threads * s.fleet_steps)} steps a run)",
         f"load average (1 min) before / after: {b.extra['load_before']:.2f} / "
         f"{b.extra.get('load_after', 0.0):.2f} (a busy machine makes every figure slower); "
         f"the whole run took {elapsed:.0f} s",
-        "uwf/best-peer: uwf's figure over the better peer's (for rates, the peer's over uwf's): "
-        "below 1, uwf is faster or smaller",
+        "uwf/LangGraph, uwf/Burr: uwf's figure over that peer's (for rates, the peer's over "
+        "uwf's): below 1, uwf is faster or smaller; no ratio where the work differs",
         *(
             ["a --quick run: small sizes and few runs, for development, not figures to quote"]
             if b.args.quick
@@ -143,10 +167,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--window", type=int, default=0, help="real steps per disk window (default 50)")
     ap.add_argument(
-        "--fleet-threads", type=int, default=0, help="threads of a fleet run (default 24)"
+        "--fleet-threads", type=int, default=0, help="threads of a fleet run (default 120)"
     )
-    ap.add_argument("--fleet-runs", type=int, default=0, help="runs of each fleet size (default 3)")
-    ap.add_argument("--peer-python", default=None, help="python of the venv with the peers")
+    ap.add_argument(
+        "--fleet-steps", type=int, default=0, help="steps of each fleet thread (default 10)"
+    )
+    ap.add_argument("--fleet-runs", type=int, default=0, help="runs of each fleet size (default 1)")
+    ap.add_argument("--fleet-workers", default="1,2,4,8", help="the fleet sizes (default 1,2,4,8)")
+    ap.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME=PYTHON",
+        help="a peer (LangGraph, Burr) and the python of its own venv (repeatable)",
+    )
     ap.add_argument("--no-peers", action="store_true", help="measure uwf only")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL and fleet rows")
     ap.add_argument(
@@ -189,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         b.extra["load_after"] = os.getloadavg()[0]
         cleanup(b, work, keep=args.keep)
+    b.extra["freeze"] = freezes(b)
     elapsed = time.perf_counter() - t0
     size_info = {
         "small": sizes.small,
@@ -197,16 +232,24 @@ def main(argv: list[str] | None = None) -> int:
         "threads_large": sizes.threads_large,
         "nodes_small": sizes.nodes_small,
         "nodes_large": sizes.nodes_large,
+        "fleet_steps": sizes.fleet_threads * sizes.fleet_steps,
     }
-    judged = targets.judge(b.figs, b.rows, size_info)
+    judged = targets.judge(b.figs, b.rows, size_info, frozenset(b.no_ratio))
     data: dict[str, Any] = {
-        "meta": {"lines": header_lines(b, elapsed), "quick": args.quick, "sizes": size_info},
+        "meta": {
+            "lines": header_lines(b, elapsed),
+            "quick": args.quick,
+            "sizes": size_info,
+            "freeze": b.extra["freeze"],
+            "pg_settings": b.extra.get("pg_settings"),
+            "pg_counts": b.extra.get("pg_counts"),
+            "fleet_windows": b.extra.get("fleet_windows"),
+        },
         "rows": b.rows,
+        "no_ratio": sorted(b.no_ratio),
         "figs": {k: {t: f.as_json() for t, f in v.items()} for k, v in b.figs.items()},
-        "targets": [
-            [label, measured, "n/a" if ok is None else ("pass" if ok else "FAIL")]
-            for label, measured, ok in judged
-        ],
+        "targets": targets.shown(judged),
+        "next": [list(t) for t in targets.judge_next(b.figs, size_info)],
     }
     run = (
         report.write_run(data, Path(args.json), Path(args.md) if args.md else None)

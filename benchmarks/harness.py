@@ -28,7 +28,7 @@ class Fig:
     """One figure: a median, its unit and the spread (max/min) of the samples behind it."""
 
     value: float
-    unit: str  # "ms", "B", "nodes/s", "steps/s", "statements", "×"
+    unit: str  # "ms", "B", "nodes/s", "steps/s", "statements", "count", "×"
     spread: float = 1.0
     samples: list[float] = field(default_factory=list)
 
@@ -61,7 +61,7 @@ def fmt_value(value: float, unit: str) -> str:
         return f"{value:,.0f} {unit}"
     if unit == "steps/s":
         return f"{value:,.1f} steps/s"
-    if unit == "statements":
+    if unit in ("statements", "count"):
         return f"{value:,.1f}"
     if unit == "M instr":
         return f"{value:,.1f} M"

@@ -1,21 +1,18 @@
-"""The PostgreSQL rows and the fleet rows (docs/performance.md, "PostgreSQL and fleets").
+"""The PostgreSQL rows (docs/performance.md, "PostgreSQL"); the fleets are ``fleet.py``'s.
 
 * Cold ``thread show`` / ``thread list`` / ``thread step`` with the store in PostgreSQL:
   uwf on a ``uwf store copy`` of the roots ``rows_fs`` built (the copy is a row too),
   LangGraph on its ``PostgresSaver`` and Burr on its ``PostgreSQLPersister``, each in a
-  database of its own on one server; the statements the server ran per cold step, for each
-  (``pg_stat_statements``); uwf's own work per step beyond its agent (``uwf_warm.py own``);
-  a warm in-process step on each.
-* Fleets: N worker processes (1, 2, 4, 8) stepping threads of the loop until each has
-  ``fleet_steps`` steps, ``fleet_runs`` times each: uwf's ``uwf worker`` (which claims threads
-  through the store: step locks, skip-locked) on the filesystem and on PostgreSQL; LangGraph
-  and Burr on PostgreSQL, sharing threads between processes the way their docs allow — the
-  same saver or persister on the same database in every process, each thread stepped by one
-  process at a time (neither has a claim of its own: the threads are dealt out to the
-  workers in turn). Steps per second of wall time, from the workers' start to the last step.
+  database of its own on one server; the cold step timed interleaved with uwf's filesystem
+  cold step (a target compares the two).
+* What a step costs the server (``pgcount.py``: statements, connections, write commits, WAL
+  flushes, WAL bytes) for every side: a cold step, and a worker's step with its external
+  agent (the marginal step of a long-lived worker).
+* uwf's own work per step beyond its agent (``uwf_warm.py own``); a warm in-process step.
 
-The server is the one the tests use (``tests/pgserver.py``: a temp directory, loopback, a
-free port, ``fsync`` off) with ``pg_stat_statements`` loaded.
+The server is tests/pgserver.py's, started **durable** (``PgServer(durable=True)``: ``fsync``,
+``synchronous_commit`` and ``full_page_writes`` on, PostgreSQL's defaults — the tests' server
+turns fsync off) with ``pg_stat_statements`` loaded and ``pg_walinspect`` created.
 """
 
 from __future__ import annotations
@@ -27,28 +24,26 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
+import fleet
 import harness
+import pgcount
 import uwf_bench
-import workload
 from bench import PEER_NAMES, Bench, Peer, Row, expect_state, n, task_of
 from harness import Fig, Job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-if TYPE_CHECKING:
-    from uwf.util.outputs import StepEntry
-
-WORKERS = (1, 2, 4, 8)
-IDLE_EXIT = 0.5  # seconds a uwf worker waits for work before it exits
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
 
 def start_server() -> Any:
-    """A local PostgreSQL server (tests/pgserver.py) with pg_stat_statements, or None."""
+    """A local, durable PostgreSQL server (tests/pgserver.py) with pg_stat_statements, or
+    None when the binaries are missing."""
     import pgserver
 
-    server = pgserver.PgServer()
+    server = pgserver.PgServer(durable=True)
     try:
         server.init()
         with open(server.data / "postgresql.conf", "a") as fh:
@@ -60,7 +55,23 @@ def start_server() -> Any:
         print(f"PostgreSQL rows skipped: {exc}", file=sys.stderr)
         server.close()
         return None
+    found = settings(server)
+    if {k: found[k] for k in DURABLE} != DURABLE:
+        server.close()
+        raise harness.CommandFailed(f"the benchmark's server is not durable: {found}")
     return server
+
+
+def settings(server: Any) -> dict[str, str]:
+    """The server's version and the settings that make a commit durable."""
+    import psycopg
+
+    names = ("server_version", *DURABLE, "wal_sync_method", "shared_buffers")
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        return {
+            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
+            for name in names
+        }
 
 
 def pg_env(root: Path, url: str) -> dict[str, str]:
@@ -75,28 +86,6 @@ def copy_into(b: Bench, src: Path, url: str) -> Fig:
     out = harness.run(uwf_bench.uwf("store", "copy", str(src), url), uwf_bench.cli_env(src), b.cwd)
     took = time.perf_counter() - t0
     return Fig(json.loads(out)["nodes"]["copied"] / took, "nodes/s", 1.0, [took])
-
-
-class Statements:
-    """Statements the server ran for one database, read through the admin database."""
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
-
-    def reset(self) -> None:
-        self.server.admin("SELECT pg_stat_statements_reset()")
-
-    def count(self, url: str) -> int:
-        import psycopg
-
-        name = url.rsplit("/", 1)[1]
-        with psycopg.connect(self.server.url(), autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT coalesce(sum(s.calls), 0) FROM pg_stat_statements s"
-                " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s",
-                (name,),
-            ).fetchone()
-        return int(row[0]) if row else 0
 
 
 def run_postgres(b: Bench, server: Any) -> None:
@@ -147,14 +136,34 @@ def run_postgres(b: Bench, server: Any) -> None:
         if json.loads(out)["role"] is None:
             raise harness.CommandFailed(f"uwf's step ran no role: {out.strip()}")
 
-    b.timed(
-        "pg-step@small",
-        f"PostgreSQL: cold process, one step, {n(counts['uwf'])}-step thread",
-        {"uwf": uwf(threads_url, "thread", "step", tr.threads["small"])}
-        | {name: p.job("step", "--thread", "small") for name, p in peers.items()},
-        {"uwf": uwf_step, **{name: peer_step(name) for name in peers}},
+    import rows_fs
+
+    fs_step = rows_fs.uwf_job(b, tr.root, "thread", "step", tr.threads["small"])
+    b.timed_together(
+        [
+            (
+                "pg-step@small",
+                f"PostgreSQL: cold process, one step, {n(counts['uwf'])}-step thread",
+                {"uwf": uwf(threads_url, "thread", "step", tr.threads["small"])}
+                | {name: p.job("step", "--thread", "small") for name, p in peers.items()},
+                {"uwf": uwf_step, **{name: peer_step(name) for name in peers}},
+            ),
+            (
+                "pg-fs-step@small",
+                "the same cold step on the filesystem (uwf; timed interleaved with the row "
+                "above, for the target that compares them)",
+                {"uwf": fs_step},
+                {"uwf": rows_fs.stepped(b, tr.root, "small")},
+            ),
+        ]
     )
-    statements_per_step(b, server, threads_url, peers)
+    rows_fs.advance(b, "small", ("uwf",))
+    counter = pgcount.Counter(server.url())
+    try:
+        cold_counts(b, counter, threads_url, peers)
+        worker_counts(b, server, counter, peers)
+    finally:
+        counter.close()
     limit_check(b, server)
     own_work(b, server)
     b.section = "pg"
@@ -202,12 +211,27 @@ def _steps_are(steps: int) -> Any:
     return check
 
 
-def statements_per_step(b: Bench, server: Any, url: str, peers: dict[str, Peer]) -> None:
-    """The statements the server ran per cold step (the process's start included: schema
-    check, connection set-up), each tool on its own database."""
-    stats = Statements(server)
-    count = b.s.statements
-    values: dict[str, Fig] = {}
+def counted(b: Bench, key: str, label: str, values: dict[str, pgcount.Counts]) -> None:
+    """One row per count (statements, connections, write commits, WAL flushes, WAL bytes),
+    in the section "pg-count"."""
+    section, b.section = b.section, "pg-count"
+    for field, what, unit in (
+        ("statements", "statements", "count"),
+        ("connections", "connections opened", "count"),
+        ("write_commits", "write commits (commit records in the WAL)", "count"),
+        ("wal_flushes", "WAL flushes (pg_stat_wal.wal_sync)", "count"),
+        ("wal_bytes", "WAL bytes", "B"),
+    ):
+        figs = {tool: Fig(getattr(c, field), unit) for tool, c in values.items()}
+        b.static(f"{key}-{field.replace('_', '-')}", f"{label}: {what}", figs)
+    b.extra.setdefault("pg_counts", {})[key] = {t: c.as_json() for t, c in values.items()}
+    b.section = section
+
+
+def cold_counts(b: Bench, counter: pgcount.Counter, url: str, peers: dict[str, Peer]) -> None:
+    """What one cold step costs the server (the process's start included: connections, a
+    schema check), each side on its own database: the median of ``statements`` steps, each
+    counted alone."""
     jobs = {
         "uwf": (
             Job(
@@ -219,14 +243,56 @@ def statements_per_step(b: Bench, server: Any, url: str, peers: dict[str, Peer])
         )
     }
     jobs |= {name: (p.job("step", "--thread", "small"), p.db) for name, p in peers.items()}
+    values: dict[str, pgcount.Counts] = {}
     for tool, (job, db) in jobs.items():
-        stats.reset()
-        for _ in range(count):
+
+        def step(job: Job = job) -> None:
             harness.run(job.argv, job.env, job.cwd)
-        values[tool] = Fig(stats.count(db) / count, "statements")
-    b.static(
-        "pg-statements", f"PostgreSQL: statements per cold step (mean of {count} steps)", values
-    )
+
+        name = pgcount.database(db)
+        values[tool] = pgcount.median([counter.around(name, step) for _ in range(b.s.statements)])
+    label = f"PostgreSQL: per cold step (median of {b.s.statements})"
+    counted(b, "pg-cold", label, values)
+
+
+def worker_counts(b: Bench, server: Any, counter: pgcount.Counter, peers: dict[str, Peer]) -> None:
+    """What one step of a long-lived worker with the external agent costs the server, its
+    agent's reads and writes included: ``uwf worker --max-steps K`` (its agent through
+    uwf-cmd, relayed through the worker) and each peer's fleet worker (its node spawning
+    the agent, the claim included), each run for 1 and for 1 + ``statements`` steps on one
+    thread; the difference over the extra steps (``pgcount.marginal``)."""
+    import fleet
+
+    few, many = 1, 1 + b.s.statements
+    values: dict[str, pgcount.Counts] = {}
+    url = server.fresh()
+    root = Path(tempfile.mkdtemp(prefix="count-", dir=b.work))
+    uwf_bench.setup_root(root)
+    env = pg_env(root, url)
+    harness.run(uwf_bench.uwf("workflow", "put", str(uwf_bench.WORKFLOW_FILE)), env, b.cwd)
+    warm = [sys.executable, str(Path(__file__).parent / "uwf_warm.py"), "threads"]
+    harness.run([*warm, "--store", url, "--count", "1", "--rounds", "1000"], env, b.cwd)
+    worker = ("worker", "--agent", fleet.external_agent(), "--heartbeat", "3600")
+
+    def uwf_run(k: int) -> None:
+        out = harness.run(uwf_bench.uwf(*worker, "--max-steps", str(k)), env, b.cwd)
+        if len(out.splitlines()) != k or '"error"' in out:
+            raise harness.CommandFailed(f"uwf worker did not run {k} steps: {out[-300:]}")
+
+    values["uwf"] = pgcount.marginal(counter, pgcount.database(url), uwf_run, few, many)
+    for name, peer in peers.items():
+        db = server.fresh()
+        peer.call("fleet-setup", "--count", "1", "--steps", "1000", "--prefix", "count", db=db)
+
+        def peer_run(k: int, peer: Peer = peer, db: str = db) -> None:
+            argv = peer.argv("fleet-worker", *fleet.external_args(), "--max-steps", str(k), db=db)
+            last = harness.run(argv, peer.env, peer.dir).strip().splitlines()[-1]
+            if json.loads(last)["steps"] != k:
+                raise harness.CommandFailed(f"{peer.name}'s worker did not run {k} steps")
+
+        values[name] = pgcount.marginal(counter, pgcount.database(db), peer_run, few, many)
+    label = "PostgreSQL: per step of a worker, its external agent included"
+    counted(b, "pg-worker", label, values)
 
 
 def own_work(b: Bench, server: Any) -> None:
@@ -285,177 +351,27 @@ def warm_pg(b: Bench, server: Any, peers: dict[str, Peer]) -> None:
         b.peers = saved
 
 
-# -- fleets -------------------------------------------------------------------------------------
-
-
-def _uwf_fleet_store(b: Bench, url: str | None) -> dict[str, str]:
-    """A store with the workflow, the benchmark's agent and the fleet's threads; its env."""
-    root = Path(tempfile.mkdtemp(prefix="fleet-", dir=b.work))
-    if url is None:
-        uwf_bench.setup_root(root)
-        env = uwf_bench.cli_env(root)
-    else:
-        (root / "config.yaml").write_text((b.tr.root / "config.yaml").read_text())
-        env = pg_env(root, url)
-        harness.run(uwf_bench.uwf("workflow", "put", str(uwf_bench.WORKFLOW_FILE)), env, b.cwd)
-    for i in range(b.s.fleet_threads):
-        start = ("thread", "start", "solve-issue", "-p", task_of(f"fleet-{i}"))
-        harness.run(uwf_bench.uwf(*start, "--max-rounds", str(b.s.fleet_steps)), env, b.cwd)
-    return env
-
-
-def uwf_fleet(b: Bench, workers: int, url: str | None) -> float:
-    """Steps per second of ``workers`` ``uwf worker`` processes draining the fleet."""
-    env = _uwf_fleet_store(b, url)
-    t0 = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            uwf_bench.uwf("worker", "--idle-exit", str(IDLE_EXIT)),
-            env=env,
-            cwd=b.cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        for _ in range(workers)
-    ]
-    steps = 0
-    for proc in procs:
-        out, _ = proc.communicate(timeout=3600)
-        if proc.returncode != 0:
-            raise harness.CommandFailed(f"uwf worker exited {proc.returncode}")
-        steps += sum(1 for line in out.splitlines() if '"error"' not in line)
-    took = time.perf_counter() - t0 - IDLE_EXIT  # the last worker idles before it exits
-    expected = b.s.fleet_threads * b.s.fleet_steps
-    if steps != expected:
-        raise harness.CommandFailed(f"the uwf fleet ran {steps} steps, not {expected}")
-    check_uwf_fleet(b, env)
-    return steps / took
-
-
-def check_uwf_fleet(b: Bench, env: dict[str, str]) -> None:
-    """Every thread of the fleet ran its steps and ended at its round limit, each step with
-    its answer (read through the library, unmeasured)."""
-    from uwf.backend import open_backend
-    from uwf.engine.threads import lifecycle
-
-    with open_backend(env.get("UWF_STORE") or env["UNCAGED_WORKFLOW_STORAGE_ROOT"]) as backend:
-        ended = {
-            t["task"]: t["thread"] for t in lifecycle.list_threads(backend, status="max_rounds")
-        }
-        for i in range(b.s.fleet_threads):
-            task = task_of(f"fleet-{i}")
-            steps = cast("list[StepEntry]", lifecycle.steps(backend, ended[task])["steps"][1:])
-            answers = [(s["role"], s["output"]) for s in steps]
-            expected = [
-                (workload.role_at(n), workload.fields(task, workload.role_at(n), n))
-                for n in range(1, b.s.fleet_steps + 1)
-            ]
-            if answers != expected:
-                raise harness.CommandFailed(f"the uwf fleet's thread {task!r} is not as expected")
-
-
-def peer_fleet(b: Bench, peer: Peer, workers: int, url: str, run: int) -> float:
-    """Steps per second of ``workers`` processes of a peer, the threads dealt out in turn."""
-    threads = [f"fleet{run}-{workers}-{i}" for i in range(b.s.fleet_threads)]
-    shares = [threads[w::workers] for w in range(workers)]  # a worker with none: not started
-    t0 = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            peer.argv(
-                "fleet-worker",
-                "--threads",
-                ",".join(share),
-                "--steps",
-                str(b.s.fleet_steps),
-                db=url,
-            ),
-            env=peer.env,
-            cwd=peer.dir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for share in shares
-        if share
-    ]
-    steps = 0
-    for proc in procs:
-        out, err = proc.communicate(timeout=3600)
-        if proc.returncode != 0:
-            raise harness.CommandFailed(
-                f"{peer.name} fleet worker exited {proc.returncode}: {err[-300:]}"
-            )
-        steps += json.loads(out)["steps"]
-    took = time.perf_counter() - t0
-    if steps != b.s.fleet_steps * len(threads):
-        raise harness.CommandFailed(f"the {peer.name} fleet ran {steps} steps")
-    # every thread holds its last answer, read back through the saver or persister
-    found = peer.call("verify-threads", "--threads", ",".join(threads), db=url)
-    for thread in threads:
-        expect_state(task_of(thread), b.s.fleet_steps)(json.dumps(found[thread]))
-    return steps / took
-
-
-def run_fleet(b: Bench, server: Any | None) -> None:
-    s = b.s
-    b.section = "fleet"
-    b.say(
-        f"fleets: {s.fleet_threads} threads × {s.fleet_steps} steps, "
-        f"{', '.join(map(str, WORKERS))} workers, {s.fleet_runs} runs each …"
-    )
-    for workers in WORKERS:
-        for key, name, pg in (("fs", "filesystem", False), ("pg", "PostgreSQL", True)):
-            if pg and server is None:
-                continue
-            rates: dict[str, list[float]] = {"uwf": []}
-            for run in range(s.fleet_runs):
-                url = server.fresh() if pg and server is not None else None
-                rates["uwf"].append(uwf_fleet(b, workers, url))
-                if pg:
-                    for peer_name, peer in b.pg_peers.items():
-                        url = peer.fleet_db
-                        rates.setdefault(peer_name, []).append(
-                            peer_fleet(b, peer, workers, url, run)
-                        )
-            s_ = "s" if workers > 1 else ""
-            b.static(
-                f"fleet-{key}@{workers}",
-                f"fleet: steps/s, {workers} worker{s_}, {name}",
-                {tool: harness.summarise(r, "steps/s") for tool, r in rates.items()},
-            )
-
-
 def run_all(b: Bench) -> None:
     """Everything of this module, on one local server started and stopped here."""
     server = start_server()
     try:
         b.pg_peers = {}
         if server is not None:
-            b.extra["pg_version"] = _version(server)
+            b.extra["pg_settings"] = settings(server)
+            b.extra["pg_version"] = b.extra["pg_settings"]["server_version"].split()[0]
             for name, peer in b.peers.items():
                 pg = Peer(name, peer.python, peer.dir, server.fresh(), server.fresh())
-                pg.fleet_db = server.fresh()
                 b.say(f"building {name} on PostgreSQL …")
                 pg.call(
                     "build", "--small", str(b.s.small), "--mid", "0", "--large", "0", "--at", "1"
                 )
                 pg.call("build-list", "--count", str(b.s.threads_small), db=pg.list_db)
-                pg.call("build-list", "--count", "0", db=pg.fleet_db)  # its tables
                 b.pg_peers[name] = pg
             run_postgres(b, server)
-        run_fleet(b, server)
+        fleet.run_fleet(b, server)
     finally:
         if server is not None:
             server.close()
-
-
-def _version(server: Any) -> str:
-    import psycopg
-
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-    return str(row[0]).split()[0] if row else "?"
 
 
 __all__ = ["PEER_NAMES", "run_all"]

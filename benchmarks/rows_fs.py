@@ -22,7 +22,6 @@ import workload
 from bench import (
     HERE,
     PEER_NAMES,
-    PEER_PACKAGES,
     Bench,
     Check,
     Peer,
@@ -32,6 +31,7 @@ from bench import (
     fail,
     n,
     peer_history,
+    peer_pythons,
     task_of,
     uwf_history,
 )
@@ -62,14 +62,16 @@ def build(b: Bench) -> None:
     took = uwf_bench.fill(b.cas.root, 0, s.nodes_small)
     b.say(f"  uwf cas root: {n(s.nodes_small)} filler nodes in {took:.1f} s")
     b.counts = {"uwf": {"small": s.small, "large": s.large}}
-    if b.args.no_peers or b.args.peer_python is None:
-        b.say("peers: skipped (--no-peers or no --peer-python)")
+    pythons = {} if b.args.no_peers else peer_pythons(b.args)
+    if not pythons:
+        b.say("peers: skipped (--no-peers or no --peer NAME=PYTHON)")
         return
-    python = Path(b.args.peer_python).absolute()  # not resolved: keep the venv
     for name in PEER_NAMES:
+        if name not in pythons:
+            continue
         home = b.work / name.lower()
         home.mkdir()
-        peer = Peer(name, python, home, str(home / "threads.db"), str(home / "list.db"))
+        peer = Peer(name, pythons[name], home, str(home / "threads.db"), str(home / "list.db"))
         b.say(f"building {name}: threads of {s.small}, {n(s.mid)}, {n(s.large)} steps …")
         sizes = ("--small", str(s.small), "--mid", str(s.mid), "--large", str(s.large))
         window = ("--window", str(max(1, s.large // 10)))
@@ -85,18 +87,6 @@ def build(b: Bench) -> None:
         b.say(f"  built in {built['seconds']:.1f} s + {listed['seconds']:.1f} s")
         b.peers[name] = peer
         b.counts[name] = {"small": s.small, "large": s.large}
-    b.extra["peer_versions"] = json.loads(
-        harness.run(
-            [
-                str(python),
-                "-c",
-                "import importlib.metadata as m, json; "
-                f"print(json.dumps({{p: m.version(p) for p in {PEER_PACKAGES!r}}}))",
-            ],
-            dict(os.environ),
-            b.cwd,
-        )
-    )
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -150,7 +140,8 @@ def advance(b: Bench, size: str, tools: Any) -> None:
 
 def startup(b: Bench) -> None:
     """The interpreter, Typer's import (plain and frozen), start-up without work and the
-    10-step ``thread show``, timed interleaved run by run (the start-up targets are ratios)."""
+    10- and the long ``thread show``, timed interleaved run by run (the start-up targets and
+    "show at 10,000 vs 10 steps" are ratios between rows)."""
     s, tr = b.s, b.tr
     b.section = "start"
     env = dict(os.environ)
@@ -175,7 +166,10 @@ def startup(b: Bench) -> None:
             None,
         ),
         show_row(b, "small", s.small),
+        show_row(b, "large", s.large),  # a target compares it with the 10-step show
     ]
+    b.no_ratio.update({"python", "help"})  # the same interpreter, but different imports
+    b.sections["show@large"] = "read"
     b.timed_together(rows)
 
 
@@ -183,13 +177,15 @@ def show_row(b: Bench, size: str, steps: int) -> Row:
     tr = b.tr
     checks: dict[str, Check] = {"uwf": shows_step(b, tr.steps[size][-1], steps)}
     checks |= {name: expect_state(task_of(size), steps) for name in b.peers}
-    return (
-        f"show@{size}",
-        f"latest state (uwf thread show), {n(steps)}-step thread",
-        {"uwf": uwf_job(b, tr.root, "thread", "show", tr.threads[size])}
-        | b.peer_jobs("show", "--thread", size),
-        checks,
-    )
+    label = f"latest state (uwf thread show), {n(steps)}-step thread"
+    return thread_row(b, f"show@{size}", label, size, "show", checks)
+
+
+def thread_row(b: Bench, key: str, label: str, size: str, op: str, checks: dict[str, Check]) -> Row:
+    """A row of one thread of the threads root: ``uwf thread OP <thread>`` beside each peer's
+    ``OP --thread SIZE`` (the peers name their operations as uwf's subcommands)."""
+    uwf = uwf_job(b, b.tr.root, "thread", "steps" if op == "history" else op, b.tr.threads[size])
+    return (key, label, {"uwf": uwf} | b.peer_jobs(op, "--thread", size), checks)
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -198,30 +194,25 @@ def show_row(b: Bench, size: str, steps: int) -> Row:
 def reads(b: Bench) -> None:
     s, tr = b.s, b.tr
     b.section = "read"
-    b.timed(*show_row(b, "large", s.large))
+    read_rows: list[Row] = []
     for size, steps in (("small", s.small), ("large", s.large)):
 
         def has_last(out: str, steps: int = steps) -> None:
             if f"## Step {steps}:" not in out:
                 fail(f"thread read does not show step {steps}")
 
-        b.timed(
-            f"read@{size}",
-            f"uwf thread read (default quota), {n(steps)}-step thread",
-            {"uwf": uwf_job(b, tr.root, "thread", "read", tr.threads[size])},
-            {"uwf": has_last},
+        read_rows.append(
+            (
+                f"read@{size}",
+                f"uwf thread read (default quota), {n(steps)}-step thread",
+                {"uwf": uwf_job(b, tr.root, "thread", "read", tr.threads[size])},
+                {"uwf": has_last},
+            )
         )
-    loose_then_pack(b)
-    for size, steps in (("mid", s.mid), ("large", s.large)):
-        checks = {"uwf": expect_history(task_of(size), steps, uwf_history)}
-        checks |= {p: expect_history(task_of(size), steps, peer_history) for p in b.peers}
-        b.timed(
-            f"history@{size}",
-            f"full history (uwf thread steps), {n(steps)}-step thread",
-            {"uwf": uwf_job(b, tr.root, "thread", "steps", tr.threads[size])}
-            | b.peer_jobs("history", "--thread", size),
-            checks,
-        )
+    b.timed_together(read_rows)
+    history(b, "-loose", "loose files, before any cas pack")
+    pack(b)
+    history(b, "", "packed")
     for key, root, count, db in (
         ("list@small", b.list_small, s.threads_small, "list_small_db"),
         ("list@large", b.list_large, s.threads_large, "list_db"),
@@ -242,17 +233,22 @@ def reads(b: Bench) -> None:
     verify(b)
 
 
-def loose_then_pack(b: Bench) -> None:
-    """The long thread's history from loose files, then ``uwf cas pack`` (one cold run,
-    timed): every later row reads the threads root packed."""
-    s, tr = b.s, b.tr
-    b.timed(
-        "history@large-loose",
-        f"uwf thread steps, {n(s.large)}-step thread, loose files (before cas pack)",
-        {"uwf": uwf_job(b, tr.root, "thread", "steps", tr.threads["large"])},
-        {"uwf": expect_history(task_of("large"), s.large, uwf_history)},
-    )
-    job = uwf_job(b, tr.root, "cas", "pack")
+def history(b: Bench, suffix: str, state: str) -> None:
+    """Full history of the mid and the long thread, timed interleaved, every side."""
+    s = b.s
+    rows: list[Row] = []
+    for size, steps in (("mid", s.mid), ("large", s.large)):
+        checks = {"uwf": expect_history(task_of(size), steps, uwf_history)}
+        checks |= {p: expect_history(task_of(size), steps, peer_history) for p in b.peers}
+        label = f"full history (uwf thread steps), {n(steps)}-step thread, uwf's store {state}"
+        rows.append(thread_row(b, f"history@{size}{suffix}", label, size, "history", checks))
+    b.timed_together(rows)
+
+
+def pack(b: Bench) -> None:
+    """``uwf cas pack`` of the threads root (one cold run, timed): every later row reads it
+    packed."""
+    job = uwf_job(b, b.tr.root, "cas", "pack")
     t0 = time.perf_counter()
     report = json.loads(harness.run(job.argv, job.env, job.cwd))
     took = (time.perf_counter() - t0) * 1000
@@ -277,18 +273,23 @@ def verify(b: Bench) -> None:
 
         return check
 
-    base = b.timed(
-        "verify-base",
-        "uwf cas verify, the small store",
-        {"uwf": uwf_job(b, b.cas.root, "cas", "verify")},
-        {"uwf": verified("base")},
-    )["uwf"]
-    full = b.timed(
-        "verify-time",
-        "uwf cas verify, the threads' store",
-        {"uwf": uwf_job(b, b.tr.root, "cas", "verify")},
-        {"uwf": verified("full")},
-    )["uwf"]
+    timed = b.timed_together(  # the rate divides their difference: interleaved
+        [
+            (
+                "verify-base",
+                "uwf cas verify, the small store",
+                {"uwf": uwf_job(b, b.cas.root, "cas", "verify")},
+                {"uwf": verified("base")},
+            ),
+            (
+                "verify-time",
+                "uwf cas verify, the threads' store",
+                {"uwf": uwf_job(b, b.tr.root, "cas", "verify")},
+                {"uwf": verified("full")},
+            ),
+        ]
+    )
+    base, full = timed["verify-base"]["uwf"], timed["verify-time"]["uwf"]
     extra_nodes = scanned["full"] - scanned["base"]
     extra_ms = full.value - base.value
     rate = extra_nodes / (extra_ms / 1000) if extra_nodes > 0 and extra_ms > 0 else 0.0
@@ -306,16 +307,14 @@ def steps(b: Bench) -> None:
     """A cold step on each tool; then one whose agent is an external process everywhere."""
     s, tr = b.s, b.tr
     b.section = "step"
+    rows: list[Row] = []
     for size, count in (("small", s.small), ("large", s.large)):
         checks: dict[str, Check] = {"uwf": stepped(b, tr.root, size)}
         checks |= {name: peer_stepped(b, name, size) for name in b.peers}
-        b.timed(
-            f"step@{size}",
-            f"cold process, one step, {n(count)}-step thread (uwf: thread step + its agent)",
-            {"uwf": uwf_job(b, tr.root, "thread", "step", tr.threads[size])}
-            | b.peer_jobs("step", "--thread", size),
-            checks,
-        )
+        label = f"cold process, one step, {n(count)}-step thread (uwf: thread step + its agent)"
+        rows.append(thread_row(b, f"step@{size}", label, size, "step", checks))
+    b.timed_together(rows)  # a target compares them: interleaved
+    for size in ("small", "large"):
         advance(b, size, ("uwf", *b.peers))
     agent = f"uwf-cmd -- {sys.executable} {AGENT_PROGRAM}"
     checks = {"uwf": stepped(b, tr.root, "small")}
@@ -445,6 +444,7 @@ def forks(b: Bench) -> None:
         "fork: bytes written to the store (uwf: CAS growth; LangGraph: its new checkpoint rows; "
         "Burr: nothing until the fork's first step)",
         copied,
+        ratio=False,  # different work: Burr writes nothing until the fork's first step
     )
 
 
@@ -452,38 +452,42 @@ def forks(b: Bench) -> None:
 
 
 def store_size(b: Bench) -> None:
-    """``cas get`` and ``workflow show`` with few and with many nodes, loose and packed."""
+    """``cas get`` and ``workflow show`` with few and with many nodes, loose and packed: a
+    root of each size, so that the two sizes are timed interleaved (targets compare them)."""
     s, cas = b.s, b.cas
     b.section = "store"
-    for size, count in (("small", s.nodes_small), ("large", s.nodes_large)):
-        if size == "large":
-            b.say(f"  filling the store to {n(count)} nodes …")
-            took = uwf_bench.fill(cas.root, s.nodes_small, count)
-            b.say(f"  filled in {took:.1f} s")
-        b.timed(
-            f"casget@{size}",
-            f"uwf cas get, {n(count)} nodes in the store",
-            {"uwf": uwf_job(b, cas.root, "cas", "get", cas.text_hash)},
-        )
-        b.timed(
-            f"wfshow@{size}",
-            f"uwf workflow show, {n(count)} nodes in the store",
-            {"uwf": uwf_job(b, cas.root, "workflow", "show", "solve-issue")},
-        )
+    b.say(f"  a second store of {n(s.nodes_large)} nodes …")
+    large = uwf_bench.setup_cas_root(b.work / "uwf-cas-large")
+    took = uwf_bench.fill(large.root, 0, s.nodes_large)
+    b.say(f"  filled in {took:.1f} s")
+    roots = {"small": (cas, s.nodes_small), "large": (large, s.nodes_large)}
+    _store_rows(b, "", "in the store", roots)
+    packed = {}
     for size, count in (("small", s.nodes_small), ("large", s.nodes_large)):
         root = b.work / f"uwf-cas-packed-{size}"
-        packed = uwf_bench.setup_cas_root(root)
+        packed[size] = (uwf_bench.setup_cas_root(root), count)
         took = uwf_bench.fill_packed(root, count)
         b.say(f"  packed store of {n(count)} filler nodes built in {took:.1f} s")
-        b.timed(
-            f"casget-packed@{size}",
-            f"uwf cas get, {n(count)} nodes in one pack",
-            {"uwf": uwf_job(b, root, "cas", "get", packed.text_hash)},
-        )
-        b.timed(
-            f"wfshow-packed@{size}",
-            f"uwf workflow show, {n(count)} nodes in one pack",
-            {"uwf": uwf_job(b, root, "workflow", "show", "solve-issue")},
+    _store_rows(b, "-packed", "in one pack", packed)
+
+
+def _store_rows(
+    b: Bench, suffix: str, where: str, roots: dict[str, tuple[uwf_bench.CasRoot, int]]
+) -> None:
+    for command, key, args in (
+        ("cas get", "casget", lambda c: ("cas", "get", c.text_hash)),
+        ("workflow show", "wfshow", lambda c: ("workflow", "show", "solve-issue")),
+    ):
+        b.timed_together(
+            [
+                (
+                    f"{key}{suffix}@{size}",
+                    f"uwf {command}, {n(count)} nodes {where}",
+                    {"uwf": uwf_job(b, root.root, *args(root))},
+                    None,
+                )
+                for size, (root, count) in roots.items()
+            ]
         )
 
 
@@ -555,17 +559,19 @@ def disk(b: Bench) -> None:
         at = f"steps {n(b.counts['uwf'][size] - s.window)}..{n(b.counts['uwf'][size])}"
         for kind in ("apparent", "blocks"):
             what = "apparent size" if kind == "apparent" else "blocks used"
+            peers = {
+                name: Fig(float(b.extra[f"{name}.bytes"][part][kind]), "B") for name in b.peers
+            }
             b.static(
                 f"disk-loose-{part}-{kind}",
-                f"uwf: bytes per step as loose files, {what}, {at}",
-                {"uwf": Fig(float(getattr(loose.per(s.window), kind)), "B")},
+                f"bytes per step, uwf's nodes as loose files (before any pack), every byte a "
+                f"step adds, {what}, {at}",
+                {"uwf": Fig(float(getattr(loose.per(s.window), kind)), "B")} | peers,
             )
-            values = {"uwf": Fig(float(getattr(packed.per(s.window), kind)), "B")}
-            for name in b.peers:
-                values[name] = Fig(float(b.extra[f"{name}.bytes"][part][kind]), "B")
+            values = {"uwf": Fig(float(getattr(packed.per(s.window), kind)), "B")} | peers
             b.static(
                 f"disk-packed-{part}-{kind}",
-                f"bytes per step once packed, every byte a step adds, {what}, {at}",
+                f"bytes per step, uwf's nodes packed, every byte a step adds, {what}, {at}",
                 values,
             )
         parts = {"nodes": nodes, **grown}
@@ -589,11 +595,13 @@ def disk(b: Bench) -> None:
 def warm(b: Bench, store: str, key: str, label: str, peer_db: Callable[[Peer], str]) -> None:
     """Steps in one warm process on every side: uwf through its Python API with its agent
     in process (``uwf_warm.py``), the peers' warm loops (``warm``); batches, median of their
-    means, spread across batches."""
+    means, spread across batches; in wall time (``key``) and in the process's CPU time
+    (``key`` with ``-cpu``)."""
     s = b.s
     sizes = ("--batches", str(s.warm_batches), "--count", str(s.warm_count))
     steps = 1 + s.warm_batches * s.warm_count
     values: dict[str, Fig] = {}
+    cpu: dict[str, Fig] = {}
     argv = [sys.executable, str(HERE / "uwf_warm.py"), "steps", "--store", store, *sizes]
     outs = {"uwf": json.loads(harness.run(argv, uwf_bench.cli_env(b.tr.root), b.cwd))}
     for name, p in b.peers.items():
@@ -601,7 +609,10 @@ def warm(b: Bench, store: str, key: str, label: str, peer_db: Callable[[Peer], s
     for tool, out in outs.items():  # the last step stored the right answer, on every side
         expect_state(out["task"], steps)(json.dumps(out))
         values[tool] = harness.summarise(out["ms"])
+        cpu[tool] = harness.summarise(out["cpu_ms"])
     b.static(key, label, values)
+    name, at, where = key.partition("@")
+    b.static(f"{name}-cpu{at}{where}", f"{label}, CPU time of the process", cpu)
 
 
 def warm_rows(b: Bench) -> None:

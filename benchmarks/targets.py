@@ -1,6 +1,10 @@
-"""uwf's targets, each judged from the figures of one run: (target, measured, pass/fail/n/a).
+"""uwf's targets, each judged from the figures of one run.
 
-A target whose figures are missing (no peers, no PostgreSQL) is ``n/a``, never a pass.
+``judge``: the standing targets, (target, measured, pass/FAIL/n/a). ``judge_next``: the
+targets of issue 36 (docs/performance.md, "Targets of the next round"), each against each
+peer alone — (row, target, uwf, LangGraph, Burr, pass/MISS/n/a), a peer's cell its figure and
+uwf's ratio to it. A target whose figures are missing (no peers, no PostgreSQL) is ``n/a``,
+never a pass.
 """
 
 from __future__ import annotations
@@ -16,7 +20,18 @@ PEERS = ("LangGraph", "Burr")
 # Rows compared with the peers that are not the time (or disk) of one cold process per
 # command, or not uwf's own work: left out of "uwf ≤ the best peer on every cold-process row"
 # (statements per step show a design cost; uwf's own statements have a target of their own).
-NOT_COLD = ("python", "warm", "fleet", "pg-own", "pg-warm", "pg-statements", "instr")
+NOT_COLD = (
+    "python",
+    "help",
+    "warm",
+    "fleet",
+    "pg-own",
+    "pg-warm",
+    "pg-cold",
+    "pg-worker",
+    "pg-fs-step",
+    "instr",
+)
 
 
 def best_peer(figs: Figs, key: str) -> tuple[str, Fig] | None:
@@ -39,7 +54,22 @@ def behind(figs: Figs, key: str) -> float | None:
     return ours.value / peer[1].value
 
 
-def judge(figs: Figs, rows: list[tuple[str, str, str]], sizes: dict[str, int]) -> list[Target]:
+def ratio_to(figs: Figs, key: str, peer: str) -> float | None:
+    """uwf's figure over one peer's, oriented so that above 1 means uwf is behind."""
+    ours, theirs = figs.get(key, {}).get("uwf"), figs.get(key, {}).get(peer)
+    if ours is None or theirs is None or theirs.value <= 0 or ours.value <= 0:
+        return None
+    if ours.unit.endswith("/s"):
+        return theirs.value / ours.value
+    return ours.value / theirs.value
+
+
+def judge(
+    figs: Figs,
+    rows: list[tuple[str, str, str]],
+    sizes: dict[str, int],
+    no_ratio: frozenset[str] = frozenset(),
+) -> list[Target]:
     out: list[Target] = []
 
     def has(*keys: str, tool: str = "uwf") -> bool:
@@ -143,7 +173,8 @@ def judge(figs: Figs, rows: list[tuple[str, str, str]], sizes: dict[str, int]) -
     vs_peer("disk per step once packed, every byte, late window", "disk-packed-late-blocks")
     vs_peer("a step whose agent is an external program", "ext-step@small")
     vs_peer("PostgreSQL: cold step", "pg-step@small")
-    cold_rows(figs, rows, out)
+    vs_peer("full history before any pack (loose files)", "history@large-loose")
+    cold_rows(figs, [r for r in rows if r[0] not in no_ratio], out)
     add(
         "PostgreSQL: uwf's own work per step beyond its agent ≤ 10 ms",
         ("pg-own-ms",),
@@ -157,6 +188,14 @@ def judge(figs: Figs, rows: list[tuple[str, str, str]], sizes: dict[str, int]) -
         lambda: v("pg-own-statements") <= 6,
     )
     return out
+
+
+def shown(judged: list[Target]) -> list[list[str]]:
+    """The standing targets as a run records them: pass, FAIL or n/a."""
+    return [
+        [label, measured, "n/a" if ok is None else ("pass" if ok else "FAIL")]
+        for label, measured, ok in judged
+    ]
 
 
 def cold_rows(figs: Figs, rows: list[tuple[str, str, str]], out: list[Target]) -> None:
@@ -184,3 +223,82 @@ def base_label(key: str) -> str:
         "typer-frozen": 'the frozen Typer import (python -c "import typer, gc; gc.freeze()")',
         "typer": 'python -c "import typer"',
     }[key]
+
+
+# -- issue 36's targets, against each peer alone ------------------------------------------------
+
+Next = tuple[str, str, str, str, str, str]  # row, target, uwf, LangGraph, Burr, verdict
+
+
+def judge_next(figs: Figs, sizes: dict[str, int]) -> list[Next]:
+    """Issue 36's targets (docs/performance.md, "Targets of the next round")."""
+    out: list[Next] = []
+    large = f"{sizes['large']:,}"
+
+    def cell(key: str, tool: str) -> str:
+        fig = figs.get(key, {}).get(tool)
+        if fig is None:
+            return "—"
+        ratio = ratio_to(figs, key, tool) if tool != "uwf" else None
+        return fig.text() + (f" ({ratio:.2f}×)" if ratio is not None else "")
+
+    def row(name: str, target: str, key: str, verdict: bool | None) -> None:
+        shown = "n/a" if verdict is None else ("pass" if verdict else "MISS")
+        out.append(
+            (name, target, cell(key, "uwf"), cell(key, "LangGraph"), cell(key, "Burr"), shown)
+        )
+
+    def vs(name: str, key: str, limit: float, peers: tuple[str, ...]) -> None:
+        """uwf ≤ ``limit`` × each of ``peers`` (for rates: ≥ 1/limit × …)."""
+        ratios = [ratio_to(figs, key, p) for p in peers]
+        known = [r for r in ratios if r is not None]
+        verdict = None if not known or len(known) < len(peers) else max(known) <= limit
+        who = "Burr" if peers == ("Burr",) else "the best peer"
+        rate = key.startswith("fleet-")  # rows in steps/s
+        target = (
+            f"steps/s ≥ {'' if limit == 1 else f'{1 / limit:g}× '}{who}'s"
+            if rate
+            else f"≤ {limit:.1f}× {who}"
+        )
+        row(name, target, key, verdict)
+
+    def bound(name: str, key: str, limit: float, unit: str, higher: bool = False) -> None:
+        fig = figs.get(key, {}).get("uwf")
+        verdict = None if fig is None else (fig.value >= limit if higher else fig.value <= limit)
+        row(name, f"{'≥' if higher else '≤'} {limit:g} {unit}".rstrip(), key, verdict)
+
+    vs("cold step, 10-step thread", "step@small", 1.0, ("Burr",))
+    vs(f"cold step, {large}-step thread", "step@large", 1.0, ("Burr",))
+    vs("external-agent step", "ext-step@small", 1.2, PEERS)
+    vs(f"full history, {large} steps, packed", "history@large", 1.0, ("Burr",))
+    pg, fs = figs.get("pg-step@small", {}).get("uwf"), figs.get("pg-fs-step@small", {}).get("uwf")
+    out.append(
+        (
+            "PostgreSQL cold step (durable server)",
+            "≤ the filesystem cold step + 30 ms (timed interleaved)",
+            cell("pg-step@small", "uwf"),
+            cell("pg-step@small", "LangGraph"),
+            cell("pg-step@small", "Burr"),
+            "n/a"
+            if pg is None or fs is None
+            else ("pass" if pg.value <= fs.value + 30 else f"MISS (fs: {fs.text()})"),
+        )
+    )
+    bound("… its statements", "pg-cold-statements", 10, "")
+    bound("… its connections", "pg-cold-connections", 1, "")
+    bound("… its WAL flushes", "pg-cold-wal-flushes", 1, "")
+    bound("PostgreSQL worker step, agent's statements included", "pg-worker-statements", 8, "")
+    bound("… its WAL flushes", "pg-worker-wal-flushes", 1, "")
+    bound("… uwf's own work (warm worker, agent apart)", "pg-own-ms", 10, "ms")
+    vs("PostgreSQL thread show", "pg-show@small", 1.0, ("Burr",))
+    vs("PostgreSQL thread list", "pg-list@small", 1.0, ("Burr",))
+    for workers in (1, 2, 4, 8):
+        s = "s" if workers > 1 else ""
+        vs(f"fleet, external agents, {workers} worker{s}", f"fleet-pg@{workers}", 1.0, PEERS)
+    for workers in (1, 2, 4, 8):
+        s = "s" if workers > 1 else ""
+        vs(f"fleet, in-process agents, {workers} worker{s}", f"fleet-inproc@{workers}", 2.0, PEERS)
+    bound("warm step, CPU", "warm-cpu@fs", 2, "ms")
+    vs("… and against Burr", "warm-cpu@fs", 3.0, ("Burr",))
+    vs("disk per step, loose (blocks)", "disk-loose-late-blocks", 2.0, ("Burr",))
+    return out

@@ -7,7 +7,11 @@
 steps, each ``engine.step.step`` with an in-process runner that runs the benchmark's agent
 (``mock_agent.WorkloadAgent``) on the agent kit with the same backend instead of spawning it:
 what uwf costs per step when nothing starts a process (the peers' warm rows do the same).
-Prints ``{"ms": [mean ms per step of each batch]}``.
+Prints ``{"ms": [mean ms per step of each batch], "cpu_ms": [the same in CPU time]}``.
+
+``threads``: ``C`` new threads of the loop, tasks ``benchmark task PREFIX-<i>`` (i from 0000),
+each ending after ``--rounds`` steps: a fleet's threads, started as ``uwf thread start
+--max-rounds`` starts them (no process per thread). Prints ``{"threads": C}``.
 
 ``own`` (PostgreSQL): ``C`` steps as a fleet worker takes them (``engine.step.fleet.step_next``:
 claim, plan, run, commit), timing each step and the agent within it, and counting the
@@ -72,16 +76,24 @@ def op_steps(args: argparse.Namespace) -> Any:
     run = InProcess(backend)
     thread, task = new_thread(backend)
     step(backend, thread, runner=run)
-    out = []
+    out, cpu = [], []
     for _ in range(args.batches):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(args.count):
             result = step(backend, thread, runner=run)
         out.append((time.perf_counter() - t0) * 1000 / args.count)
+        cpu.append((time.process_time() - c0) * 1000 / args.count)
     # what the last step stored, read back: checked by the benchmark against workload.py
     steps = show(backend, thread)["steps"]
     output = backend.nodes.require(backend.nodes.require(result.head).payload["output"]).payload
-    return {"ms": out, "task": task, "steps": steps, "role": result.role, "output": output}
+    return {
+        "ms": out,
+        "cpu_ms": cpu,
+        "task": task,
+        "steps": steps,
+        "role": result.role,
+        "output": output,
+    }
 
 
 def op_own(args: argparse.Namespace) -> Any:
@@ -133,16 +145,28 @@ def op_own(args: argparse.Namespace) -> Any:
     }
 
 
+def op_threads(args: argparse.Namespace) -> Any:
+    backend = open_backend(args.store)
+    for i in range(args.count):
+        start(
+            backend, "solve-issue", f"benchmark task {args.prefix}-{i:04d}", max_rounds=args.rounds
+        )
+    return {"threads": args.count}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("operation", choices=["steps", "own"])
+    ap.add_argument("operation", choices=["steps", "own", "threads"])
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--prefix", default="fleet")
     ap.add_argument("--store", required=True)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--stats", default="")
     args = ap.parse_args()
     os.environ.pop("UWF_ARTIFACTS_DIR", None)
-    result = op_steps(args) if args.operation == "steps" else op_own(args)
+    ops = {"steps": op_steps, "own": op_own, "threads": op_threads}
+    result = ops[args.operation](args)
     sys.stdout.write(json.dumps(result) + "\n")
 
 

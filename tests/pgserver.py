@@ -4,12 +4,14 @@ One server per test session (per xdist worker), in a temp directory, on a free p
 password (so that the tests can check it never leaks). ``fsync`` is off for speed: safe against
 a crash of the server (the restart test kills it), not of the machine. ``synchronous_commit``
 stays on: off, a server crash loses commits it already acknowledged (a step would then be run
-twice). Each test that needs a store gets the worker's one database, emptied
-(``PgServer.empty``: ~10 ms, where a new database and its migrations took ~150 ms); a test that
-needs a database uwf never touched takes a fresh one (``PgServer.fresh``). ``initdb`` refuses
-to run as root: as root, the server runs as the unprivileged ``postgres`` user that Debian's
-package creates (``.ci/run`` installs the package where it is missing). ``UWF_PG_BIN``
-overrides where the binaries are.
+twice). ``PgServer(durable=True)`` (the benchmark's) keeps PostgreSQL's defaults instead —
+``fsync``, ``full_page_writes`` and ``synchronous_commit`` on, the default
+``shared_buffers`` — so that every commit costs what it costs on a real server. Each test that
+needs a store gets the worker's one database, emptied (``PgServer.empty``: ~10 ms, where a new
+database and its migrations took ~150 ms); a test that needs a database uwf never touched
+takes a fresh one (``PgServer.fresh``). ``initdb`` refuses to run as root: as root, the server
+runs as the unprivileged ``postgres`` user that Debian's package creates (``.ci/run`` installs
+the package where it is missing). ``UWF_PG_BIN`` overrides where the binaries are.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    def __init__(self, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = pg_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="uwf-pg-"))
         self.data = self.dir / "data"
@@ -87,12 +90,14 @@ class PgServer:
             check=True,
             capture_output=True,
         )
+        fast = (
+            "" if self.durable else "fsync = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
+        )
         with open(self.data / "postgresql.conf", "a") as fh:
             fh.write(
                 f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
-                f"unix_socket_directories = '{self.dir}'\nfsync = off\n"
-                "full_page_writes = off\nmax_connections = 200\n"
-                "shared_buffers = 32MB\nlog_min_messages = fatal\n"
+                f"unix_socket_directories = '{self.dir}'\n{fast}"
+                "max_connections = 200\nlog_min_messages = fatal\n"
             )
 
     def start(self) -> None:

@@ -5,7 +5,10 @@ long threads it builds in-process must be exactly what real ``uwf thread step`` 
 its agent write (same hashes); every side's answers come from one generator; a run must
 produce every row of its sections with a uwf figure, every target, the run's JSON and tables,
 and docs/performance.md must be what its template makes of a run. The peers (LangGraph,
-Burr) are not installed here, so the runs use ``--no-peers``.
+Burr) are not installed here, so the runs use ``--no-peers``; the pieces the peers' side
+uses (the fleet claim, the fleet window, the server counts) are tested on their own, and the
+tables and targets on figures made up for the purpose. The PostgreSQL and fleet rows end to
+end (a minute) are a stress test.
 """
 
 from __future__ import annotations
@@ -167,11 +170,16 @@ def test_noisy_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (jumpy.value, jumpy.noisy, jumpy.text()) == (11.0, True, "11.0 ms (noisy)")
 
 
-def test_peers_are_pinned_whole() -> None:
-    """run.sh installs the peers under a constraints file pinning every package of their
-    venv, each with an exact version."""
+def test_each_peer_has_its_own_pinned_venv() -> None:
+    """run.sh installs each peer into a venv of its own (Burr never sees LangGraph's
+    packages), both under a constraints file pinning every package with an exact version."""
     run = (BENCH / "run.sh").read_text()
-    assert '-c "$CONSTRAINTS"' in run and "peers/constraints.txt" in run
+    assert run.count('-c "$CONSTRAINTS"') == 1 and "peers/constraints.txt" in run
+    assert "peer_venv benchmarks/.venv-langgraph" in run
+    assert "peer_venv benchmarks/.venv-burr" in run
+    burr = run.split("BURR=(", 1)[1].split(")", 1)[0]
+    assert "apache-burr==" in burr and "langgraph" not in burr and "psycopg[" not in burr
+    assert '--peer "LangGraph=' in run and '--peer "Burr=' in run
     lines = [
         line
         for line in (BENCH / "peers" / "constraints.txt").read_text().splitlines()
@@ -182,6 +190,222 @@ def test_peers_are_pinned_whole() -> None:
         assert any(x.lower().startswith(direct + "==") for x in lines), direct
 
 
+def test_peer_arguments_and_freeze(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import argparse
+
+    from bench import freeze, key_versions, peer_pythons
+
+    args = argparse.Namespace(peer=["Burr=venv/bin/python", "LangGraph=/x/python"])
+    assert peer_pythons(args) == {
+        "Burr": Path("venv/bin/python").absolute(),
+        "LangGraph": Path("/x/python"),
+    }
+    with pytest.raises(SystemExit, match="--peer takes NAME=PYTHON"):
+        peer_pythons(argparse.Namespace(peer=["Temporal=/x"]))
+    frozen = freeze(sys.executable)  # uwf's own environment, as a run records it
+    assert any(line.lower().startswith("typer==") for line in frozen)
+    assert set(key_versions("uwf", frozen)) >= {"typer", "xxhash"}
+
+
+# -- the pieces of the PostgreSQL and fleet rows -------------------------------------------------
+
+
+def test_fleet_claim_takes_each_thread_once_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    """The peers' claim (peers/common.py): the oldest thread with steps left that no other
+    worker holds, its count moved in the step's commit; none left, None."""
+    monkeypatch.syspath_prepend(str(BENCH / "peers"))
+    import common
+
+    threads = common.fleet_threads("c", 2)
+    assert threads == ["c-0000", "c-0001"]
+    common.setup_claims(pg_url, threads, 2)
+    one, two = common.Claims(pg_url), common.Claims(pg_url)
+    try:
+        assert one.take() == ("c-0000", 0)
+        assert two.take() == ("c-0001", 0)  # the first is held: skipped, not waited for
+        one.done("c-0000")
+        assert one.take() == ("c-0000", 1)
+        one.release()  # a failed step: the count stays
+        assert one.take() == ("c-0000", 1)
+        one.done("c-0000")
+        two.done("c-0001")
+        assert one.take() == ("c-0001", 1)
+        assert two.take() is None  # c-0000 is done, c-0001 held
+        one.done("c-0001")
+        assert one.take() is None
+    finally:
+        one.close()
+        two.close()
+
+
+WINDOW_WORKER = """
+import json, os, sys, time
+def say(item):
+    print(json.dumps(item), flush=True)
+def wait(path):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+me, d = os.environ["WHO"], os.environ["DIR"]
+if me == "early":
+    say({"ready": True}); say({"thread": "a", "step": 1}); say({"thread": "a", "step": 2})
+    open(os.path.join(d, "two-landed"), "w").close()
+    wait(os.path.join(d, "late-ready")); say({"thread": "a", "step": 3})
+else:
+    wait(os.path.join(d, "two-landed")); say({"ready": True})
+    open(os.path.join(d, "late-ready"), "w").close(); say({"thread": "b", "step": 1})
+say({"steps": 0})
+"""
+
+
+def test_fleet_window_opens_when_every_worker_is_ready(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Steps that land before the last worker is ready are left out of the window."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import fleet
+
+    script = tmp_path / "worker.py"
+    script.write_text(WINDOW_WORKER)
+    procs = iter(("early", "late"))  # each worker its own part
+    real = fleet.subprocess.Popen
+
+    def popen(argv: list[str], **kw: object) -> object:
+        env = dict(os.environ, WHO=next(procs), DIR=str(tmp_path))
+        return real(argv, **{**kw, "env": env})  # type: ignore[call-overload]
+
+    monkeypatch.setattr(fleet.subprocess, "Popen", popen)
+    window = fleet.run_workers([sys.executable, str(script)], {}, tmp_path, 2)
+    assert (window.steps, window.total) == (2, 4)  # a's 3rd and b's 1st; a's first two before
+    assert window.seconds > 0 and window.rate == 2 / window.seconds
+
+
+def test_durable_server_counts_statements_commits_and_flushes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The benchmark's server is durable (the tests' is not), and pgcount counts what a
+    client did: its statements, its connection, its commits, each a WAL flush."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    import pg_bench
+    import pgcount
+    import psycopg
+
+    server = pg_bench.start_server()
+    assert server is not None
+    try:
+        found = pg_bench.settings(server)
+        assert {k: found[k] for k in pg_bench.DURABLE} == pg_bench.DURABLE
+        url = server.fresh()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE t (x int)")
+        counter = pgcount.Counter(server.url())
+
+        def client(commits: int) -> None:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for i in range(commits):
+                    conn.execute("INSERT INTO t VALUES (%s)", (i,))
+                conn.execute("SELECT count(*) FROM t")
+
+        db = pgcount.database(url)
+        got = counter.around(db, lambda: client(3))
+        assert (got.statements, got.connections, got.write_commits) == (4, 1, 3)
+        assert got.wal_flushes >= 3 and got.wal_bytes > 0
+        per = pgcount.marginal(counter, db, client, 1, 4)  # the connection cancels out
+        assert (per.statements, per.connections, per.write_commits) == (1, 0, 1)
+        counter.close()
+    finally:
+        server.close()
+
+
+# -- tables and targets ---------------------------------------------------------------------------
+
+
+def made_up_run() -> dict[str, object]:
+    """A run's JSON with figures made up for the purpose: uwf ahead of one peer, behind the
+    other, a row with no ratio."""
+
+    def fig(value: float, unit: str = "ms") -> dict[str, object]:
+        return {"value": value, "unit": unit, "spread": 1.0, "samples": [value]}
+
+    figs = {
+        "python": {"uwf": fig(10), "LangGraph": fig(10), "Burr": fig(12)},
+        "step@small": {"uwf": fig(100), "LangGraph": fig(400), "Burr": fig(80)},
+        "step@large": {"uwf": fig(100), "LangGraph": fig(400), "Burr": fig(102)},
+        "ext-step@small": {"uwf": fig(110), "LangGraph": fig(400), "Burr": fig(100)},
+        "fleet-pg@1": {
+            "uwf": fig(20, "steps/s"),
+            "LangGraph": fig(10, "steps/s"),
+            "Burr": fig(40, "steps/s"),
+        },
+        "pg-step@small": {"uwf": fig(150), "Burr": fig(90)},
+        "pg-fs-step@small": {"uwf": fig(100)},
+        "pg-cold-statements": {"uwf": fig(12, "count"), "Burr": fig(5, "count")},
+        "warm-cpu@fs": {"uwf": fig(1.5), "Burr": fig(0.4)},
+    }
+    return {
+        "meta": {"lines": ["made up"], "sizes": {"fleet_steps": 1000}},
+        "rows": [[k, f"row {k}", "step"] for k in figs],
+        "figs": figs,
+        "targets": [],
+        "no_ratio": ["python"],
+        "next": [],
+    }
+
+
+def test_tables_give_each_peer_its_ratio_and_none_where_the_work_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+
+    run = report.Run(made_up_run())
+    header, rows = run.table("step")
+    assert header == ["measure", "uwf", "LangGraph", "Burr", "uwf/LangGraph", "uwf/Burr"]
+    by = {r[0]: r for r in rows}
+    assert by["row python"][4:] == ["—", "—"]  # the same interpreter, different work
+    assert by["row step@small"][4:] == ["0.25×", "1.25×"]
+    assert by["row fleet-pg@1"][4:] == ["0.50×", "2.00×"]  # rates: the peer's over uwf's
+    assert by["row pg-step@small"][4:] == ["—", "1.67×"]
+    header, rows = run.headline()
+    assert header == ["measure", "uwf", "vs LangGraph alone", "vs Burr alone"]
+    by = {r[0]: r for r in rows}
+    assert by["row step@small"][2:] == ["lead 0.25×", "trail 1.25×"]
+    assert by["row step@large"][2:] == ["lead 0.25×", "tie 0.98×"]
+    assert "row python" not in by
+    assert run.fill("{{vs:step@small:Burr}} {{fleet_steps}} {{vs:nothing:Burr}}") == (
+        "1.25× 1,000 n/a"
+    )
+
+
+def test_next_rounds_targets_are_judged_against_each_peer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+    import targets
+
+    figs = report.Run(made_up_run()).figs
+    judged = {(r[0], r[1]): r for r in targets.judge_next(figs, {"large": 10_000})}
+
+    def verdict(row: str) -> str:
+        return next(r[5] for (name, _t), r in judged.items() if name == row)
+
+    assert verdict("cold step, 10-step thread") == "MISS"  # 1.25× Burr
+    assert verdict("cold step, 10,000-step thread") == "pass"  # 0.98× Burr
+    assert verdict("external-agent step") == "pass"  # 1.10× the best peer: within 1.2×
+    assert verdict("fleet, external agents, 1 worker") == "MISS"  # Burr's 40 steps/s
+    assert verdict("fleet, external agents, 2 workers") == "n/a"  # not measured
+    assert verdict("PostgreSQL cold step (durable server)") == "MISS (fs: 100.0 ms)"
+    assert verdict("… its statements") == "MISS"  # 12 > 10
+    assert verdict("warm step, CPU").startswith(("pass", "MISS"))
+    row = next(r for (name, _t), r in judged.items() if name == "cold step, 10-step thread")
+    assert row[2:5] == ("100.0 ms", "400.0 ms (0.25×)", "80.0 ms (1.25×)")
+
+
 # -- a run -------------------------------------------------------------------------------------
 
 SECTIONS = ("start", "read", "step", "disk", "fork", "store", "warm")  # and "instr" (valgrind)
@@ -189,6 +413,15 @@ SECTIONS = ("start", "read", "step", "disk", "fork", "store", "warm")  # and "in
 
 def placeholders(text: str) -> list[tuple[str, str]]:
     return re.findall(r"\{\{(\w+)(?::([^}]*))?\}\}", text)
+
+
+def named_rows(template: str) -> set[str]:
+    """The row keys the template's {{fig:KEY:TOOL}}, {{vs:KEY:PEER}} and {{ratio:KEY}} name."""
+    return {
+        arg.rsplit(":", 1)[0] if kind in ("fig", "vs") else arg
+        for kind, arg in placeholders(template)
+        if kind in ("fig", "ratio", "vs")
+    }
 
 
 NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(×|ms|s|B|nodes/s)?")
@@ -220,7 +453,10 @@ def check_verdict(label: str, measured: str, verdict: str) -> None:
     assert verdict == ("pass" if kept else "FAIL"), (label, measured, verdict)
 
 
+@pytest.mark.stress
+@pytest.mark.timeout(1200)
 def test_a_run_has_every_row_target_and_table(tmp_path: Path) -> None:
+    """A whole run at tiny sizes, uwf alone, without PostgreSQL (a minute or two)."""
     out_json, md = tmp_path / "run.json", tmp_path / "run.md"
     proc = subprocess.run(
         [
@@ -247,15 +483,14 @@ def test_a_run_has_every_row_target_and_table(tmp_path: Path) -> None:
         assert set(run["figs"][key]) == {"uwf"}, key
     # the rows the targets and docs/performance.md name are there
     template = (BENCH / "performance.template.md").read_text()
-    named = {
-        arg.rsplit(":", 1)[0] for kind, arg in placeholders(template) if kind in ("fig", "ratio")
-    }
+    named = named_rows(template)
     local = {k for k in named if not k.startswith(("pg-", "fleet-", "instr-"))}
     assert local <= set(keys), sorted(local - set(keys))
     assert {arg for kind, arg in placeholders(template) if kind == "table"} == {
         *SECTIONS,
         "instr",
         "pg",
+        "pg-count",
         "pg-own",
         "fleet",
     }
@@ -270,11 +505,18 @@ def test_a_run_has_every_row_target_and_table(tmp_path: Path) -> None:
     for target in ("uwf thread show ≤ 1.25× the frozen Typer import", "uwf --help ≤ 1.15×"):
         label = next(x for x in verdicts if x.startswith(target))
         assert verdicts[label] in ("pass", "FAIL")
+    nexts = {row[0]: row[5] for row in run["next"]}  # issue 36's targets
+    assert nexts["cold step, 10-step thread"] == "n/a"  # against Burr: not run
+    assert nexts["warm step, CPU"] in ("pass", "MISS")  # ≤ 2 ms: uwf alone
+    assert all(v in ("pass", "MISS", "n/a") or v.startswith("MISS (") for v in nexts.values())
+    assert {"python", "help", "fork-bytes"} <= set(run["no_ratio"])
+    assert run["meta"]["freeze"]["uwf"] and run["meta"]["sizes"]["fleet_steps"] > 0
     text = md.read_text()
-    assert "| measure | uwf | LangGraph | Burr | uwf/best-peer |" in text
+    assert "| measure | uwf | LangGraph | Burr | uwf/LangGraph | uwf/Burr |" in text
     assert "| target | measured | pass/fail |" in text
+    assert "| row | target | uwf | LangGraph | Burr | pass/miss |" in text
     printed = proc.stdout
-    assert "uwf/best-peer" in printed and "pass/fail" in printed
+    assert "uwf/Burr" in printed and "pass/fail" in printed and "pass/miss" in printed
     assert not any(tmp_path.glob("uwf-compare-*")), "the work directory was not removed"
 
     # docs/performance.md from this run: every placeholder filled, nothing left over
@@ -282,6 +524,49 @@ def test_a_run_has_every_row_target_and_table(tmp_path: Path) -> None:
     import report
 
     filled = report.Run(run).fill(template)
+    assert "{{" not in filled and "}}" not in filled
+
+
+def test_a_short_run_fills_rows_targets_and_tables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The harness end to end on the start-up and step rows (the whole run is a stress
+    test): rows timed interleaved and checked, the figures judged, the tables and the docs
+    filled from them."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+    import rows_fs
+    import targets
+
+    b = bench_for(tmp_path, steps=20, threads=2, nodes_large=10)
+    rows_fs.build(b)  # type: ignore[arg-type]
+    rows_fs.startup(b)  # type: ignore[arg-type]
+    rows_fs.steps(b)  # type: ignore[arg-type]
+    figs, rows = b.figs, b.rows  # type: ignore[attr-defined]
+    keys = [key for key, _label, _section in rows]
+    assert keys[:6] == ["python", "typer", "typer-frozen", "help", "show@small", "show@large"]
+    assert {"step@small", "step@large", "ext-step@small"} <= set(keys)
+    assert dict((k, s) for k, _l, s in rows)["show@large"] == "read"  # timed with start-up
+    assert b.counts["uwf"] == {"small": 10 + 2 * 2, "large": 20 + 2}  # type: ignore[attr-defined]
+    sizes = {"large": 20, "small": 10, "threads_small": 2, "threads_large": 2}
+    sizes |= {"nodes_small": 10, "nodes_large": 10, "fleet_steps": 4}
+    data = {
+        "meta": {"lines": ["a short run"], "sizes": sizes},
+        "rows": rows,
+        "figs": {k: {t: f.as_json() for t, f in v.items()} for k, v in figs.items()},
+        "targets": targets.shown(targets.judge(figs, rows, sizes)),
+        "next": [list(t) for t in targets.judge_next(figs, sizes)],
+        "no_ratio": sorted(b.no_ratio),  # type: ignore[attr-defined]
+    }
+    run = report.Run(json.loads(json.dumps(data)))
+    assert {"python", "help"} <= run.no_ratio
+    header, table = run.table("step")
+    assert header[-2:] == ["uwf/LangGraph", "uwf/Burr"] and len(table) >= 3
+    assert all(row[1].endswith("ms") or "(noisy)" in row[1] for row in table)
+    verdicts = {row[0]: row[5] for row in run.next}
+    assert verdicts["cold step, 10-step thread"] == "n/a"  # no Burr here
+    assert "| row | target | uwf | LangGraph | Burr | pass/miss |" in run.last_run_md()
+    filled = run.fill((BENCH / "performance.template.md").read_text())
     assert "{{" not in filled and "}}" not in filled
 
 
@@ -296,55 +581,91 @@ def test_docs_are_the_template_filled_with_the_last_run(monkeypatch: pytest.Monk
     assert (BENCH / "last-run.md").read_text() == run.last_run_md()
 
 
-def test_postgres_and_fleet_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The PostgreSQL rows measure uwf on a copy of the roots, count the statements of its
-    steps, and the fleet rows count every step of every thread, on both backends (tiny
-    sizes, no peers; the benchmark's own server, with pg_stat_statements)."""
-    monkeypatch.syspath_prepend(str(BENCH))
+def bench_for(tmp_path: Path, **sizes: object) -> object:
+    """A Bench at tiny sizes, uwf alone."""
     import argparse
 
-    import pg_bench
-    import rows_fs
     from bench import Bench, Sizes
 
     args = argparse.Namespace(
-        quick=True,
-        steps=20,
-        threads=4,
-        nodes_large=20,
-        window=1,
-        repeat=1,
-        fleet_threads=2,
-        fleet_runs=1,
-        no_peers=True,
-        peer_python=None,
+        **{
+            "quick": True,
+            "steps": 20,
+            "threads": 4,
+            "nodes_large": 20,
+            "window": 1,
+            "repeat": 1,
+            "fleet_threads": 2,
+            "fleet_steps": 2,
+            "fleet_runs": 1,
+            "fleet_workers": "1,2",
+            "no_peers": True,
+            "peer": [],
+            **sizes,
+        }
     )
     work = tmp_path / "work"
     work.mkdir()
-    b = Bench(args, Sizes.from_args(args), work)
-    rows_fs.build(b)
-    b.s.warm_batches, b.s.warm_count, b.s.statements = 1, 2, 2
-    pg_bench.run_all(b)
-    keys = [key for key, _label, _section in b.rows]
-    assert keys[:6] == [
+    return Bench(args, Sizes.from_args(args), work)
+
+
+def test_a_uwf_fleet_runs_every_step_with_the_external_agent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fleet run of uwf workers on the filesystem, each step through uwf-cmd and the
+    benchmark's agent program: every step of every thread lands with its answer."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import fleet
+
+    b = bench_for(tmp_path, fleet_threads=3, fleet_steps=2)
+    window = fleet.uwf_fleet(b, 1, None, "smoke", fleet.external_agent())  # type: ignore[arg-type]
+    assert window.total == 6 and 0 < window.steps <= 6 and window.rate > 0
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(1800)
+def test_postgres_and_fleet_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The PostgreSQL rows measure uwf on a copy of the roots on a durable server, count what
+    its steps cost the server, and the fleet rows count every step of every thread, on both
+    backends (tiny sizes, no peers; a minute or more)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import pg_bench
+    import rows_fs
+
+    b = bench_for(tmp_path)
+    rows_fs.build(b)  # type: ignore[arg-type]
+    b.s.warm_batches, b.s.warm_count, b.s.statements = 1, 2, 2  # type: ignore[attr-defined]
+    pg_bench.run_all(b)  # type: ignore[arg-type]
+    keys = [key for key, _label, _section in b.rows]  # type: ignore[attr-defined]
+    counts = [
+        f"pg-{kind}-{what}"
+        for kind in ("cold", "worker")
+        for what in ("statements", "connections", "write-commits", "wal-flushes", "wal-bytes")
+    ]
+    assert keys[:16] == [
         "pg-copy",
         "pg-show@small",
         "pg-show@large",
         "pg-list@small",
         "pg-step@small",
-        "pg-statements",
+        "pg-fs-step@small",
+        *counts,
     ]
-    assert keys[6:8] == ["pg-step-unlimited@small", "pg-step-limited@small"]  # the limits
+    assert keys[16:18] == ["pg-step-unlimited@small", "pg-step-limited@small"]  # the limits
     assert {"pg-own-ms", "pg-own-statements", "pg-agent-statements", "pg-warm"} <= set(keys)
     assert [k for k in keys if k.startswith("fleet-")] == [
-        f"fleet-{backend}@{n}" for n in (1, 2, 4, 8) for backend in ("fs", "pg")
+        "fleet-fs@1",
+        "fleet-fs@2",
+        "fleet-pg@1",
+        "fleet-pg@2",
     ]
-    assert b.figs["pg-statements"]["uwf"].value > 0
-    assert b.figs["pg-own-statements"]["uwf"].value > 0
+    figs = b.figs  # type: ignore[attr-defined]
+    assert figs["pg-cold-statements"]["uwf"].value > 0
+    assert figs["pg-cold-write-commits"]["uwf"].value >= 1
+    assert figs["pg-cold-wal-flushes"]["uwf"].value >= 1  # fsync on: commits are flushed
+    assert figs["pg-worker-statements"]["uwf"].value > 0
     for key in keys:
-        assert set(b.figs[key]) == {"uwf"}, key
+        assert set(figs[key]) == {"uwf"}, key
     template = (BENCH / "performance.template.md").read_text()
-    named = {
-        arg.rsplit(":", 1)[0] for kind, arg in placeholders(template) if kind in ("fig", "ratio")
-    }
-    assert {k for k in named if k.startswith(("pg-", "fleet-"))} <= set(keys)
+    named = {k for k in named_rows(template) if k.startswith(("pg-", "fleet-"))}
+    assert named - set(keys) <= {"fleet-pg@8", "fleet-inproc@8"}  # sizes the test leaves out

@@ -1,6 +1,6 @@
 """Apache Burr side of the benchmark: the loop on its SQLite or PostgreSQL persister.
 
-    <peer-venv>/bin/python burr_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
+    benchmarks/.venv-burr/bin/python burr_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
 
 Used as Burr's "State Persistence" guide shows it: the persister from ``from_values``
 (``SQLitePersister``, or ``PostgreSQLPersister`` from ``burr.integrations.persisters
@@ -27,9 +27,12 @@ from common import (
     Windows,
     batches,
     copy_sqlite,
+    fleet_loop,
+    fleet_threads,
     is_url,
     main,
     produce,
+    setup_claims,
     state_summary,
     task_of,
 )
@@ -219,19 +222,30 @@ def op_warm(args: argparse.Namespace) -> Any:
     thread = f"warm-{time.time_ns()}"
     app = application(p, args.db, thread)
     app.step()
-    ms = batches(lambda: step_app(app), args.batches, args.count)
+    timed = batches(lambda: step_app(app), args.batches, args.count)
     last = persister(args.db).load(partition(args.db), thread)["state"].get_all()  # checked
-    return {"ms": ms, "task": task_of(thread), **state_summary(last)}
+    return {**timed, "task": task_of(thread), **state_summary(last)}
+
+
+def op_fleet_setup(args: argparse.Namespace) -> Any:
+    """A fleet's database: the persister's table and the claims of ``--count`` threads of
+    ``--steps`` steps each."""
+    persister(args.db).initialize()
+    setup_claims(args.db, fleet_threads(args.prefix, args.count), args.steps)
+    return {"threads": args.count}
 
 
 def op_fleet_worker(args: argparse.Namespace) -> Any:
-    """One fleet worker: ``--steps`` steps of each of its threads, in turn, in one process."""
+    """One fleet worker (``common.fleet_loop``): each claimed thread's application built
+    from the persister (``initialize_from``: its latest state, whoever stepped it last),
+    then one ``step()``."""
     p = persister(args.db)
-    apps = [application(p, args.db, thread) for thread in args.threads.split(",")]
-    for _ in range(args.steps):
-        for app in apps:
-            app.step()
-    return {"steps": args.steps * len(apps)}
+    application(p, args.db, "warm-up")  # Burr's imports and its application code, untimed
+
+    def step(thread: str, done: int) -> None:
+        application(p, args.db, thread).step()
+
+    return fleet_loop(step, args.db, args.max_steps)
 
 
 def op_verify_threads(args: argparse.Namespace) -> Any:
@@ -256,6 +270,7 @@ if __name__ == "__main__":
             "fork": op_fork,
             "list": op_list,
             "warm": op_warm,
+            "fleet-setup": op_fleet_setup,
             "fleet-worker": op_fleet_worker,
             "verify-threads": op_verify_threads,
         }

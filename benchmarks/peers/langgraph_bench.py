@@ -1,6 +1,6 @@
 """LangGraph side of the benchmark: the loop on its SQLite or PostgreSQL checkpointer.
 
-    <peer-venv>/bin/python langgraph_bench.py <operation> --db FILE-or-URL [--thread ID] [...]
+    benchmarks/.venv-langgraph/bin/python langgraph_bench.py <operation> --db FILE-or-URL [...]
 
 Used as langgraph-checkpoint's README and langgraph-checkpoint-postgres's README show it:
 the saver from ``SqliteSaver.from_conn_string`` / ``PostgresSaver.from_conn_string``
@@ -26,9 +26,12 @@ from common import (
     Windows,
     batches,
     copy_sqlite,
+    fleet_loop,
+    fleet_threads,
     is_url,
     main,
     produce,
+    setup_claims,
     state_summary,
     task_of,
 )
@@ -248,20 +251,30 @@ def op_warm(args: argparse.Namespace) -> Any:
         app = compile_graph(cp)
         thread = f"warm-{time.time_ns()}"
         step_thread(app, thread, first=True)
-        ms = batches(lambda: step_thread(app, thread), args.batches, args.count)
+        timed = batches(lambda: step_thread(app, thread), args.batches, args.count)
         last = cp.get_tuple(config(thread)).checkpoint["channel_values"]  # read back: checked
-        return {"ms": ms, "task": task_of(thread), **state_summary(last)}
+        return {**timed, "task": task_of(thread), **state_summary(last)}
+
+
+def op_fleet_setup(args: argparse.Namespace) -> Any:
+    """A fleet's database: the saver's tables and the claims of ``--count`` threads of
+    ``--steps`` steps each."""
+    with saver(args.db) as cp:
+        cp.setup()
+    setup_claims(args.db, fleet_threads(args.prefix, args.count), args.steps)
+    return {"threads": args.count}
 
 
 def op_fleet_worker(args: argparse.Namespace) -> Any:
-    """One fleet worker: ``--steps`` steps of each of its threads, in turn, in one process."""
+    """One fleet worker (``common.fleet_loop``): the graph compiled once on the saver, each
+    claimed thread resumed from its last checkpoint by ``invoke``."""
     with saver(args.db) as cp:
         app = compile_graph(cp)
-        threads = args.threads.split(",")
-        for k in range(args.steps):
-            for thread in threads:
-                step_thread(app, thread, first=k == 0)
-    return {"steps": args.steps * len(threads)}
+
+        def step(thread: str, done: int) -> None:
+            step_thread(app, thread, first=done == 0)
+
+        return fleet_loop(step, args.db, args.max_steps)
 
 
 def op_verify_threads(args: argparse.Namespace) -> Any:
@@ -287,6 +300,7 @@ if __name__ == "__main__":
             "fork-bytes": op_fork_bytes,
             "list": op_list,
             "warm": op_warm,
+            "fleet-setup": op_fleet_setup,
             "fleet-worker": op_fleet_worker,
             "verify-threads": op_verify_threads,
         }
