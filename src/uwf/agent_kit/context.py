@@ -105,6 +105,15 @@ class AgentContext:
         return self.call.env if self.call is not None else os.environ
 
     @property
+    def artifacts_dir(self) -> Path | None:
+        """The run's fresh directory for the files the agent produces (``$UWF_ARTIFACTS_DIR``
+        in a process); the kit stores what is left there (docs/format.md, "Artifacts")."""
+        if self.call is not None:
+            return Path(self.call.artifacts) if self.call.artifacts else None
+        found = os.environ.get("UWF_ARTIFACTS_DIR")
+        return Path(found) if found else None
+
+    @property
     def stderr(self) -> TextIO | Stderr:
         """Where the agent writes its stderr lines (shown live with its name before them)."""
         if self.call is not None and self.call.stderr is not None:

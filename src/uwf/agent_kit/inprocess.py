@@ -22,7 +22,7 @@ from uwf.model.agentcall import AgentCall
 from uwf.model.cost import COST_FIELDS
 from uwf.util.errors import Deferred, InvalidInput, UwfError
 
-__all__ = ["DETAIL", "FunctionAgent", "run"]
+__all__ = ["DETAIL", "FunctionAgent", "named", "put_output", "run"]
 
 #: The detail of a function agent's step: the function, its answer as one turn, its cost.
 DETAIL = runner.detail_schema("FunctionDetail", {"function": {"type": "string"}}, COST_FIELDS)
@@ -49,36 +49,32 @@ class FunctionAgent:
     cost."""
 
     def __init__(self, function: Callable[[AgentContext], Answer], label: str | None = None):
-        self.function = function
-        module = getattr(function, "__module__", None) or "?"
-        self.name = f"{module}:{getattr(function, '__qualname__', type(function).__name__)}"
-        self.label: str = label or str(getattr(function, "__name__", "python"))
-        self.__name__ = str(getattr(function, "__name__", self.label))
-        self.__qualname__ = getattr(function, "__qualname__", self.__name__)
-        self.__module__ = module
-        self.__doc__ = getattr(function, "__doc__", None)
+        import functools
 
-    def __call__(self, call: AgentCall) -> str:
+        self.function = function
+        functools.update_wrapper(self, function)  # its name, module and doc: the agent's
+        module, qualified, name = named(function)
+        self.reference = f"{module}:{qualified}"  # how plans and failure records name it
+        self.label: str = label or name
+
+    def __call__(self, call: AgentCall, /) -> str:
         return run(self, call)
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
         answer = self.function(ctx)
         output_hash = None
         if isinstance(answer, Mapping):
-            output = dict(answer)
-            _suspend_if_asked(output, ctx.routing_key)
-            output_hash = _put_output(ctx, output)
-            text = json.dumps(output, ensure_ascii=False, sort_keys=True)
+            output_hash, text = put_output(ctx, answer)
         elif isinstance(answer, str):
             text = answer
         else:
             raise UwfError(
-                f"agent {self.name} returned {type(answer).__name__}: a function agent returns "
-                "the step's output (a mapping) or its answer (text with YAML frontmatter)"
+                f"agent {self.reference} returned {type(answer).__name__}: a function agent "
+                "returns the step's output (a mapping) or its answer (text with YAML frontmatter)"
             )
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": text}])
         detail_type = ctx.store.put_schema(DETAIL)
-        payload = {"function": self.name, "turns": turns, **runner.cost_fields(ctx)}
+        payload = {"function": self.reference, "turns": turns, **runner.cost_fields(ctx)}
         detail = ctx.store.put(detail_type, payload)
         return runner.RunResult(text, detail, output_hash=output_hash)
 
@@ -86,17 +82,17 @@ class FunctionAgent:
         return None  # a function is called once per step: no correction turns
 
 
-def _suspend_if_asked(output: dict[str, Any], key: str) -> None:
-    """``$SUSPEND`` in the routing field: the thread waits (docs/format.md, "Suspending and
-    resuming"), as when an answer's frontmatter says it."""
-    if output.get(key) == "$SUSPEND":
+def put_output(ctx: AgentContext, given: Mapping[str, Any]) -> tuple[str, str]:
+    """An output given as a mapping, stored under the role's schema: (its hash, its JSON for
+    the step's turn). ``$SUSPEND`` in its routing field suspends the step instead (docs/format.md,
+    "Suspending and resuming"), as in an answer's frontmatter; the schema's problems, each
+    named, when it refuses the output."""
+    output = dict(given)
+    if output.get(ctx.routing_key) == "$SUSPEND":
         reason = output.get("reason")
         said = reason.strip() if isinstance(reason, str) and reason.strip() else "no reason given"
         raise Deferred(f"$SUSPEND: {said}")
-
-
-def _put_output(ctx: AgentContext, output: dict[str, Any]) -> str:
-    """The output stored under the role's schema; the schema's problems when it refuses it."""
+    text = json.dumps(output, ensure_ascii=False, sort_keys=True)
     if ctx.schema is not None:
         from uwf.cas import fastschema
 
@@ -108,4 +104,13 @@ def _put_output(ctx: AgentContext, output: dict[str, Any]) -> str:
                 raise InvalidInput(
                     f"agent output does not satisfy the role schema ({'; '.join(found)})"
                 )
-    return str(ctx.store.put(ctx.schema_hash, output))
+    return str(ctx.store.put(ctx.schema_hash, output)), text
+
+
+def named(thing: object) -> tuple[str, str, str]:
+    """(module, qualified name, name) of a function or class, else of the object's class."""
+    import types
+
+    kinds = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
+    found = thing if isinstance(thing, kinds) else type(thing)
+    return found.__module__ or "?", found.__qualname__, found.__name__

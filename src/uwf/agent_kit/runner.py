@@ -195,10 +195,8 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     from uwf.config.config import load_config
     from uwf.model import artifacts
 
-    if ctx.call is not None:  # in uwf's process: the step's directory, not uwf's environment
-        directory = ctx.call.artifacts or ""
-    else:
-        directory = os.environ.get(artifacts.ENV, "")
+    given = ctx.artifacts_dir  # in uwf's process: the step's, not uwf's environment's
+    directory = str(given) if given is not None else ""
     if not directory:
         return detail
     if not os.path.islink(directory):  # a link in its place is refused by store_dir

@@ -77,9 +77,10 @@ def _check_entry(entry: Any, where: str, nested: bool = False) -> None:
         for attempt in attempts:
             _check_entry(attempt, where, nested=True)
         return
-    if not isinstance(entry, dict) or not isinstance(entry.get("output", ""), str):
+    if not isinstance(entry, dict) or not isinstance(entry.get("output", ""), (str, dict)):
         raise InvalidInput(
-            f"{where}: an entry must be a string or a mapping with a string 'output'"
+            f"{where}: an entry must be a string or a mapping with an 'output' (the answer, "
+            "or the output itself as a mapping)"
         )
 
 
@@ -121,7 +122,7 @@ def _visit(ctx: AgentContext, label: str) -> int:
     return ctx.visit
 
 
-def _play(ctx: AgentContext, entry: dict[str, Any]) -> str:
+def _play(ctx: AgentContext, entry: dict[str, Any]) -> str | dict[str, Any]:
     """Sleep, write stderr, exit as the entry says; the output when it does not exit. In
     uwf's process the sleep ends early when the step stops wanting the answer, and the exit
     is the step's outcome (``engine.step.inproc``)."""
@@ -133,7 +134,8 @@ def _play(ctx: AgentContext, entry: dict[str, Any]) -> str:
     code = int(entry.get("exit", 0) or 0)
     if code != 0:
         sys.exit(code)
-    return str(entry.get("output", ""))
+    output = entry.get("output", "")
+    return output if isinstance(output, dict) else str(output)
 
 
 class MockAgent:
@@ -176,11 +178,16 @@ class MockAgent:
             attempt = session_cache.bump(ctx.root, ATTEMPTS_CACHE, key)
             record["attempt"] = attempt
             entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
-        output = _play(ctx, {"output": entry} if isinstance(entry, str) else entry)
-        turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
+        played = _play(ctx, {"output": entry} if isinstance(entry, str) else entry)
+        output_hash = None
+        if isinstance(played, dict):  # the output itself: stored as given, no extract
+            from uwf.agent_kit.inprocess import put_output
+
+            output_hash, played = put_output(ctx, played)
+        turns = runner.store_turns(ctx, [{"role": "assistant", "content": played}])
         total = runner.cost_fields(ctx, duration=False)
         detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, **total, "turns": turns})
-        return runner.RunResult(output, detail)
+        return runner.RunResult(played, detail, output_hash=output_hash)
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
         return None  # a script cannot take corrections

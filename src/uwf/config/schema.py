@@ -97,11 +97,12 @@ CONFIG: dict[str, Any] = {
                         EXPECTED: "a list of strings",
                     },
                 },
-                # a process (command) or a Python agent run in uwf's process (python); both
-                # at once is refused by uwf.config.config.problems
+                # a process (command) or a Python agent run in uwf's process (python): fails
+                # only when both are missing (their values are checked above; the annotation
+                # words the problem); both at once is refused by uwf.config.config.problems
                 "anyOf": [
-                    {"required": ["command"], "properties": {"command": COMMAND}},
-                    {"required": ["python"], "properties": {"python": PYTHON}},
+                    {"required": ["command"], "properties": {"command": {EXPECTED: "a command"}}},
+                    {"required": ["python"]},
                 ],
             },
             "a mapping of agent alias -> {command, args} or {python, args}",

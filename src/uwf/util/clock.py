@@ -19,7 +19,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "current", "monotonic", "now_ms", "sleep", "use", "wait"]
+__all__ = [
+    "Clock",
+    "SystemClock",
+    "Waitable",
+    "current",
+    "monotonic",
+    "now_ms",
+    "sleep",
+    "use",
+    "wait",
+]
 
 
 class Waitable(Protocol):

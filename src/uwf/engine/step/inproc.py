@@ -136,10 +136,16 @@ def _entry_point(name: str) -> Any:
 
 def reference(agent: object) -> str:
     """How a callable given directly is named in the plan, logs and failure records:
-    ``python:<module>:<qualified name>`` (its class's, for an object)."""
-    named = agent if hasattr(agent, "__qualname__") else type(agent)
-    module = getattr(named, "__module__", None) or "?"
-    return f"{PYTHON_PREFIX}{module}:{getattr(named, '__qualname__', '?')}"
+    ``python:<module>:<qualified name>`` (its class's, for an object that is neither a
+    function nor a class), or the ``reference`` it gives (an agent made by ``uwf.agent``)."""
+    own = getattr(agent, "reference", None)
+    if isinstance(own, str) and own:
+        return PYTHON_PREFIX + own
+    import types
+
+    kinds = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
+    found: Any = agent if isinstance(agent, kinds) else type(agent)
+    return f"{PYTHON_PREFIX}{found.__module__}:{found.__qualname__}"
 
 
 # -- running one call ------------------------------------------------------------------------
