@@ -17,7 +17,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from uwf.api.agents import AgentCall, AgentContext, FunctionAgent, PythonAgent, agent
+    from uwf.api.agents import (
+        AgentCall,
+        AgentContext,
+        FunctionAgent,
+        PythonAgent,
+        agent,
+        kit_agent,
+    )
     from uwf.api.errors import (
         AgentFailed,
         Busy,
@@ -59,7 +66,8 @@ if TYPE_CHECKING:
 _WHERE = {
     **dict.fromkeys(("Store", "check_workflow", "open_store"), "uwf.api.store"),
     **dict.fromkeys(
-        ("AgentCall", "AgentContext", "FunctionAgent", "PythonAgent", "agent"), "uwf.api.agents"
+        ("AgentCall", "AgentContext", "FunctionAgent", "PythonAgent", "agent", "kit_agent"),
+        "uwf.api.agents",
     ),
     **dict.fromkeys(
         (
@@ -144,6 +152,7 @@ __all__ = [
     "agent",
     "check_workflow",
     "exit_code",
+    "kit_agent",
     "open_store",
 ]
 

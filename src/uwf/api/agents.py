@@ -43,7 +43,7 @@ def kit_agent(agent: runner.Agent | Callable[[], runner.Agent]) -> PythonAgent:
     ``label``, ``run(ctx)``, ``resume``) as a Python agent: ``agent`` itself, or, given a
     factory (a class, a function), a new agent for each step (an agent that keeps a step's
     session in its attributes). The kit's whole flow runs in this process."""
-    if callable(getattr(agent, "run", None)):
+    if not isinstance(agent, type) and callable(getattr(agent, "run", None)):
         one = cast(runner.Agent, agent)
         make: Callable[[], runner.Agent] = lambda: one  # noqa: E731
     else:
