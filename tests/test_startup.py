@@ -49,7 +49,6 @@ HELP_MODULES = {
     "uwf.util.errors",
     "uwf.util.root",
     "uwf.util.signals",
-    "uwf.version",  # __version__, apart from the lazy top level (uwf/__init__.py)
 }
 
 # Runs a console script's function (argv[1], "module:function") on the rest of argv in this

@@ -4,63 +4,11 @@ The Python API (docs/api.md) is this package's top level: ``uwf.open_store``, ``
 records it returns, ``uwf.agent`` and the errors. It is lazy, as huggingface_hub's is: each
 name is imported from its module on first use (a module ``__getattr__``), so ``import uwf``
 costs next to nothing and a command pays only for what it uses. ``__all__`` lists what is
-public and stable (docs/api.md, "What is stable").
+public and stable (docs/api.md, "What is stable"); type checkers read what each name is from
+``__init__.pyi``.
 """
 
-from __future__ import annotations
-
-from uwf.version import __version__
-
-# What the names are, for type checkers (at run time: __getattr__). Not typing's constant:
-# importing typing would cost every command a few milliseconds.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from uwf.api.agents import (
-        AgentCall,
-        AgentContext,
-        FunctionAgent,
-        PythonAgent,
-        agent,
-        kit_agent,
-    )
-    from uwf.api.errors import (
-        AgentFailed,
-        Busy,
-        Conflict,
-        Deferred,
-        HeldBack,
-        Interrupted,
-        InvalidInput,
-        NotActive,
-        NotFound,
-        NothingToStep,
-        Stopped,
-        UsageError,
-        UwfError,
-        exit_code,
-    )
-    from uwf.api.store import Store, check_workflow, open_store
-    from uwf.api.types import (
-        Child,
-        Cost,
-        Failure,
-        Forked,
-        Run,
-        Start,
-        Started,
-        Step,
-        StepResult,
-        Steps,
-        ThreadState,
-        ThreadSummary,
-        Usage,
-        Waiting,
-        WorkflowCheck,
-        WorkflowInfo,
-        WorkflowPut,
-    )
+__version__ = "0.1.0"
 
 #: Each public name and the module it lives in.
 _WHERE = {
@@ -157,7 +105,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'uwf' has no attribute {name!r}")

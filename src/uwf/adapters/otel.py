@@ -53,7 +53,7 @@ def _make_tracer() -> Any:
             f"is not installed: {EXTRA_HINT} (no traces are sent)\n"
         )
         return None
-    from uwf.version import __version__
+    from uwf import __version__
 
     defaults = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "uwf"}
     provider = TracerProvider(

@@ -33,9 +33,21 @@ def open_store(spec: str | Path | None = None) -> Store:
     ``postgresql://`` URL (``pip install 'uwf[postgres]'``); None: ``$UWF_STORE``, else
     ``store:`` in ``<root>/config.yaml``, else the storage root (``$UNCAGED_WORKFLOW_STORAGE_ROOT``,
     else ``~/.uncaged-workflow``). Close it when done (or use it as a context manager)."""
-    from uwf.api.backends import open_backend
+    from uwf.backend import open_backend
+    from uwf.util import secrets
 
-    return Store(open_backend(spec))
+    backend = open_backend(spec)
+    store = str(spec) if spec is not None else None
+    secrets.register(lambda: _secret_values(backend.root, store))  # read on first redaction
+    return Store(backend)
+
+
+def _secret_values(root: Path, store: str | None) -> list[str]:
+    """This machine's secrets and the store URL's password, as the CLI registers them
+    (``cli.options.backend``): everything shown, logged or stored is redacted of them."""
+    from uwf.config.secrets import secret_values
+
+    return secret_values(root, store)
 
 
 def check_workflow(path: str | Path) -> types.WorkflowCheck:

@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
+from uwf import __version__
 from uwf.cli.lazy import HelpInstead, Root
 from uwf.cli.options import Format, begin_invocation
 from uwf.util.errors import Interrupted, UwfError, report
-from uwf.version import __version__
 
 HELP = """Stateless workflow engine for teams of LLM agents.
 

@@ -268,15 +268,23 @@ def _end_invocation() -> None:
 
 
 def backend() -> "Backend":
-    """The storage backend of this invocation, opened as the Python API opens a store
-    (``uwf.api.backends``: ``--store``, ``$UWF_STORE``, ``store:`` in config.yaml, or the
-    storage root; the secrets known to redaction, read on the first one)."""
-    from uwf.api.backends import open_backend
+    """The storage backend of this invocation (``uwf.backend.open_backend`` chooses it from
+    ``--store``, ``$UWF_STORE``, ``store:`` in config.yaml, or the storage root)."""
+    from uwf.backend import open_backend
+    from uwf.util import secrets
 
-    opened = open_backend(_Invocation.root_options.get("store"))
+    store = _Invocation.root_options.get("store")
+    opened = open_backend(store)
+    secrets.register(lambda: _secret_values(opened.root, store))  # read on first redaction
     if _Invocation.active:
         _Invocation.opened.append(opened)
     return opened
+
+
+def _secret_values(root: Path, store: str | None) -> list[str]:
+    from uwf.config.secrets import secret_values
+
+    return secret_values(root, store)
 
 
 def resolve_format(fmt: Format | None, default: Format = Format.json) -> Format:
