@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import NewType
 
-from uwf.util import clock
 from uwf.util.base32 import ALPHABET, describe
 from uwf.util.errors import InvalidInput
 
@@ -19,6 +18,8 @@ def new_thread_id(now_ms: int | None = None) -> ThreadId:
     from ulid import ULID
 
     if now_ms is None:  # the clock of uwf.util.clock, which a test may have moved
+        from uwf.util import clock
+
         now_ms = clock.now_ms()
     # An int is taken as milliseconds; a float of seconds would lose the last ms to rounding.
     return ThreadId(str(ULID.from_timestamp(int(now_ms))))
@@ -51,5 +52,8 @@ def timestamp_ms(thread_id: str) -> int | None:
 
 
 def now_ms() -> int:
-    """Milliseconds since the epoch, on uwf's clock (``uwf.util.clock``)."""
+    """Milliseconds since the epoch, on uwf's clock (``uwf.util.clock``; imported on first
+    use: ``thread show`` reads no clock)."""
+    from uwf.util import clock
+
     return clock.now_ms()

@@ -23,7 +23,6 @@ from uwf.model.threads import (
     workflow_of,
 )
 from uwf.protocol import schemas
-from uwf.util import clock
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, NotActive, UsageError, UwfError, oneline
 from uwf.util.ulid import ThreadId, check_thread_id, new_thread_id, now_ms, timestamp_ms
@@ -551,6 +550,8 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> Killed:
     ProcessLog(backend.root, thread=tid, workflow=workflow).write(
         "Q8M3T6W1", f"thread killed head={head}"
     )
+    from uwf.util import clock  # not at import: `thread show` reads no clock
+
     deadline = clock.monotonic() + stop_wait
     while backend.locks.is_running(tid) and clock.monotonic() < deadline:
         clock.sleep(0.05)
