@@ -19,7 +19,9 @@ import workload
 
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
+from uwf.agent_kit.inprocess import run
 from uwf.agents import mock
+from uwf.model.agentcall import AgentCall
 
 LABEL = mock.LABEL  # the StepNode says uwf-mock: the same agent, with generated answers
 SCENARIO = f"workload.py, seed {workload.SEED}"  # what the detail's "scenario" records
@@ -30,22 +32,22 @@ def detail_payload(visit: int, total: dict[str, Any], turns: list[str]) -> dict[
     return {"scenario": SCENARIO, "visit": visit, **total, "turns": turns}
 
 
-class WorkloadAgent:
-    label = LABEL
+class WorkloadAgent(mock.MockAgent):
+    """``uwf-mock`` whose entry for a step is ``workload.answer`` for it."""
 
-    def run(self, ctx: AgentContext) -> runner.RunResult:
-        output = workload.answer(ctx.task, ctx.role, ctx.depth + 1)
-        visit = mock._visit(ctx)
-        turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
-        total = runner.cost_fields(ctx, duration=False)
-        detail_type = ctx.store.put_schema(mock.DETAIL)
-        return runner.RunResult(
-            output, ctx.store.put(detail_type, detail_payload(visit, total, turns))
-        )
+    def __init__(self) -> None:
+        super().__init__(name=SCENARIO)
 
-    def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
-        return None
+    def entry(self, ctx: AgentContext, visit: int) -> Any:
+        return workload.answer(ctx.task, ctx.role, ctx.depth + 1)
 
+
+def inprocess(call: AgentCall) -> str:
+    """The same agent in uwf's process (``uwf_warm.py``): a Python agent."""
+    return run(AGENT, call)
+
+
+AGENT = WorkloadAgent()
 
 if __name__ == "__main__":
-    runner.main(WorkloadAgent())
+    runner.main(AGENT)

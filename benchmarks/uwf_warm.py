@@ -4,9 +4,10 @@
     <uwf venv>/bin/python benchmarks/uwf_warm.py own --store URL --count C --stats ADMIN-URL
 
 ``steps``: a new thread of the loop, its first step untimed, then ``B`` batches of ``C``
-steps, each ``engine.step.step`` with an in-process runner that runs the benchmark's agent
-(``mock_agent.WorkloadAgent``) on the agent kit with the same backend instead of spawning it:
-what uwf costs per step when nothing starts a process (the peers' warm rows do the same).
+steps, each ``engine.step.step`` with the benchmark's agent (``mock_agent.WorkloadAgent``) as
+a Python agent run in this process (``uwf.testing.InProcessRunner``: the engine's own
+in-process runner, docs/api.md) with the same backend instead of spawning it: what uwf costs
+per step when nothing starts a process (the peers' warm rows do the same).
 Prints ``{"ms": [mean ms per step of each batch], "cpu_ms": [the same in CPU time]}``.
 
 ``threads``: ``C`` new threads of the loop, tasks ``benchmark task PREFIX-<i>`` (i from 0000),
@@ -33,33 +34,26 @@ from typing import Any
 
 import mock_agent
 
-from uwf.adapters.process import Finished
-from uwf.agent_kit import runner
-from uwf.agent_kit.args import Target
 from uwf.backend import open_backend
 from uwf.backend.base import Backend
-from uwf.engine.step import StepPlan, step
+from uwf.engine.step import step
 from uwf.engine.threads.lifecycle import start
+from uwf.model.agentcall import AgentCall
+from uwf.testing import InProcessRunner
 
 
-class InProcess:
-    """A step runner that runs the benchmark's agent in this process, on ``backend``."""
+def in_process(
+    backend: Backend, around: Callable[[Callable[[], str]], str] | None = None
+) -> InProcessRunner:
+    """The engine's runner for the benchmark's agent as a Python agent in this process
+    (``mock_agent.inprocess``), each call through ``around`` when given."""
 
-    def __init__(self, backend: Backend, around: Callable[[Callable[[], str]], str] | None = None):
-        self.backend = backend
-        self.around = around
+    def agent(call: AgentCall, /) -> str:
+        if around is None:
+            return mock_agent.inprocess(call)
+        return around(lambda: mock_agent.inprocess(call))
 
-    def __call__(
-        self, plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
-    ) -> Finished:
-        assert plan.role is not None
-        target = Target(plan.thread, plan.role, plan.prompt)
-
-        def agent() -> str:
-            return runner.execute(mock_agent.WorkloadAgent(), target, backend=self.backend)
-
-        h = agent() if self.around is None else self.around(agent)
-        return Finished(0, h + "\n", "")
+    return InProcessRunner(backend, agent)
 
 
 def new_thread(backend: Backend) -> tuple[str, str]:
@@ -73,7 +67,7 @@ def op_steps(args: argparse.Namespace) -> Any:
     from uwf.engine.threads.lifecycle import show
 
     backend = open_backend(args.store)
-    run = InProcess(backend)
+    run = in_process(backend)
     thread, task = new_thread(backend)
     step(backend, thread, runner=run)
     out, cpu = [], []
@@ -124,7 +118,7 @@ def op_own(args: argparse.Namespace) -> Any:
         agent_statements.append(statements() - before)
         return h
 
-    run = InProcess(backend, around)
+    run = in_process(backend, around)
     new_thread(backend)  # the only thread: step_next takes it
     step_next(backend, runner=run)  # connections opened, schema checked: untimed
     agent_ms.clear()

@@ -13,11 +13,15 @@ from typing import Any
 
 import pytest
 
-from kitrunner import FilesAgent, KitRunner, open_backend
+import uwf
 from rootfiles import damage_packed_record
 from support import EXAMPLES, PLAN
 from test_builtin import doc_block
+from uwf.agent_kit import runner
+from uwf.agent_kit.context import AgentContext
+from uwf.backend.base import Backend
 from uwf.backend.fs import FsBackend
+from uwf.backend.memory import MemoryBackend
 from uwf.cas import ops
 from uwf.cas.store import Node
 from uwf.engine import step
@@ -27,6 +31,7 @@ from uwf.engine.threads import longthreads
 from uwf.engine.workflows import stored as workflows
 from uwf.model import artifacts
 from uwf.protocol import schemas
+from uwf.testing import InProcessRunner
 from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.ulid import ThreadId
 
@@ -194,7 +199,7 @@ def test_artifacts_on_every_backend(kind: str, tmp_path: Path) -> None:
     workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")
     thread = ThreadId(threads.start(backend, "solve-issue", "Fix it")["thread"])
     files = {"plan.md": b"# Plan\n", "bin/data": BINARY}
-    run = KitRunner(backend, lambda: FilesAgent(files, PLAN))
+    run = InProcessRunner(backend, uwf.kit_agent(FilesAgent(files, PLAN)))
     result = step.step(backend, thread, agent="test-files", runner=run)
     assert not Path(run.envs[0]["UWF_ARTIFACTS_DIR"]).exists()  # removed after the step
     listed = longthreads.step_artifacts(backend, result.head)
@@ -214,6 +219,35 @@ def test_artifacts_on_every_backend(kind: str, tmp_path: Path) -> None:
     with pytest.raises(UwfError, match="corrupt node ") as info:
         longthreads.extract_artifacts(backend, result.head, tmp_path / "again")
     assert str(info.value).split()[2].rstrip(":") in damaged
+
+
+def open_backend(kind: str, root: Path) -> Backend:
+    """``memory`` or ``fs``: the two backends every feature must work on."""
+    return MemoryBackend(root) if kind == "memory" else FsBackend(root)
+
+
+class FilesAgent:
+    """An agent on the kit that leaves ``files`` (path -> bytes) in its artifacts directory
+    and answers ``output``."""
+
+    label = "test-files"
+
+    def __init__(self, files: dict[str, bytes], output: str) -> None:
+        self.files = files
+        self.output = output
+
+    def run(self, ctx: AgentContext) -> runner.RunResult:
+        where = ctx.artifacts_dir
+        assert where is not None
+        for path, data in self.files.items():
+            (where / path).parent.mkdir(parents=True, exist_ok=True)
+            (where / path).write_bytes(data)
+        turns = runner.store_turns(ctx, [{"role": "assistant", "content": self.output}])
+        detail_type = ctx.store.put_schema(runner.detail_schema("FilesDetail", {}))
+        return runner.RunResult(self.output, ctx.store.put(detail_type, {"turns": turns}))
+
+    def resume(self, ctx: AgentContext, session: str | None, message: str) -> Any:
+        return None
 
 
 def tamper(kind: str, backend: Any, h: str) -> None:

@@ -28,7 +28,7 @@ from support import APPROVE, DEV, EXAMPLES, PLAN, Result
 from test_step_engine import APPROVE as APPROVE_OUT
 from test_step_engine import DEV as DEV_OUT
 from test_step_engine import PLAN as PLAN_OUT
-from test_step_engine import FakeAgent
+from test_step_engine import scripted
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend
 from uwf.engine.step import StepResult, background
@@ -314,7 +314,7 @@ def run(backend: MemoryBackend, thread: str, count: int, **kw: Any) -> tuple[Any
         "developer": [DEV_OUT],
         "reviewer": [APPROVE_OUT],
     }
-    fake = FakeAgent(backend, outputs)
+    fake = scripted(backend, outputs)
     out = background.run(
         backend,
         thread,

@@ -586,8 +586,9 @@ def tool_messages(request: RecordedRequest) -> list[dict[str, Any]]:
     return [m for m in request.body["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.parametrize("agent", ["uwf-builtin", "python:uwf-builtin"])  # a process; in uwf's
 def test_tool_call_writes_a_file_then_answers(
-    cli: Any, cli_proc: Any, root: Path, thread: str, served: LLMServer
+    cli: Any, cli_proc: Any, root: Path, thread: str, served: LLMServer, agent: str
 ) -> None:
     served.reply(
         {
@@ -599,7 +600,7 @@ def test_tool_call_writes_a_file_then_answers(
         },
         PLAN_FM,
     )
-    out = step_ok(cli, thread)
+    out = step_ok(cli, thread, agent)
     assert out["role"] == "planner" and out["done"] is False
     assert (Path.cwd() / "notes" / "plan.md").read_text() == "# P\n"
 
@@ -652,6 +653,21 @@ def test_tool_call_writes_a_file_then_answers(
     assert "## Turn 2: tool\n\n```markdown\nWrote 4 bytes to notes/plan.md" in step_read.out
     assert not (root / "sessions").exists()
     assert cli("cas", "verify").code == 0
+
+
+@pytest.mark.parametrize("agent", ["uwf-builtin", "python:uwf-builtin"])
+def test_run_command_sees_no_secret_in_a_process_or_in_uwfs(
+    cli: Any, root: Path, thread: str, served: LLMServer, agent: str
+) -> None:
+    """The commands a model runs get the step's environment without the provider's key, the
+    .env entries or the store's credentials, whether the agent is a process or runs in uwf's
+    own process (docs/api.md, "What cannot apply in-process")."""
+    served.reply(
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "env"}}]}, PLAN_FM
+    )
+    step_ok(cli, thread, agent)
+    [seen] = [m["content"] for m in tool_messages(served.chat_requests()[1])]
+    assert "UWF_EDGE_PROMPT=" in seen and TEST_KEY not in seen and TEST_KEY_ENV not in seen
 
 
 def test_bad_tool_calls_go_back_to_the_model(

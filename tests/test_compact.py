@@ -1,7 +1,7 @@
 """Compaction summaries (docs/format.md, "Compaction"): long threads stay within the context
 budget, with the newest summary and the recent steps in every request to the model.
 
-The long thread runs ``uwf-builtin`` in-process (``kitrunner.KitRunner``) on both backends
+The long thread runs ``uwf-builtin`` in-process (``uwf.testing.InProcessRunner``) on both backends
 against the scripted model server; the shorter ones drive the real CLI and agent processes.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kitrunner import KitRunner, open_backend
+import uwf
 from llm_server import (
     TEST_KEY,
     TEST_KEY_ENV,
@@ -26,11 +26,13 @@ from uwf.agent_kit.prompts import SUMMARY_HEADING
 from uwf.agents.builtin.agent import BuiltinAgent
 from uwf.backend.base import Backend
 from uwf.backend.fs import FsBackend
+from uwf.backend.memory import MemoryBackend
 from uwf.engine import step
 from uwf.engine.threads import lifecycle as threads
 from uwf.engine.workflows import stored as workflows
 from uwf.model import chain
 from uwf.protocol import schemas
+from uwf.testing import InProcessRunner
 from uwf.util.ulid import ThreadId
 
 LOOP_YAML = """\
@@ -130,12 +132,13 @@ def test_a_300_step_thread_stays_within_the_budget(
 ) -> None:
     # Durability is not what this measures: ~2,000 fsyncs would only make it slow.
     monkeypatch.setattr(os, "fsync", lambda fd: None)
-    backend = open_backend(kind, tmp_path / kind)
+    root = tmp_path / kind
+    backend: Backend = MemoryBackend(root) if kind == "memory" else FsBackend(root)
     write_budget(backend.root, llm)
     thread = start_loop(backend, tmp_path)
     model = Model()
     serve(llm, model, 400)
-    run = KitRunner(backend, BuiltinAgent)
+    run = InProcessRunner(backend, uwf.kit_agent(BuiltinAgent))
     results = step.step_many(
         backend, thread, 300, on_result=lambda r: None, agent="uwf-builtin", runner=run
     )

@@ -76,6 +76,25 @@ def test_empty_file_is_an_empty_config(root: Path) -> None:
     assert load_config(root) == Config(root=root)
 
 
+def test_a_python_agent_alias_runs_as_python_colon_its_reference(root: Path) -> None:
+    """An alias with ``python:`` is a Python agent (docs/api.md): its agent command is
+    ``python:<reference>`` and its arguments, as ``--agent python:…`` may say too."""
+    write_config(
+        root,
+        {
+            "agents": {"mock": {"python": "uwf-mock", "args": ["--scenario", "s.yaml"]}},
+            "defaultAgent": "mock",
+        },
+    )
+    config = load_config(root)
+    assert config.agents["mock"].python == "uwf-mock" and config.agents["mock"].command == ""
+    assert agent_command(config, "wf", "planner") == ["python:uwf-mock", "--scenario", "s.yaml"]
+    assert agent_command(config, "wf", "planner", "python:pkg.mod:fn --x") == [
+        "python:pkg.mod:fn",
+        "--x",
+    ]
+
+
 def test_agents_and_default_agent_are_enough(root: Path) -> None:
     write_config(root, {"agents": {"mock": {"command": "uwf-mock"}}, "defaultAgent": "mock"})
     config = load_config(root)
@@ -137,13 +156,24 @@ def test_invalid_yaml(root: Path) -> None:
         ({"models": {"m": {"name": "x"}}}, "models.m.provider: missing (expected a provider name)"),
         (
             {"agents": "uwf-mock"},
-            "agents: expected a mapping of agent alias -> {command, args}, got a string",
+            "agents: expected a mapping of agent alias -> {command, args} or {python, args}, got a "
+            "string",
         ),
         (
             {"agents": {"a": "uwf-mock"}},
-            "agents.a: expected a mapping {command, args}, got a string",
+            "agents.a: expected a mapping {command, args} or {python, args}, got a string",
         ),
         ({"agents": {"a": {"args": []}}}, "agents.a.command: missing (expected a command)"),
+        (
+            {"agents": {"a": {"python": ""}}},
+            "agents.a.python: expected a Python agent (package.module:function, or an entry "
+            'point\'s name), got ""',
+        ),
+        (
+            {"agents": {"a": {"command": "x", "python": "m:f"}}},
+            "agents.a: command and python cannot go together (a process, or a Python agent "
+            "run in uwf's process)",
+        ),
         ({"agents": {"a": {"command": 5}}}, "agents.a.command: expected a command, got an integer"),
         ({"agents": {"a": {"command": " "}}}, 'agents.a.command: expected a command, got " "'),
         (

@@ -581,7 +581,7 @@ CASES: list[Case] = [
         "thread step {thread}",
         1,
         "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
-        "{command, args}, got a list",
+        "{command, args} or {python, args}, got a list",
     ),
     case(
         "step-config-alias-bomb",
@@ -1038,7 +1038,7 @@ CASES: list[Case] = [
         "setup --provider p --base-url http://x --api-key k --model m",
         1,
         "error: invalid config.yaml: agents: expected a mapping of agent alias -> "
-        "{command, args}, got a list (fix or remove {root}/config.yaml)",
+        "{command, args} or {python, args}, got a list (fix or remove {root}/config.yaml)",
     ),
     case(
         "setup-key-not-utf8",

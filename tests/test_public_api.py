@@ -121,6 +121,15 @@ def imports(tree: ast.Module) -> tuple[dict[str, str], set[str]]:
     return aliases, defined
 
 
+@cache
+def foreign_classes() -> frozenset[str]:
+    """Typer's and Click's undocumented class names, but for the names uwf itself exports
+    (``uwf.__all__``: its own ``UsageError`` is not Click's)."""
+    import uwf
+
+    return undocumented_classes() - set(uwf.__all__)
+
+
 def problems(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     aliases, defined = imports(tree)
@@ -152,7 +161,7 @@ def problems(path: Path) -> list[str]:
                 key = node.args[1]
                 if isinstance(key, ast.Constant) and str(key.value).startswith("_"):
                     found.append(f"{where}: {node.func.id}(…, {key.value!r})")
-        elif isinstance(node, ast.Constant) and node.value in undocumented_classes():
+        elif isinstance(node, ast.Constant) and node.value in foreign_classes():
             found.append(f"{where}: names Typer's or Click's class {node.value!r}")
     return found
 

@@ -147,6 +147,8 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "uwf.cas.fastschema",
         "uwf.cli.complete",  # shell completion: only when a shell asks
         "dataclasses",  # the read path's records are NamedTuples (backend/base.py)
+        "uwf.api",  # the Python API wraps the engine the CLI calls: never on the CLI's path
+        "uwf.util.clock",  # show reads no clock
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from test_step_engine import APPROVE, DEV, PLAN, REJECT, FakeAgent
+from test_step_engine import APPROVE, DEV, PLAN, REJECT, scripted
 from uwf.adapters.process import Finished
 from uwf.backend.memory import MemoryBackend
 from uwf.engine import step
@@ -16,6 +16,7 @@ from uwf.engine.step import StepPlan
 from uwf.engine.threads import lifecycle as threads
 from uwf.engine.threads import steer
 from uwf.model import chain
+from uwf.testing import InProcessRunner
 from uwf.util.errors import AgentFailed, Deferred, InvalidInput, SchemaViolation
 from uwf.util.ulid import ThreadId
 
@@ -29,8 +30,8 @@ def deferring(reason: str = "error: nobody at the keyboard") -> Callable[..., Fi
     return run
 
 
-def to_reviewer(backend: MemoryBackend, thread: ThreadId) -> FakeAgent:
-    fake = FakeAgent(backend, {"planner": [PLAN], "developer": [DEV], "reviewer": [APPROVE]})
+def to_reviewer(backend: MemoryBackend, thread: ThreadId) -> InProcessRunner:
+    fake = scripted(backend, {"planner": [PLAN], "developer": [DEV], "reviewer": [APPROVE]})
     step.step_many(backend, thread, 2, on_result=lambda r: None, agent="x", runner=fake)
     return fake
 
@@ -67,9 +68,7 @@ def test_a_deferred_step_records_the_wait_and_leaves_the_head(
     assert again is not None and again.waiting is not None
     assert (again.waiting.since, again.waiting.reason) == (first_since, "still nobody")
     assert [t["status"] for t in threads.list_threads(backend, status="waiting")] == ["waiting"]
-    result = step.step(
-        backend, thread, agent="x", runner=FakeAgent(backend, {"reviewer": [REJECT]})
-    )
+    result = step.step(backend, thread, agent="x", runner=scripted(backend, {"reviewer": [REJECT]}))
     assert result.role == "reviewer" and threads.show(backend, thread)["status"] == "idle"
     assert threads.list_threads(backend, status="waiting") == []
 

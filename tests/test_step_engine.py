@@ -1,8 +1,9 @@
 """The step as plan -> run -> commit, driven in-process on the memory backend.
 
-The agent is a fake runner that writes what a real agent writes (an output, a detail and a
-StepNode) straight into the backend, so the engine's decisions are tested without processes;
-the real processes are covered by tests/test_thread_e2e.py and friends.
+The agent is a scripted Python agent run in-process by uwf.testing (on the agent kit, as
+``uwf-mock`` runs: an output, a detail and a StepNode), or a runner that writes a StepNode
+straight into the backend (``uwf.testing.write_step``), so the engine's decisions are tested
+without processes; the real processes are covered by tests/test_thread_e2e.py and friends.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from uwf.engine import step
 from uwf.engine.step import StepPlan
 from uwf.engine.threads import lifecycle as threads
 from uwf.engine.workflows import stored as workflows
-from uwf.model import chain
-from uwf.protocol import schemas
+from uwf.testing import InProcessRunner, ScriptedAgent, write_step
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import AgentFailed, Busy, Conflict, NotActive
 from uwf.util.ulid import ThreadId
@@ -32,43 +32,12 @@ REJECT = {"status": "rejected", "comments": "add tests"}
 APPROVE = {"status": "approved", "comments": "ok"}
 
 
-class FakeAgent:
-    """A runner that answers each role with the next scripted output, as an agent would."""
-
-    def __init__(self, backend: MemoryBackend, outputs: dict[str, list[Any]]) -> None:
-        self.backend = backend
-        self.outputs = {role: list(items) for role, items in outputs.items()}
-        self.plans: list[StepPlan] = []
-        self.envs: list[dict[str, str]] = []
-
-    def write_step(self, plan: StepPlan, output: Any, **overrides: Any) -> NodeHash:
-        store = self.backend.nodes
-        h = schemas.ensure(store)
-        workflow = chain.load_workflow(store, plan.workflow)
-        assert plan.role is not None
-        output_hash = store.put(workflow["roles"][plan.role]["meta"], output)
-        payload = {
-            "start": plan.start,
-            "prev": None if plan.head == plan.start else plan.head,
-            "role": plan.role,
-            "output": output_hash,
-            "detail": store.put(h.text, f"detail of {plan.role}"),
-            "agent": "fake",
-            "edgePrompt": plan.prompt,
-            "depth": plan.depth + 1,
-            **overrides,
-        }
-        return NodeHash(store.put(h.step, payload))
-
-    def __call__(
-        self, plan: StepPlan, env: dict[str, str], should_stop: Callable[[], bool]
-    ) -> Finished:
-        self.plans.append(plan)
-        self.envs.append(env)
-        assert plan.role is not None
-        entries = self.outputs[plan.role]
-        output = entries.pop(0) if len(entries) > 1 else entries[0]
-        return Finished(0, self.write_step(plan, output) + "\n", "")
+def scripted(backend: MemoryBackend, outputs: dict[str, list[Any]]) -> InProcessRunner:
+    """The engine's runner for an agent in this process (``uwf.testing``), the agent answering
+    each role with its outputs in visit order (the last repeats); the runner keeps each plan
+    and environment it was given."""
+    script = {role: [{"output": output} for output in items] for role, items in outputs.items()}
+    return InProcessRunner(backend, ScriptedAgent(script))
 
 
 @pytest.fixture
@@ -82,10 +51,8 @@ def thread(backend: MemoryBackend) -> ThreadId:
     return ThreadId(threads.start(backend, "solve-issue", "Fix the login bug")["thread"])
 
 
-def agent(backend: MemoryBackend) -> FakeAgent:
-    return FakeAgent(
-        backend, {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}
-    )
+def agent(backend: MemoryBackend) -> InProcessRunner:
+    return scripted(backend, {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
 
 
 def test_a_thread_runs_to_end_with_one_rejection(backend: MemoryBackend, thread: ThreadId) -> None:
@@ -137,11 +104,10 @@ def test_a_failed_agent_leaves_the_head_and_says_why(
 
 
 def test_a_step_node_for_another_step_is_refused(backend: MemoryBackend, thread: ThreadId) -> None:
-    fake = agent(backend)
     head = backend.threads.head(thread)
 
     def wrong_role(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
-        return Finished(0, fake.write_step(plan, PLAN, role="reviewer", depth=5), "")
+        return Finished(0, write_step(backend, plan, PLAN, role="reviewer", depth=5), "")
 
     with pytest.raises(AgentFailed) as err:
         step.step(backend, thread, agent="x", runner=wrong_role)
@@ -186,14 +152,13 @@ def test_kill_during_the_step_stops_the_agent(backend: MemoryBackend, thread: Th
 def test_a_head_moved_by_another_writer_is_a_conflict(
     backend: MemoryBackend, thread: ThreadId
 ) -> None:
-    fake = agent(backend)
     start = backend.threads.head(thread)
     assert start is not None
 
     def racing(plan: StepPlan, env: dict[str, str], stop: Callable[[], bool]) -> Finished:
-        other = fake.write_step(plan, PLAN, agent="other")
+        other = write_step(backend, plan, PLAN, agent="other")
         backend.threads.move(thread, start, other)  # a writer that ignored the lock
-        return Finished(0, fake.write_step(plan, PLAN), "")
+        return Finished(0, write_step(backend, plan, PLAN), "")
 
     with pytest.raises(Conflict) as err:
         step.step(backend, thread, agent="x", runner=racing)

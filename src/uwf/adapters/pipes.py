@@ -1,7 +1,7 @@
 """The pipes of a child process, read in fixed memory (``uwf.adapters.process`` runs them).
 
 stdout is kept whole or as its tail (a bound); stderr is copied live to ours line by line
-(``_LiveLines``: a line cut at ``LINE_SHOWN`` bytes with the count of what was not shown,
+(``LiveLines``: a line cut at ``LINE_SHOWN`` bytes with the count of what was not shown,
 secrets masked, control characters escaped) while its tail is kept (``Tail``). However long
 a line an agent writes — 400 MB without a newline — uwf holds a few hundred KB of it.
 """
@@ -51,7 +51,7 @@ class Tail:
         return max(0, self.total - len(kept.encode("utf-8", "replace")))
 
 
-class _LiveLines:
+class LiveLines:
     """Copies a child's stderr to ours line by line, each with a prefix, in fixed memory: a
     line longer than ``LINE_SHOWN`` bytes is shown up to there and then said to be cut, with
     how many bytes were not shown. Secrets are masked and control characters escaped
@@ -101,7 +101,7 @@ class _LiveLines:
 
 
 def pump_stderr(stream: IO[bytes], tail: Tail, prefix: str | None) -> None:
-    live = _LiveLines(prefix) if prefix is not None else None
+    live = LiveLines(prefix) if prefix is not None else None
     fd = stream.fileno()
     while chunk := os.read(fd, 65536):
         tail.add(chunk)

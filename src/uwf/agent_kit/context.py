@@ -12,8 +12,11 @@ really need all of it.
 from __future__ import annotations
 
 import functools
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from uwf.agent_kit import children
 from uwf.backend.base import Backend
@@ -28,6 +31,7 @@ from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:
     from uwf.agent_kit.history import History
+    from uwf.model.agentcall import AgentCall, Stderr
 
 __all__ = ["AgentContext", "StepView", "build_context"]
 
@@ -57,6 +61,7 @@ class AgentContext:
         meter: Meter | None = None,
         compact: NodeHash | None = None,
         children: list[NodeHash] | None = None,
+        call: AgentCall | None = None,
     ) -> None:
         self.backend = backend
         self.thread = thread
@@ -79,7 +84,63 @@ class AgentContext:
         self.compact = compact
         # the final heads of the children this step joins (``UWF_CHILDREN``), None if none
         self.children = children
+        # the call of a Python agent run in uwf's process (docs/api.md), None in a process
+        self.call = call
         self._since: tuple[list[StepView], StepView | None] | None = None
+
+    # -- where the agent runs: its process, or uwf's (``call``) -------------------------------
+
+    @property
+    def cwd(self) -> Path:
+        """Where the agent works: the step's directory (a Python agent never changes the
+        process's directory: uwf's is shared), else the current directory."""
+        if self.call is not None and self.call.cwd is not None:
+            return Path(self.call.cwd)
+        return Path.cwd()
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The agent's environment: the one uwf built for this step when it runs in uwf's
+        process (``os.environ`` is uwf's own), else ``os.environ``."""
+        return self.call.env if self.call is not None else os.environ
+
+    @property
+    def artifacts_dir(self) -> Path | None:
+        """The run's fresh directory for the files the agent produces (``$UWF_ARTIFACTS_DIR``
+        in a process); the kit stores what is left there (docs/format.md, "Artifacts")."""
+        if self.call is not None:
+            return Path(self.call.artifacts) if self.call.artifacts else None
+        found = os.environ.get("UWF_ARTIFACTS_DIR")
+        return Path(found) if found else None
+
+    @property
+    def stderr(self) -> TextIO | Stderr:
+        """Where the agent writes its stderr lines (shown live with its name before them)."""
+        if self.call is not None and self.call.stderr is not None:
+            return self.call.stderr
+        return sys.stderr
+
+    @property
+    def deadline(self) -> float | None:
+        """When the step times out (``uwf.util.clock.monotonic``); None without a timeout, or
+        in a process (which is killed at its timeout)."""
+        return self.call.deadline if self.call is not None else None
+
+    def should_stop(self) -> bool:
+        """Whether the step no longer wants the answer (its timeout passed, the thread was
+        killed, a stop was asked for): an agent in uwf's process should return soon. Always
+        False in a process, which is killed instead."""
+        return self.call is not None and self.call.should_stop()
+
+    def sleep(self, seconds: float) -> bool:
+        """Pause ``seconds``, or less when the step stops wanting the answer; whether it
+        still wants it."""
+        if self.call is not None:
+            return self.call.sleep(seconds)
+        import time
+
+        time.sleep(seconds)
+        return True
 
     @property
     def root(self) -> Path:
@@ -161,7 +222,11 @@ class AgentContext:
         return 1 + sum(1 for s in self.steps if s["role"] == self.role)
 
 
-def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) -> AgentContext:
+def build_context(
+    backend: Backend, thread: str, role: str, edge_prompt: str, call: AgentCall | None = None
+) -> AgentContext:
+    """The context of ``role``'s step of ``thread``; ``call``: the step's call when the agent
+    runs in uwf's process (the children it joins come from it, not from the environment)."""
     tid, head_hash = require_active(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, head_hash)
@@ -187,5 +252,10 @@ def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) ->
         schema_hash=schema_hash,
         schema=schema_node.payload if schema_node is not None else None,
         compact=compact.pending(store, tid, head_hash),
-        children=children.from_env(),
+        children=children.from_env() if call is None else _listed(call.children),
+        call=call,
     )
+
+
+def _listed(heads: tuple[NodeHash, ...] | None) -> list[NodeHash] | None:
+    return list(heads) if heads is not None else None

@@ -16,7 +16,6 @@ newest first, and the step records no summary.
 
 from __future__ import annotations
 
-import sys
 from typing import NamedTuple
 
 from uwf.agent_kit.context import AgentContext
@@ -39,9 +38,9 @@ class History(NamedTuple):
     budget: int
 
 
-def _warn(text: str) -> None:
-    sys.stderr.write(f"warning: {text}\n")
-    sys.stderr.flush()
+def _warn(ctx: AgentContext, text: str) -> None:
+    ctx.stderr.write(f"warning: {text}\n")
+    ctx.stderr.flush()
 
 
 def _recent(summary: str | None, window: Window, budget: int) -> History:
@@ -88,13 +87,14 @@ def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, Nod
     try:
         client = compact.model_client(ctx.root)
     except UwfError as exc:
-        _warn(f"no summary written: {exc.message}")
+        _warn(ctx, f"no summary written: {exc.message}")
         return None
     if client is None:
         _warn(
+            ctx,
             "no summary written: no model is configured for summaries (set models.compact or "
             "defaultModel in config.yaml); the agent is shown the steps that fit its context "
-            "budget"
+            "budget",
         )
         return None
     store = ctx.store
@@ -105,7 +105,7 @@ def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, Nod
             client, ctx.task, previous, full.steps, full.offset, budget, on_reply=ctx.meter.add
         )
     except UwfError as exc:
-        _warn(f"no summary written: {exc.message}")
+        _warn(ctx, f"no summary written: {exc.message}")
         return None
     finally:
         client.close()

@@ -27,6 +27,7 @@ from uwf.util.errors import Interrupted, UwfError, report, shown
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
+    from uwf.model.agentcall import AgentCall
 
 __all__ = [
     "TURN_SCHEMA",
@@ -194,7 +195,8 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     from uwf.config.config import load_config
     from uwf.model import artifacts
 
-    directory = os.environ.get(artifacts.ENV, "")
+    given = ctx.artifacts_dir  # in uwf's process: the step's, not uwf's environment's
+    directory = str(given) if given is not None else ""
     if not directory:
         return detail
     if not os.path.islink(directory):  # a link in its place is refused by store_dir
@@ -207,7 +209,7 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     limit = load_config(ctx.root).artifact_max_bytes
     found, skipped = artifacts.store_dir(ctx.store, Path(directory), limit)
     for warning in skipped:
-        sys.stderr.write(f"warning: {warning}\n")
+        ctx.stderr.write(f"warning: {warning}\n")
     return artifacts.attach(ctx.store, detail, found) if found else detail
 
 
@@ -240,10 +242,18 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
     return str(ctx.store.put(h.step, step))
 
 
-def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str:
+def execute(
+    agent: Agent, target: Target, backend: Backend | None = None, call: AgentCall | None = None
+) -> str:
     """Run the whole agent flow and return the new StepNode's hash (on ``backend``, else the
     one of the environment). With tracing on it is one span, a child of the step's
-    (``TRACEPARENT``), with an event per correction and extract."""
+    (``TRACEPARENT``, or the step's own span in uwf's process), with an event per correction
+    and extract.
+
+    ``call``: the agent runs in uwf's process (``agent_kit.inprocess``; docs/api.md, "Python
+    agents"): the call's backend, children and artifacts directory are used, and nothing of
+    the process is changed (no ``.env`` applied to ``os.environ``: the call's environment has
+    it; no secrets registered: uwf's process did)."""
     from uwf.agent_kit import prompts
     from uwf.backend import open_for_agent
     from uwf.config import secrets
@@ -253,10 +263,13 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
-            backend = backend if backend is not None else open_for_agent()
-            secrets.install(backend.root)
-            apply_dotenv(backend.root)
-            ctx = build_context(backend, thread, role, edge_prompt)
+            if call is not None:
+                backend = call.backend
+            else:
+                backend = backend if backend is not None else open_for_agent()
+                secrets.install(backend.root)
+                apply_dotenv(backend.root)
+            ctx = build_context(backend, thread, role, edge_prompt, call)
             if ctx.schema is not None:
                 ctx.format_instruction = prompts.build_output_format_instruction(
                     ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None

@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
@@ -28,8 +27,12 @@ from uwf.model.cost import COST_FIELDS
 from uwf.util import yamlio
 from uwf.util.errors import InvalidInput, UwfError
 
+if TYPE_CHECKING:
+    from uwf.model.agentcall import AgentCall
+
 LABEL = "uwf-mock"
 ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
+SCENARIO_ENV = "UWF_MOCK_SCENARIO"
 
 DETAIL = runner.detail_schema(
     "MockDetail",
@@ -74,9 +77,10 @@ def _check_entry(entry: Any, where: str, nested: bool = False) -> None:
         for attempt in attempts:
             _check_entry(attempt, where, nested=True)
         return
-    if not isinstance(entry, dict) or not isinstance(entry.get("output", ""), str):
+    if not isinstance(entry, dict) or not isinstance(entry.get("output", ""), (str, dict)):
         raise InvalidInput(
-            f"{where}: an entry must be a string or a mapping with a string 'output'"
+            f"{where}: an entry must be a string or a mapping with an 'output' (the answer, "
+            "or the output itself as a mapping)"
         )
 
 
@@ -89,85 +93,143 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
     roles = data.get("roles") if isinstance(data, dict) else None
     if not isinstance(roles, dict):
         raise InvalidInput(f"scenario {path} must be a mapping with a 'roles' mapping")
+    return checked(roles, f"scenario {path}")
+
+
+def checked(roles: Mapping[Any, Any], where: str) -> dict[str, list[Any]]:
+    """A scenario's ``roles`` (role -> entries, or one entry), each entry checked."""
     out: dict[str, list[Any]] = {}
     for role, entries in roles.items():
-        entries = entries if isinstance(entries, list) else [entries]
+        entries = list(entries) if isinstance(entries, (list, tuple)) else [entries]
         for entry in entries:
-            _check_entry(entry, f"scenario {path}: role {role}")
+            _check_entry(entry, f"{where}: role {role}")
         if not entries:
-            raise InvalidInput(f"scenario {path}: role {role} has no entries")
+            raise InvalidInput(f"{where}: role {role} has no entries")
         out[str(role)] = entries
     return out
 
 
-def _visit(ctx: AgentContext) -> int:
+def _visit(ctx: AgentContext, label: str) -> int:
     """This role's visit number: one more than the one recorded in its last visit's detail
     (a bounded read), else counted over the whole chain."""
     last = ctx.last_visit
     if last is None:
         return 1
-    detail = ctx.store.get(last["detail"]) if last["agent"] == LABEL else None
+    detail = ctx.store.get(last["detail"]) if last["agent"] == label else None
     recorded = detail.payload.get("visit") if detail and isinstance(detail.payload, dict) else None
     if isinstance(recorded, int) and not isinstance(recorded, bool):
         return recorded + 1
     return ctx.visit
 
 
-def _play(entry: dict[str, Any]) -> str:
-    """Sleep, write stderr, exit as the entry says; the output when it does not exit."""
+def _play(ctx: AgentContext, entry: dict[str, Any]) -> str | dict[str, Any]:
+    """Sleep, write stderr, exit as the entry says; the output when it does not exit. In
+    uwf's process the sleep ends early when the step stops wanting the answer, and the exit
+    is the step's outcome (``engine.step.inproc``)."""
     if entry.get("sleep"):
-        time.sleep(float(entry["sleep"]))
+        ctx.sleep(float(entry["sleep"]))
     if entry.get("stderr"):
-        sys.stderr.write(str(entry["stderr"]).rstrip("\n") + "\n")
-        sys.stderr.flush()
+        ctx.stderr.write(str(entry["stderr"]).rstrip("\n") + "\n")
+        ctx.stderr.flush()
     code = int(entry.get("exit", 0) or 0)
     if code != 0:
         sys.exit(code)
-    return str(entry.get("output", ""))
+    output = entry.get("output", "")
+    return output if isinstance(output, dict) else str(output)
 
 
 class MockAgent:
+    """``uwf-mock`` on the agent kit: the scenario file at ``scenario`` (read at each run),
+    or the roles' entries themselves (``roles``: ``uwf.testing.ScriptedAgent``). The detail
+    records ``name`` as its scenario (the file's path by default)."""
+
     label = LABEL
 
-    def __init__(self, scenario_path: str) -> None:
-        self.scenario_path = scenario_path
+    def __init__(
+        self,
+        scenario: str = "",
+        *,
+        roles: Mapping[str, Sequence[Any]] | None = None,
+        name: str | None = None,
+        label: str | None = None,
+    ) -> None:
+        self.scenario_path = scenario
+        self.roles = checked(roles, "scenario") if roles is not None else None
+        self.name = name if name is not None else scenario
+        if label is not None:
+            self.label = label
+
+    def entry(self, ctx: AgentContext, visit: int) -> Any:
+        """The scenario's entry for this visit of the role (the last one repeats)."""
+        scenario = self.roles if self.roles is not None else load_scenario(self.scenario_path)
+        entries = scenario.get(ctx.role)
+        if entries is None:
+            raise UwfError(f"scenario {self.name} has no entries for role {ctx.role}")
+        return entries[min(visit, len(entries)) - 1]
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
         from uwf.agent_kit import session_cache
 
-        scenario = load_scenario(self.scenario_path)
-        entries = scenario.get(ctx.role)
-        if entries is None:
-            raise UwfError(f"scenario {self.scenario_path} has no entries for role {ctx.role}")
-        visit = _visit(ctx)
-        entry = entries[min(visit, len(entries)) - 1]
-        record: dict[str, Any] = {"scenario": self.scenario_path, "visit": visit}
+        visit = _visit(ctx, self.label)
+        entry = self.entry(ctx, visit)
+        record: dict[str, Any] = {"scenario": self.name, "visit": visit}
         if isinstance(entry, dict) and "attempts" in entry:
             key = f"{ctx.thread}:{ctx.role}:{visit}"
             attempt = session_cache.bump(ctx.root, ATTEMPTS_CACHE, key)
             record["attempt"] = attempt
             entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
-        output = _play({"output": entry} if isinstance(entry, str) else entry)
-        turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
+        played = _play(ctx, {"output": entry} if isinstance(entry, str) else entry)
+        output_hash = None
+        if isinstance(played, dict):  # the output itself: stored as given, no extract
+            from uwf.agent_kit.inprocess import put_output
+
+            output_hash, played = put_output(ctx, played)
+        turns = runner.store_turns(ctx, [{"role": "assistant", "content": played}])
         total = runner.cost_fields(ctx, duration=False)
         detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, **total, "turns": turns})
-        return runner.RunResult(output, detail)
+        return runner.RunResult(played, detail, output_hash=output_hash)
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
         return None  # a script cannot take corrections
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def make_parser() -> args.Parser:
     parser = args.parser(LABEL, DESCRIPTION)
     parser.add_argument(
         "--scenario", metavar="FILE", help="the scenario (default: $UWF_MOCK_SCENARIO)"
     )
+    return parser
+
+
+def _agent(parser: args.Parser, scenario: str | None) -> MockAgent:
+    if not scenario:
+        args.fail(parser, "uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
+    return MockAgent(scenario)
+
+
+_made: dict[tuple[str, ...], MockAgent] = {}
+
+
+def inprocess(call: AgentCall) -> str:
+    """``uwf-mock`` as a Python agent, run in uwf's process (docs/api.md, "Python agents"):
+    ``agents: {mock: {python: uwf-mock, args: [--scenario, FILE]}}`` in config.yaml. The
+    same arguments, the same StepNode and detail as the command, no process."""
+    from uwf.agent_kit.inprocess import run
+
+    key = (*call.args, call.env.get(SCENARIO_ENV, ""))
+    agent = _made.get(key)
+    if agent is None:
+        parser = make_parser()
+        options = parser.parse_args(list(call.args))
+        agent = _made[key] = _agent(parser, options.scenario or call.env.get(SCENARIO_ENV))
+    return run(agent, call)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = make_parser()
 
     def make(options: argparse.Namespace) -> runner.Agent:
-        scenario = options.scenario or os.environ.get("UWF_MOCK_SCENARIO", "")
-        if not scenario:
-            args.fail(parser, "uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
-        return MockAgent(scenario)
+        return _agent(parser, options.scenario or os.environ.get(SCENARIO_ENV, ""))
 
     runner.cli(parser, make, argv)
 

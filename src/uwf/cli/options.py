@@ -149,7 +149,8 @@ AgentOpt = Annotated[
     str | None,
     typer.Option(
         "--agent",
-        help="Agent command line, split like a shell would (overrides config).",
+        help="Agent command line, split like a shell would (overrides config); "
+        "python:<module:function> runs a Python agent in this process.",
         show_default=False,
         autocompletion=complete_agents,
     ),

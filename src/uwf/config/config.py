@@ -53,11 +53,19 @@ class Model(NamedTuple):
 
 
 class Agent(NamedTuple):
-    """An agent alias: the executable and the arguments placed before ``<thread> <role>``."""
+    """An agent alias: the executable and the arguments placed before ``<thread> <role>``;
+    or, with ``python``, a Python agent run in uwf's own process (docs/api.md, "Python
+    agents"), given the same arguments (``command`` is then empty)."""
 
     command: str
     args: tuple[str, ...] = ()
     provider: str | None = None  # the provider it calls, for fleet limits (``limits``)
+    python: str | None = None  # ``package.module:attribute``, or an entry point's name
+
+
+#: How the agent command of a Python agent starts (``python:<reference>``): what a plan's
+#: ``argv[0]`` says, what ``--agent`` may name, what logs and failure records show.
+PYTHON_PREFIX = "python:"
 
 
 class ModelSpec(NamedTuple):
@@ -160,7 +168,12 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         ),
         agents=_frozen(
             {
-                n: Agent(e["command"], tuple(e.get("args") or ()), e.get("provider"))
+                n: Agent(
+                    e.get("command") or "",
+                    tuple(e.get("args") or ()),
+                    e.get("provider"),
+                    e.get("python"),
+                )
                 for n, e in _section(raw, "agents").items()
             }
         ),
@@ -260,6 +273,13 @@ def problems(raw: Any, schema: dict[str, Any] | None = None) -> list[str]:
         from uwf.cas.schema import field_problems
 
         found = field_problems(schema, raw)
+    agents = raw.get("agents") if isinstance(raw, dict) else None
+    for name, entry in agents.items() if isinstance(agents, dict) else ():
+        if isinstance(entry, dict) and "command" in entry and "python" in entry:
+            found.append(
+                f"agents.{name}: command and python cannot go together (a process, or a "
+                "Python agent run in uwf's process)"
+            )
     timeout = raw.get("agentTimeout") if isinstance(raw, dict) else None
     if isinstance(timeout, float) and not math.isfinite(timeout):  # JSON has no NaN to refuse
         from uwf.cas import wording
@@ -301,7 +321,8 @@ def agent_command(
 
     ``override`` is a command line split like a shell would (quotes respected, no expansion).
     A single word that names an alias in ``agents`` means that alias, so ``--agent mock``
-    works for ``agents: {mock: …}`` as well as for a command on PATH.
+    works for ``agents: {mock: …}`` as well as for a command on PATH. A first word
+    ``python:<reference>`` names a Python agent (``PYTHON_PREFIX``; docs/api.md).
     """
     if override is not None:
         if not override.strip():
@@ -336,6 +357,8 @@ def _agent_argv(config: Config, alias: str) -> list[str]:
     agent = config.agents.get(alias)
     if agent is None:
         raise InvalidInput(f"unknown agent alias in config: {alias}")
+    if agent.python is not None:
+        return [PYTHON_PREFIX + agent.python, *agent.args]
     return [agent.command, *agent.args]
 
 

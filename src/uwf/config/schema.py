@@ -32,6 +32,10 @@ def _entries(entry: dict[str, Any], what: str) -> dict[str, Any]:
 
 
 ALIAS = _text("an alias (a non-empty string)")
+COMMAND = _text("a command")
+#: A Python agent (docs/api.md, "Python agents"): ``package.module:attribute``, or the name of
+#: an entry point of the ``uwf.agents`` group.
+PYTHON = _text("a Python agent (package.module:function, or an entry point's name)")
 POSITIVE = {"type": ["integer", "null"], "minimum": 1, EXPECTED: "a positive integer"}
 
 SECONDS = {"type": ["number", "null"], "minimum": 0, EXPECTED: "a number of seconds (0 or more)"}
@@ -82,10 +86,10 @@ CONFIG: dict[str, Any] = {
         "agents": _entries(
             {
                 "type": "object",
-                EXPECTED: "a mapping {command, args}",
-                "required": ["command"],
+                EXPECTED: "a mapping {command, args} or {python, args}",
                 "properties": {
-                    "command": _text("a command"),
+                    "command": COMMAND,
+                    "python": PYTHON,
                     "provider": _optional(_text("a provider name")),
                     "args": {
                         "type": ["array", "null"],
@@ -93,8 +97,15 @@ CONFIG: dict[str, Any] = {
                         EXPECTED: "a list of strings",
                     },
                 },
+                # a process (command) or a Python agent run in uwf's process (python): fails
+                # only when both are missing (their values are checked above; the annotation
+                # words the problem); both at once is refused by uwf.config.config.problems
+                "anyOf": [
+                    {"required": ["command"], "properties": {"command": {EXPECTED: "a command"}}},
+                    {"required": ["python"]},
+                ],
             },
-            "a mapping of agent alias -> {command, args}",
+            "a mapping of agent alias -> {command, args} or {python, args}",
         ),
         "defaultAgent": _optional(ALIAS),
         "agentOverrides": _entries(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import time
 
 from uwf.util.errors import InvalidInput, oneline
 
@@ -20,7 +19,9 @@ _DATE = r"\d{4}-\d{2}-\d{2}"
 def parse_time_ms(text: str, now_ms: int | None = None) -> int:
     value = text.strip()
     if now_ms is None:
-        now_ms = time.time_ns() // 1_000_000
+        from uwf.util import clock
+
+        now_ms = clock.now_ms()
     m = re.fullmatch(_RELATIVE, value)
     if m:
         return now_ms - int(m.group(1)) * _UNIT_MS[m.group(2)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import NewType
 
 from uwf.util.base32 import ALPHABET, describe
@@ -18,8 +17,10 @@ def new_thread_id(now_ms: int | None = None) -> ThreadId:
     """A fresh ULID. Imported lazily: only `thread start` and `fork` pay for python-ulid."""
     from ulid import ULID
 
-    if now_ms is None:
-        return ThreadId(str(ULID()))
+    if now_ms is None:  # the clock of uwf.util.clock, which a test may have moved
+        from uwf.util import clock
+
+        now_ms = clock.now_ms()
     # An int is taken as milliseconds; a float of seconds would lose the last ms to rounding.
     return ThreadId(str(ULID.from_timestamp(int(now_ms))))
 
@@ -51,4 +52,8 @@ def timestamp_ms(thread_id: str) -> int | None:
 
 
 def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+    """Milliseconds since the epoch, on uwf's clock (``uwf.util.clock``; imported on first
+    use: ``thread show`` reads no clock)."""
+    from uwf.util import clock
+
+    return clock.now_ms()

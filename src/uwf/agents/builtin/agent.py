@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from uwf.adapters import llm
@@ -78,7 +77,7 @@ class BuiltinAgent:
                 "uwf-builtin needs a model: set defaultModel (with its providers and models "
                 "entries) in config.yaml, or pass --model <alias>"
             )
-        spec = resolve_model(config, alias)
+        spec = resolve_model(config, alias, ctx.env)
         client = llm.Client(
             spec.base_url,
             spec.api_key,
@@ -89,10 +88,10 @@ class BuiltinAgent:
         )
         self.chat = ModelChat(client)
         self.tools = Tools(
-            Path.cwd(),
+            ctx.cwd,  # the step's directory (in uwf's process: never the process's own)
             allow_outside=self.options.allow_outside,
             command_timeout=self.options.command_timeout,
-            env=command_env(config),
+            env=command_env(config, ctx.env),
         )
         return self.chat, self.tools
 

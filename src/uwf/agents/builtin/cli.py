@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from uwf.adapters.llm import AGENT_TIMEOUT, TIMEOUT_ENV
 from uwf.agent_kit import args, runner
@@ -12,6 +13,9 @@ from uwf.agents.builtin.loop import MAX_TURNS
 from uwf.agents.builtin.tools import COMMAND_TIMEOUT
 from uwf.util.errors import UsageError
 from uwf.util.numbers import positive_int, positive_seconds
+
+if TYPE_CHECKING:
+    from uwf.model.agentcall import AgentCall
 
 DESCRIPTION = """\
 An OpenAI-compatible tool-calling agent for uwf: it sends the role's messages to the
@@ -77,3 +81,14 @@ def options_of(parser: args.Parser, given: argparse.Namespace) -> Options:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = make_parser()
     runner.cli(parser, lambda given: BuiltinAgent(options_of(parser, given)), argv)
+
+
+def inprocess(call: AgentCall) -> str:
+    """``uwf-builtin`` as a Python agent, run in uwf's process (docs/api.md, "Python
+    agents"): ``agents: {builtin: {python: uwf-builtin, args: [--model, ALIAS]}}`` in
+    config.yaml. The same options, StepNode and detail as the command; its tools work in the
+    step's directory with the step's environment, secrets removed as for the command."""
+    from uwf.agent_kit.inprocess import run
+
+    parser = make_parser()
+    return run(BuiltinAgent(options_of(parser, parser.parse_args(list(call.args)))), call)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -222,11 +223,12 @@ def _string(args: dict[str, Any], key: str, tool: str) -> str:
     return value
 
 
-def command_env(config: Any) -> dict[str, str]:
-    """The environment for run_command (``uwf.config.secrets.command_env``): ours minus store
+def command_env(config: Any, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for run_command (``uwf.config.secrets.command_env``): the agent's
+    (``env``: in uwf's process, the one uwf built for the step; else ours) minus store
     credentials, every provider's API-key variable, the ``.env`` entries and the variables
     config.yaml lists under ``secrets:``, so a command like ``env`` cannot put a secret into
     the model's context or the stored turns."""
     from uwf.config.secrets import command_env as without_secrets
 
-    return without_secrets(os.environ, config)
+    return without_secrets(os.environ if env is None else env, config)

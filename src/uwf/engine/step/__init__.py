@@ -210,15 +210,20 @@ def _run(
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
     check_workdir(plan)
+    if runner is process_runner and plan.python is not None:  # docs/api.md, "Python agents"
+        from uwf.engine.step.inproc import InProcess
+
+        runner = InProcess(backend)
     lock.note(role=plan.role, agent=plan.argv[0])
     # One line for the moderator's decision and the spawn. The prompt's length, not its text:
     # the StepNode keeps the text (edgePrompt), which quotes the previous output the log need
     # not hold again; the agent's arguments but the last two (the thread, in the line's
     # fields, and the role).
+    how = "spawning" if runner is process_runner else "running in-process"
     log.write(
         "R5J2W8N4",
         f"moderator role={plan.role} prompt={len(plan.prompt)} characters;"
-        f" spawning agent command={plan.argv[0]}",
+        f" {how} agent command={plan.argv[0]}",
         args=" ".join(plan.argv[1:-2]),
     )
     span.event("spawn", {"uwf.agent": plan.argv[0]})

@@ -13,7 +13,6 @@ head's compare-and-swap lets exactly one of them record its step.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from uwf.backend.base import ActiveThread, Backend
 from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, workflow_of
+from uwf.util import clock as clocks
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import (
     Busy,
@@ -205,8 +205,9 @@ class Worker:
     timeout: float | None = None
     runner: Runner = process_runner
     backoff: tuple[float, float] = (0.05, 5.0)  # first and longest pause when idle
-    sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
+    # uwf.util.clock's, read at each call (a test may put another clock in place)
+    sleep: Callable[[float], None] = clocks.sleep
+    clock: Callable[[], float] = clocks.monotonic
     id: str | None = None
     drain_timeout: float = 0.0
     steps: int = 0

@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from uwf.backend.base import Backend
-from uwf.config.config import Config, agent_alias, agent_command, load_config
+from uwf.config.config import (
+    PYTHON_PREFIX,
+    Config,
+    agent_alias,
+    agent_command,
+    load_config,
+)
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
@@ -71,6 +77,13 @@ class StepPlan:
     # the retry policies the workflow file sets (docs/format.md, "Retries"): its top's, then
     # the role's, each as written ({attempts?, backoff?, maxBackoff?})
     file_retry: tuple[Mapping[str, float], ...] = ()
+
+    @property
+    def python(self) -> str | None:
+        """The reference of the Python agent the step runs in uwf's process (its agent
+        command is ``python:<reference>``: docs/api.md, "Python agents"), else None."""
+        command = self.argv[0] if self.argv else ""
+        return command[len(PYTHON_PREFIX) :] if command.startswith(PYTHON_PREFIX) else None
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""

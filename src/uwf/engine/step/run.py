@@ -265,15 +265,20 @@ def stderr_summary(text: str, limit: int = 500) -> str:
 def answered_hash(plan: StepPlan, run: Finished) -> NodeHash:
     """The StepNode hash the agent printed, or AgentFailed saying why there is none."""
     command = plan.argv[0]
+    if run.timed_out and plan.python is not None:  # a thread cannot be killed (engine.step.inproc)
+        raise AgentFailed(
+            f"agent timed out after {plan.timeout:g}s ({command}); it was told to stop and "
+            "whatever it answers now is ignored"
+        )
     if run.timed_out:
         raise AgentFailed(
             f"agent timed out after {plan.timeout:g}s ({command}); its process group was killed"
         )
     if run.code != 0:
         tail = stderr_summary(run.stderr_tail)
+        what = "Python agent failed" if plan.python is not None else "agent command failed"
         raise AgentFailed(
-            f"agent command failed ({command}) with exit code {run.code}"
-            + (f": {tail}" if tail else "")
+            f"{what} ({command}) with exit code {run.code}" + (f": {tail}" if tail else "")
         )
     lines = run.stdout.strip().splitlines()
     last = lines[-1].strip() if lines else ""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.backend.workers import KEEP_MS, WorkerRecord
+from uwf.util import clock
 from uwf.util.errors import UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import new_thread_id, now_ms
@@ -72,7 +73,7 @@ class Heartbeat:
         self.backend.workers.beat(self.record)
 
     def _loop(self) -> None:
-        while not self._done.wait(self.interval):
+        while not clock.wait(self._done, self.interval):
             self._beat()
 
     def _beat(self) -> None:

@@ -7,7 +7,6 @@ table has its head, and archived once the history has an entry for it.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -551,7 +550,9 @@ def kill(backend: Backend, thread: str, *, stop_wait: float = 5.0) -> Killed:
     ProcessLog(backend.root, thread=tid, workflow=workflow).write(
         "Q8M3T6W1", f"thread killed head={head}"
     )
-    deadline = time.monotonic() + stop_wait
-    while backend.locks.is_running(tid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    from uwf.util import clock  # not at import: `thread show` reads no clock
+
+    deadline = clock.monotonic() + stop_wait
+    while backend.locks.is_running(tid) and clock.monotonic() < deadline:
+        clock.sleep(0.05)
     return {"thread": tid, "killed": True}
