@@ -581,12 +581,17 @@ def test_escapes_in_an_output_are_escaped_by_thread_watch(cli_proc: Any, tmp_pat
         text=True,
         env=env,
     )
-    time.sleep(1.0)
+    assert watch.stdout is not None
+    seen = watch.stdout.readline()  # it has drawn the thread once
+    assert seen
     output = f"---\nstatus: _\nplan: p\nsteps: [a]\n---\nPlanned {ESCAPES} here."
     ok(cli_proc, "thread", "step", thread, "--agent", mock(tmp_path, {"planner": [output]}))
-    time.sleep(1.0)
+    while f"Planned {SHOWN} here." not in seen:  # and the step, escaped
+        line = watch.stdout.readline()
+        assert line, seen
+        seen += line
     ok(cli_proc, "thread", "kill", thread)
-    out, _ = watch.communicate(timeout=30)
+    out = seen + watch.communicate(timeout=30)[0]
     assert "\x1b" not in out and "\x07" not in out
     assert f"Planned {SHOWN} here." in out
 

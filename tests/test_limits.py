@@ -17,6 +17,7 @@ from typing import Any
 from fleetkit import configure, put_other_flow, show
 from llm_server import LLMServer, llm_fixture, write_config  # noqa: F401
 from support import given, reap, spawn_uwf, tiers
+from uwf.testing import Clock
 
 
 def script(tmp_path: Path, name: str, body: str) -> dict[str, Any]:
@@ -118,13 +119,14 @@ def test_next_moves_on_to_a_thread_it_may_step(
 
 
 def test_a_429_backs_the_provider_off_fleet_wide(
-    any_store: str, root: Path, cli_proc: Any, new_thread: Any, llm: LLMServer
+    any_store: str, root: Path, cli: Any, cli_proc: Any, new_thread: Any, llm: LLMServer
 ) -> None:
     """uwf-builtin gets a 429 with Retry-After: its provider is paused in the store, so no
-    step of an agent naming that provider starts (exit 4) until the pause ends."""
+    step of an agent naming that provider starts (exit 4) until the pause ends — which the
+    test reaches in-process on a clock it moves (uwf.testing.Clock), not by waiting."""
     write_config(root, llm.base_url, {"bot": {"command": "uwf-builtin", "provider": "local"}})
     first, second = new_thread("One"), new_thread("Two")
-    llm.reply({"status": 429, "body": "slow down", "headers": {"Retry-After": "5"}})
+    llm.reply({"status": 429, "body": "slow down", "headers": {"Retry-After": "30"}})
     refused = cli_proc("thread", "step", first)
     assert refused.code == 5
     assert refused.err.splitlines()[-1].endswith(
@@ -133,17 +135,18 @@ def test_a_429_backs_the_provider_off_fleet_wide(
     for args in ((second,), ("--next",)):
         held = cli_proc("thread", "step", *args)
         assert held.code == 4
-        assert re.fullmatch(
+        found = re.fullmatch(
             f"error: thread ({second}|{first}) is held back: provider local answered 429 "
-            r"\(rate limited\); no step of it starts for [1-5] s",
+            r"\(rate limited\); no step of it starts for (\d+) s",
             held.err_line,
-        ), held.err
+        )
+        assert found and 1 <= int(found.group(2)) <= 30, held.err
     assert len(llm.chat_requests()) == 1  # nothing more was sent into the rate limit
     llm.reply({"status": 500, "body": "down"})
-    deadline = time.monotonic() + 10
-    while (after := cli_proc("thread", "step", second)).code == 4:  # held until the pause ends
-        assert time.monotonic() < deadline, after.err
-        time.sleep(0.2)
+    with Clock() as clock:
+        assert cli("thread", "step", second).code == 4
+        clock.advance(31)  # the pause is over: the agent runs again
+        after = cli("thread", "step", second)
     assert after.code == 5 and after.err.splitlines()[-1].endswith("LLM HTTP 500: down")
     assert len(llm.chat_requests()) == 2
 

@@ -7,7 +7,6 @@ names every one."""
 from __future__ import annotations
 
 import re
-import time
 import types
 import typing
 from pathlib import Path
@@ -19,6 +18,7 @@ import version1
 from support import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 from uwf.backend import open_backend
 from uwf.protocol import schemas
+from uwf.testing import Clock
 from uwf.util import outputs
 from uwf.util.ulid import ThreadId
 
@@ -244,8 +244,9 @@ def test_every_command_prints_the_keys_of_its_type(
     # it stops (0.5 s idle) before the back-off (1 s) ends: the thread fails once, not twice
     worked = cli("worker", "--max-steps", "1", "--idle-exit", "0.5", "--agent", failing)
     c("worker (failure)", lines(worked), list[o.WorkerFailure])
-    time.sleep(1.1)  # the failed thread cools down before it is picked again
-    worked = cli("worker", "--max-steps", "1", "--idle-exit", "5", "--agent", mock)
+    with Clock() as clock:
+        clock.advance(1.1)  # the failed thread cools down before it is picked again
+        worked = cli("worker", "--max-steps", "1", "--idle-exit", "5", "--agent", mock)
     c("worker", lines(worked), list[o.WorkerStep])
     listed = printed(cli("worker", "list"))
     c("worker list", listed, list[o.WorkerListed])

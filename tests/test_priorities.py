@@ -3,16 +3,18 @@ set how soon `--next` and workers take a thread — the highest first, oldest fi
 each thread gaining a level every `priorityAging` seconds since it was created so that none
 waits forever.
 
-Every test drives the real CLI in subprocesses, on the filesystem and on PostgreSQL.
+Every test drives the real CLI, on the filesystem and on PostgreSQL: in subprocesses, but for
+aging, which runs in-process on a clock the test moves.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from uwf.testing import Clock
 
 
 def start(cli_proc: Any, task: str, *priority: str) -> str:
@@ -52,17 +54,20 @@ def test_next_takes_the_highest_priority_first(
 
 
 def test_an_old_thread_gains_a_level_every_aging_period(
-    any_store: str, root: Path, cli_proc: Any, solve_issue: str, scenario: Any
+    any_store: str, root: Path, cli: Any, solve_issue: str, scenario: Any
 ) -> None:
+    """In-process, on a clock the test moves (uwf.testing.Clock): three aging periods pass
+    without waiting for them."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(yaml.safe_dump({"priorityAging": 1}), encoding="utf-8")
     agent = scenario()
-    waiting = start(cli_proc, "Waited long")
-    time.sleep(3.2)  # three levels: 0 + 3 > 2
-    newer = start(cli_proc, "Urgent, but new", "--priority", "2")
-    assert next_thread(cli_proc, agent) == waiting
-    assert cli_proc("thread", "priority", newer, "9").code == 0
-    assert next_thread(cli_proc, agent) == newer  # 9 > 0 + 3 or 4
+    with Clock() as clock:
+        waiting = start(cli, "Waited long")
+        clock.advance(3.2)  # three levels: 0 + 3 > 2
+        newer = start(cli, "Urgent, but new", "--priority", "2")
+        assert next_thread(cli, agent) == waiting
+        assert cli("thread", "priority", newer, "9").code == 0
+        assert next_thread(cli, agent) == newer  # 9 > 0 + 3
 
 
 def test_priorities_are_checked(any_store: str, cli_proc: Any, solve_issue: str) -> None:

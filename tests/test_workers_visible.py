@@ -172,10 +172,16 @@ def test_sigterm_drain_lets_the_step_in_flight_land(
     try:
         wait_for(marker.exists)
         proc.send_signal(signal.SIGTERM)
-        time.sleep(1.2)  # the worker notices (it polls twice a second), the agent still waits
+        assert proc.stderr is not None
+        noticed = ""  # the worker noticed (it polls twice a second) while the agent still waits
+        while "worker: SIGTERM: letting the step" not in noticed:
+            line = proc.stderr.readline()
+            assert line, noticed
+            noticed += line
         assert proc.poll() is None
         gate.touch()
         out, err = finish(proc)
+        err = noticed + err
     finally:
         reap(proc)
     assert proc.returncode == 0, err
