@@ -46,24 +46,39 @@ def slow_agent(agent_script: Any, scenario: Any, marker: Path, seconds: float) -
     )
 
 
+def gated_agent(agent_script: Any, scenario: Any, marker: Path, gate: Path) -> str:
+    """An agent that records its start in ``marker``, waits for ``gate`` to exist (60 s at
+    most), then acts as uwf-mock."""
+    mock = scenario().split()
+    return agent_script(
+        f"open({str(marker)!r}, 'a').write(str(os.getpid()) + '\\n')\n"
+        "deadline = time.monotonic() + 60\n"
+        f"while not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        f"os.execvp({mock[0]!r}, {mock!r} + sys.argv[1:])\n"
+    )
+
+
 def test_second_step_on_a_busy_thread_is_refused_before_its_agent_starts(
     new_thread: Any, agent_script: Any, scenario: Any, tmp_path: Path
 ) -> None:
+    """The refusal comes while the first step's agent still runs (it waits for a gate the test
+    opens only afterwards): at once, not after the agent."""
     thread = new_thread()
-    marker = tmp_path / "agent-starts"
-    agent = slow_agent(agent_script, scenario, marker, 2.0)
+    marker, gate = tmp_path / "agent-starts", tmp_path / "gate"
+    agent = gated_agent(agent_script, scenario, marker, gate)
     first = spawn("thread", "step", thread, "--agent", agent)
-    wait_for_lines(marker, 1)  # the first step holds the lock: its agent is running
-
-    began = time.monotonic()
-    second = spawn("thread", "step", thread, "--agent", agent)
-    out, err = second.communicate(timeout=30)
-    assert second.returncode == 4
-    assert err == f"error: thread {thread} is busy\n"
-    assert out == ""
-    assert time.monotonic() - began < 1.5  # refused at once, not after the agent
-
-    out, err = first.communicate(timeout=30)
+    try:
+        wait_for_lines(marker, 1)  # the first step holds the lock: its agent is running
+        second = spawn("thread", "step", thread, "--agent", agent)
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 4
+        assert err == f"error: thread {thread} is busy\n"
+        assert out == ""
+        assert first.poll() is None  # refused while the first agent still waited
+    finally:
+        gate.touch()
+    out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert json.loads(out)["role"] == "planner"
     assert len(marker.read_text().splitlines()) == 1  # the refused step never spawned

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from rootfiles import RootFiles
-from support import BIN, pid_alive, read_terminal, spawn_uwf
+from support import BIN, pid_alive, read_terminal, reap, spawn_uwf
 
 
 @dataclass
@@ -129,19 +129,25 @@ def test_a_signal_kills_the_agent_and_its_children(
 
 
 def test_timeout_leaves_no_orphan(root: Path, thread: str, hang: Hang) -> None:
-    """``timeout 2 uwf thread step …`` (what a cron job does): timeout's SIGTERM reaches uwf,
-    which takes the agent's group down before it exits."""
+    """``timeout N uwf thread step …`` (what a cron job does): timeout's SIGTERM reaches uwf,
+    which takes the agent's group down before it exits. The time runs out once the agent
+    runs: the test sends ``timeout`` the SIGALRM of its own timer."""
     head = RootFiles(root).head(thread)
-    run = subprocess.run(
-        ["timeout", "2", str(BIN / "uwf"), "thread", "step", thread, "--agent", hang.command],
-        capture_output=True,
+    run = subprocess.Popen(
+        ["timeout", "60", str(BIN / "uwf"), "thread", "step", thread, "--agent", hang.command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=30,
     )
+    try:
+        pids = hang.wait_running(run)
+        assert len(pids) == 4, "the agent ran with its children"
+        run.send_signal(signal.SIGALRM)  # timeout's own timer: its time is up, now
+        _, err = run.communicate(timeout=30)
+    finally:
+        reap(run)
     assert run.returncode == 124  # timeout's own code: the command timed out
-    assert run.stderr.splitlines()[-1] == "error: interrupted (SIGTERM)"
-    pids = hang.pids()
-    assert len(pids) == 4, "the agent ran with its children"
+    assert err.splitlines()[-1] == "error: interrupted (SIGTERM)"
     assert_all_gone(pids, within=0.5)
     assert RootFiles(root).head(thread) == head
 
@@ -198,16 +204,18 @@ def test_ctrl_c_on_a_terminal_prints_its_error_line(root: Path, thread: str, han
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["plain", "ignores-sigterm"])
 def test_thread_kill_stops_the_running_agent_within_two_seconds(
-    root: Path, thread: str, tmp_path: Path, cli_proc: Any, ignore_term: bool
+    root: Path, thread: str, tmp_path: Path, cli: Any, ignore_term: bool
 ) -> None:
-    """``thread kill`` from another process: the step notices within half a second, stops its
-    agent's group (SIGKILL after a short grace when SIGTERM is ignored) and exits 3."""
+    """``thread kill`` from another process (this one, in-process, so that the time measured
+    is the kill's and not a new process's start-up): the step notices within half a second,
+    stops its agent's group (SIGKILL after a short grace when SIGTERM is ignored) and exits
+    3."""
     hang = make_hang(tmp_path, ignore_term=ignore_term)
     head = RootFiles(root).head(thread)
     proc = spawn_uwf("thread", "step", thread, "--agent", hang.command)
     pids = hang.wait_running(proc)
     began = time.monotonic()
-    killed = cli_proc("thread", "kill", thread)
+    killed = cli("thread", "kill", thread)
     took = time.monotonic() - began  # `thread kill` returns once the step's lock is free
     assert killed.code == 0, killed.err
     assert killed.json() == {"thread": thread, "killed": True}
