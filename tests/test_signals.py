@@ -163,7 +163,7 @@ def test_sigkill_of_uwf_takes_the_agent_and_its_children(
     proc.kill()
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert_all_gone(pids, within=2)
+    assert_all_gone(pids, within=5)  # at once, but a loaded machine schedules what kills late
     assert RootFiles(root).head(thread) == head
     assert RootFiles(root).backend.locks.running() == set()  # the lock died with uwf
 
