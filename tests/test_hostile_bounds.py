@@ -184,3 +184,140 @@ def test_mustache_sections_over_an_answers_list_fail_in_bounded_time(
         f"loop iterations {BOUNDED} (head not moved)\n",
     )
     assert ok(cli_proc, "thread", "show", thread)["steps"] == 0
+
+
+# -- every part of a prompt inside the context budget -------------------------------------
+
+BUDGET = 32_000  # contextBudget's default
+CUT = "cut by uwf: over the context budget"
+
+
+def role(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "description": "r",
+        "goal": "g",
+        "capabilities": [],
+        "procedure": "p",
+        "output": "o",
+        "meta": {"type": "object", "properties": fields, "required": ["status"]},
+    }
+
+
+def recorder(tmp_path: Path, argument: bool) -> tuple[str, Path]:
+    """A uwf-cmd agent line whose command records the prompt it got (its ``{prompt}``
+    argument, else its stdin) and answers ``status: done``."""
+    seen = tmp_path / "prompt.txt"
+    script = tmp_path / "record.py"
+    script.write_text(
+        "import sys\n"
+        f"prompt = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()\n"
+        f"open({str(seen)!r}, 'w').write(prompt)\n"
+        "print('---\\nstatus: done\\n---\\nDone.')\n"
+    )
+    tail = " {prompt}" if argument else ""
+    return f"uwf-cmd -- {sys.executable} {script}{tail}", seen
+
+
+def test_one_big_field_never_stops_a_prompt_argument_role(cli_proc: Any, tmp_path: Path) -> None:
+    """A 200 KB field made the next edge prompt 257 KB: with `claude -p "{prompt}"` (the
+    README's example) every retry exited 5 and the thread stayed failing. The edge prompt and
+    the history now share the budget, each cut with a marker: the role runs."""
+    document = {
+        "name": "loop",
+        "description": "Write, then review.",
+        "roles": {
+            "writer": role({"status": {"type": "string", "enum": ["_"]}, "notes": {}}),
+            "reviewer": role({"status": {"type": "string", "enum": ["done"]}}),
+        },
+        "graph": {
+            "$START": {"_": {"role": "writer", "prompt": "Write."}},
+            "writer": {"_": {"role": "reviewer", "prompt": "Review these notes: {{notes}}"}},
+            "reviewer": {"done": {"role": "$END", "prompt": "Done."}},
+        },
+    }
+    path = tmp_path / "loop.yaml"
+    path.write_text(yaml.safe_dump(document))
+    ok(cli_proc, "workflow", "put", str(path))
+    thread = ok(cli_proc, "thread", "start", "loop", "-p", "the task")["thread"]
+    scenario = tmp_path / "scenario.yaml"
+    answer = f"---\nstatus: _\nnotes: {'n' * 200_000}\n---\nWritten."
+    scenario.write_text(yaml.safe_dump({"roles": {"writer": [answer]}}))
+    head = ok(cli_proc, "thread", "step", thread, "--agent", f"uwf-mock --scenario {scenario}")
+    agent, seen = recorder(tmp_path, argument=True)
+    done = cli_proc("thread", "step", thread, "--agent", agent)
+    assert done.code == 0, done.err
+    prompt = seen.read_text()
+    assert len(prompt.encode()) < 100_000  # 257,743 bytes before; an argument holds 131,071
+    instruction = prompt.split("## Moderator Instruction\n\n", 1)[1]
+    assert instruction.startswith("Review these notes: nnnn")
+    marker = f"characters {CUT}; `uwf step read {head['head']}` shows them]"
+    assert instruction.endswith(marker)
+    assert prompt.count(CUT) == 2  # the edge prompt, and the newest step's output
+    assert len(instruction) < BUDGET
+
+
+def test_a_join_of_twenty_big_children_fits_the_context_budget(
+    cli: Any, cli_proc: Any, tmp_path: Path
+) -> None:
+    """20 children with 300 KB outputs gave the joining role a 12 MB prompt (the edge prompt
+    printing them, 6 MB, and the children's section, 6 MB, both outside the budget). Both
+    now fit it: each child keeps its block, its output cut to an equal share with a marker
+    naming the step that shows it whole."""
+    child = {
+        "name": "child",
+        "description": "One task.",
+        "roles": {"worker": role({"status": {"type": "string", "enum": ["_"]}, "text": {}})},
+        "graph": {
+            "$START": {"_": {"role": "worker", "prompt": "Work."}},
+            "worker": {"_": {"role": "$END", "prompt": "x"}},
+        },
+    }
+    fan = {"field": "subtasks", "workflow": "child", "max": 20}
+    parent = {
+        "name": "join",
+        "description": "Plan, then review the children.",
+        "roles": {
+            "planner": role({"status": {"type": "string", "enum": ["_"]}, "subtasks": {}}),
+            "reviewer": role({"status": {"type": "string", "enum": ["done"]}}),
+        },
+        "graph": {
+            "$START": {"_": {"role": "planner", "prompt": "Plan."}},
+            "planner": {
+                "_": {
+                    "role": "reviewer",
+                    "prompt": "Review: {{#children}}{{task}}: {{output.text}}; {{/children}}",
+                    "fanOut": fan,
+                }
+            },
+            "reviewer": {"done": {"role": "$END", "prompt": "x"}},
+        },
+    }
+    for document in (child, parent):
+        path = tmp_path / f"{document['name']}.yaml"
+        path.write_text(yaml.safe_dump(document))
+        assert cli("workflow", "put", str(path)).code == 0
+    thread = cli("thread", "start", "join", "-p", "go").json()["thread"]
+    items = json.dumps([f"task {i}" for i in range(20)])
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        yaml.safe_dump({"roles": {"planner": [f"---\nstatus: _\nsubtasks: {items}\n---\n"]}})
+    )
+    kids = cli("thread", "step", thread, "--agent", f"uwf-mock --scenario {scenario}").json()
+    answer = tmp_path / "answer.md"
+    answer.write_text(f"---\nstatus: _\ntext: {'w' * 300_000}\n---\nDone.")
+    heads = []
+    for kid in kids["children"]:
+        r = cli("thread", "answer", kid, "--file", str(answer))
+        assert r.code == 0, r.err
+        heads.append(r.json()["head"])
+    agent, seen = recorder(tmp_path, argument=False)
+    joined = cli_proc("thread", "step", thread, "--agent", agent)
+    assert joined.code == 0, joined.err
+    prompt = seen.read_text()
+    assert len(prompt) < BUDGET + 30_000  # 12,028,073 before; the rest is the role's own text
+    section = prompt.split("\n## Children\n", 1)[1]
+    assert len(section) < BUDGET
+    for number, head in enumerate(heads, 1):
+        assert f"### Child {number} (last role worker, head {head})" in section
+        assert f"{CUT}; `uwf step read {head}` shows them]" in section
+    assert prompt.split("## Moderator Instruction\n\n", 1)[1].startswith("Review: task 0: www")
