@@ -33,6 +33,8 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 #: The characters of thread history (summary and steps) an agent is given: ``contextBudget``.
 DEFAULT_CONTEXT_BUDGET = 32_000
+DEFAULT_FAN_OUT_DEPTH = 3  # levels of children below a root (``fanOut.maxDepth``)
+DEFAULT_FAN_OUT_THREADS = 1000  # threads one fan-out tree starts (``fanOut.maxThreads``)
 #: The largest file the agent kit stores as an artifact: ``artifactMaxBytes`` (10 MiB).
 DEFAULT_ARTIFACT_MAX_BYTES = 10 * 1024 * 1024
 
@@ -101,6 +103,10 @@ class Config(NamedTuple):
     # perMinute?}
     limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
     priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
+    # how far one fan-out tree may grow (docs/format.md, "Fan-out and join"): levels of
+    # children below its root, and threads it starts in all
+    fan_out_depth: int = DEFAULT_FAN_OUT_DEPTH
+    fan_out_threads: int = DEFAULT_FAN_OUT_THREADS
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -171,6 +177,10 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         agent_timeout=float(timeout) if timeout is not None else None,
         max_rounds=_integer(raw, "maxRounds"),
         priority_aging=_integer(raw, "priorityAging") or 300,
+        fan_out_depth=_integer(_section(raw, "fanOut"), "maxDepth") or DEFAULT_FAN_OUT_DEPTH,
+        fan_out_threads=(
+            _integer(_section(raw, "fanOut"), "maxThreads") or DEFAULT_FAN_OUT_THREADS
+        ),
         compact_after=_integer(raw, "compactAfter"),
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
