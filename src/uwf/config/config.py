@@ -31,7 +31,8 @@ _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-#: The characters of thread history (summary and steps) an agent is given: ``contextBudget``.
+#: The characters of the thread an agent is shown (task, history, edge prompt, a join's children
+#: together: ``uwf.agent_kit.budget``): ``contextBudget``.
 DEFAULT_CONTEXT_BUDGET = 32_000
 DEFAULT_FAN_OUT_DEPTH = 3  # levels of children below a root (``fanOut.maxDepth``)
 DEFAULT_FAN_OUT_THREADS = 1000  # threads one fan-out tree starts (``fanOut.maxThreads``)
@@ -86,7 +87,7 @@ class Config(NamedTuple):
     agent_timeout: float | None = None
     max_rounds: int | None = None
     compact_after: int | None = None  # write a summary every N steps (docs/format.md)
-    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
+    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of the thread an agent is shown
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
     # variables whose values are secrets: kept from what a model runs, redacted everywhere
     secrets: tuple[str, ...] = ()
