@@ -53,7 +53,7 @@ def fit(ctx: AgentContext, history: History) -> Fitted:
     from uwf.agent_kit import children
 
     budget = history.budget
-    kids = children.read(ctx.store, ctx.children) if ctx.children is not None else None
+    kids = children.read(ctx.store, ctx.children, budget) if ctx.children is not None else None
     past = len(history.summary or "") + sum(step_cost(step) for step in history.steps)
     demands = [len(ctx.task), len(ctx.edge_prompt), children.size(kids) if kids else 0, past]
     if sum(demands) <= budget:

@@ -27,7 +27,8 @@ FRAME = 64  # about the characters of one child's block besides its title, task 
 
 
 class Child(NamedTuple):
-    """One child's block: its title, its task and last output (as JSON), and where each is
+    """One child's block: its title, its task and last output (as JSON: its start, when
+    ``read`` was told to keep no more, and ``output_size`` its length), and where each is
     shown whole."""
 
     title: str
@@ -35,10 +36,11 @@ class Child(NamedTuple):
     task_whole: str
     output: str
     output_whole: str
+    output_size: int
 
     @property
     def size(self) -> int:
-        return len(self.title) + len(self.task) + len(self.output) + FRAME
+        return len(self.title) + len(self.task) + self.output_size + FRAME
 
 
 def from_env() -> list[NodeHash] | None:
@@ -53,8 +55,10 @@ def from_env() -> list[NodeHash] | None:
     return [NodeHash(part) for part in heads]
 
 
-def read(store: Store, heads: list[NodeHash]) -> list[Child]:
-    """Each child's block, in order, its task shortened to ``TASK_LIMIT`` characters."""
+def read(store: Store, heads: list[NodeHash], keep: int | None = None) -> list[Child]:
+    """Each child's block, in order, its task shortened to ``TASK_LIMIT`` characters and (with
+    ``keep``: no share of a budget of ``keep`` can be larger) its output to ``keep``, so that
+    a thousand long outputs are never held at once."""
     out = []
     for number, head in enumerate(heads, 1):
         node = chain.load_head(store, head)
@@ -65,15 +69,11 @@ def read(store: Store, heads: list[NodeHash]) -> list[Child]:
             output: Any = chain.output_of(store, node)
         else:
             ended, output = f"no step ran, head {head}", {}
-        out.append(
-            Child(
-                f"### Child {number} ({ended})",
-                task,
-                f"`uwf cas get {start.hash}`",
-                json.dumps(output, ensure_ascii=False, sort_keys=True),
-                f"`uwf step read {head}`",
-            )
-        )
+        text = json.dumps(output, ensure_ascii=False, sort_keys=True)
+        shown = text if keep is None else text[: keep + 1]
+        title = f"### Child {number} ({ended})"
+        whole = f"`uwf step read {head}`"
+        out.append(Child(title, task, f"`uwf cas get {start.hash}`", shown, whole, len(text)))
     return out
 
 
@@ -92,11 +92,13 @@ def section(children: list[Child], limit: int | None = None) -> str:
     lines = _lead(len(children))
     if limit is not None and size(children) > limit:
         room = limit - len("\n".join(lines)) - sum(len(c.title) + FRAME for c in children)
-        parts = shares([len(text) for c in children for text in (c.task, c.output)], room)
+        parts = shares([n for c in children for n in (len(c.task), c.output_size)], room)
         children = [
             child._replace(
                 task=fences.cut(child.task, parts[2 * i], child.task_whole),
-                output=fences.cut(child.output, parts[2 * i + 1], child.output_whole),
+                output=fences.cut(
+                    child.output, parts[2 * i + 1], child.output_whole, child.output_size
+                ),
             )
             for i, child in enumerate(children)
         ]
