@@ -125,9 +125,13 @@ def _too_large(name: str, what: str) -> TemplateError:
 
 
 def _check_value(name: str, value: Any, budget: Budget) -> None:
-    """A value a filter made: at most ``SEQUENCE_LIMIT`` items and ``VALUE_LIMIT`` characters."""
+    """A value a filter made: at most ``SEQUENCE_LIMIT`` items, ``VALUE_LIMIT`` characters and
+    (a number) ``DIGITS_LIMIT`` digits."""
     if isinstance(value, (list, tuple, range)) and len(value) > SEQUENCE_LIMIT:
         raise _too_large(name, f"has {len(value):,} items, over the limit of {SEQUENCE_LIMIT:,}")
+    if isinstance(value, int) and _digits(value) > DIGITS_LIMIT:
+        digits = _digits(value)
+        raise _too_large(name, f"has {digits:,} digits, over the limit of {DIGITS_LIMIT:,}")
     found = size(value, VALUE_LIMIT, budget)
     if found > VALUE_LIMIT:
         raise _too_large(name, f"prints as {found:,} characters, over the limit of {VALUE_LIMIT:,}")
@@ -142,11 +146,11 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _grow_append(left: Any, other: Any = "", *_: Any) -> int:
+def _grow_append(left: Any, other: Any = "", *_: Any, **__: Any) -> int:
     return size(left, VALUE_LIMIT) + size(other, VALUE_LIMIT)
 
 
-def _grow_concat(left: Any, other: Any = (), *_: Any) -> int:
+def _grow_concat(left: Any, other: Any = (), *_: Any, **__: Any) -> int:
     if isinstance(left, (list, tuple)) and isinstance(other, (list, tuple)):
         count = len(left) + len(other)
         if count > SEQUENCE_LIMIT:
@@ -154,7 +158,7 @@ def _grow_concat(left: Any, other: Any = (), *_: Any) -> int:
     return size(left, VALUE_LIMIT) + size(other, VALUE_LIMIT)
 
 
-def _grow_replace(left: Any, seq: Any = "", sub: Any = "", *_: Any) -> int:
+def _grow_replace(left: Any, seq: Any = "", sub: Any = "", *_: Any, **__: Any) -> int:
     text, old, new = _text(left), _text(seq), _text(sub)
     width = size(left, VALUE_LIMIT)
     if old is None or new is None:
@@ -168,7 +172,7 @@ def _grow_join(left: Any, separator: Any = " ", *_: Any, **__: Any) -> int:
     return size(left, VALUE_LIMIT) + count * len(str(separator))
 
 
-def _grow_split(left: Any, separator: Any = None, *_: Any) -> int:
+def _grow_split(left: Any, separator: Any = None, *_: Any, **__: Any) -> int:
     text = _text(left)
     if text is None:
         return size(left, VALUE_LIMIT)
@@ -179,7 +183,7 @@ def _grow_split(left: Any, separator: Any = None, *_: Any) -> int:
     return len(text) + count
 
 
-def _grow_times(left: Any, other: Any = 0, *_: Any) -> int:
+def _grow_times(left: Any, other: Any = 0, *_: Any, **__: Any) -> int:
     if isinstance(left, int) and isinstance(other, int):
         digits = _digits(left) + _digits(other)
         if digits > DIGITS_LIMIT:
