@@ -33,6 +33,7 @@ from uwf.backend.base import (
     ThreadInfo,
     Waiting,
 )
+from uwf.backend.tree import FanOutLimits, FanOutRefused
 from uwf.backend.workers import WorkerRecord
 from uwf.cas import codec, ops
 from uwf.cas.schema import META_SCHEMA, meta_hash
@@ -604,6 +605,43 @@ class BackendContract:
         with pytest.raises(NotActive):
             backend.threads.fan_out(_thread(9), waiting, [])
 
+    def test_a_fan_out_tree_is_bounded_in_depth_and_threads(self, backend: Backend) -> None:
+        """docs/format.md, "Fan-out and join": the root counts the threads its tree started;
+        a fan-out past ``maxDepth`` or ``maxThreads`` is refused and records nothing."""
+        a, c = _chain_node(backend, "a"), _chain_node(backend, "c")
+        limits = FanOutLimits(depth=2, threads=5)
+        root, kids, grand = _thread(1), (_thread(2), _thread(3)), (_thread(4), _thread(5))
+
+        def fan(parent: ThreadId, ids: tuple[ThreadId, ...]) -> None:
+            children = [ActiveThread(k, c, ThreadInfo(parent=parent)) for k in ids]
+            head = backend.threads.head(parent)
+            assert head is not None
+            waiting = Waiting("reviewer", 5, head, "children", ids)
+            backend.threads.fan_out(parent, waiting, children, limits)
+
+        backend.threads.create(root, a, ThreadInfo(task="r"))
+        fan(root, kids)
+        fan(kids[0], grand)  # 4 of 5
+        with pytest.raises(FanOutRefused) as err:
+            fan(kids[1], (_thread(6), _thread(7)))
+        assert err.value.message == (
+            f"fan-out refused: the tree of thread {root} has started 4 thread(s), and 2 more "
+            'would pass fanOut.maxThreads (5) of config.yaml (docs/format.md, "Fan-out and '
+            'join")'
+        )
+        with pytest.raises(FanOutRefused) as err:
+            fan(grand[0], (_thread(8),))
+        assert err.value.message.startswith(
+            f"fan-out refused: thread {grand[0]} is 2 level(s) below its root {root}, and its "
+            "children would pass fanOut.maxDepth (2) of config.yaml"
+        )
+        record = backend.threads.get(kids[1])
+        assert record is not None and record.waiting is None  # nothing recorded
+        assert len(backend.threads.active()) == 5
+        found = backend.threads.get(root)
+        assert found is not None and found.info.descendants == 4
+        fan(kids[1], ())  # an empty list starts nothing: never refused
+
     def test_a_failure_counts_attempts_until_a_step_lands(self, backend: Backend) -> None:
         """docs/format.md, "Thread state": the last failure, its attempts at this head."""
         a, b = _chain_node(backend, "a"), _chain_node(backend, "b")
@@ -926,6 +964,18 @@ try:
         from uwf.backend.base import Failure
         for n in range(int(b)):
             backend.threads.fail(ThreadId(thread), Failure(NodeHash(a), f"{os.getpid()}", 5, n))
+    elif op == "fanout":  # fan out b children at head a, in a tree of at most 12 threads
+        from uwf.backend.base import ActiveThread, ThreadInfo, Waiting
+        from uwf.backend.tree import FanOutLimits, FanOutRefused
+        from uwf.util.ulid import new_thread_id
+        kids = [new_thread_id() for _ in range(int(b))]
+        children = [ActiveThread(k, NodeHash(a), ThreadInfo(parent=thread)) for k in kids]
+        waiting = Waiting("r", 1, NodeHash(a), "children", tuple(kids))
+        try:
+            backend.threads.fan_out(ThreadId(thread), waiting, children, FanOutLimits(3, 12))
+        except FanOutRefused:
+            print("FanOutRefused", flush=True)
+            sys.exit(0)
     elif op == "attempt":  # non-waiting step-lock attempts for b seconds; how many refused
         end, tries, busy = time.monotonic() + float(b), 0, 0
         while time.monotonic() < end:
@@ -1030,6 +1080,23 @@ class SharedBackendContract(BackendContract):
         record = backend.threads.get(t)
         assert record is not None and record.failure is not None
         assert record.failure.attempts == 100
+
+    def test_processes_fanning_out_in_one_tree_never_pass_its_limit(
+        self, backend: Backend, spec: str, tmp_path: Path
+    ) -> None:
+        """Six children of one root fan out 3 each at once, in a tree of at most 12 threads:
+        exactly two of them may (6 + 3 + 3), whichever they are."""
+        a = _chain_node(backend, "a")
+        root, kids = _thread(1), tuple(_thread(n) for n in range(2, 8))
+        backend.threads.create(root, a, ThreadInfo())
+        children = [ActiveThread(k, a, ThreadInfo(parent=root)) for k in kids]
+        waiting = Waiting("r", 1, a, "children", kids)
+        backend.threads.fan_out(root, waiting, children, FanOutLimits(3, 12))
+        outs = self._race(tmp_path, spec, [("fanout", k, a, "3") for k in kids])
+        assert sorted(outs) == ["FanOutRefused"] * 4 + ["ok"] * 2
+        found = backend.threads.get(root)
+        assert found is not None and found.info.descendants == 12
+        assert len(backend.threads.active()) == 1 + 6 + 6
 
     def test_two_processes_race_for_a_step_lock(
         self, backend: Backend, spec: str, tmp_path: Path

@@ -244,25 +244,42 @@ def test_an_agent_that_leaves_out_the_children_is_refused(
             "(the role joins the children)",
         ),
         (
-            {"role": "reviewer", "prompt": "x", "fanOut": {"field": "nope"}},
+            {"role": "reviewer", "prompt": "x", "fanOut": {"workflow": "w", "field": "nope"}},
             'graph.planner._.fanOut.field: "nope" is not a field of the role\'s output '
             "(its fields: plan, status, subtasks)",
         ),
         (
-            {"role": "reviewer", "prompt": "x", "fanOut": {"field": "subtasks", "task": "{{#a}}"}},
+            {
+                "role": "reviewer",
+                "prompt": "x",
+                "fanOut": {"workflow": "w", "field": "subtasks", "task": "{{#a}}"},
+            },
             "graph.planner._.fanOut.task: task template does not parse:",
         ),
         (
-            {"role": "reviewer", "prompt": "x", "fanOut": {"field": "subtasks", "max": 1001}},
+            {
+                "role": "reviewer",
+                "prompt": "x",
+                "fanOut": {"workflow": "w", "field": "subtasks", "max": 1001},
+            },
             "graph.planner._.fanOut.max:",
         ),
         (
-            {"role": "reviewer", "prompt": "x", "fanOut": {"field": "subtasks", "each": 1}},
+            {
+                "role": "reviewer",
+                "prompt": "x",
+                "fanOut": {"workflow": "w", "field": "subtasks", "each": 1},
+            },
             "graph.planner._.fanOut.each: unknown key",
         ),
         (
             {"role": "reviewer", "prompt": "x", "fanOut": {"field": "subtasks", "workflow": "-x"}},
             'graph.planner._.fanOut.workflow: "-x" is not a valid workflow name',
+        ),
+        (  # the children would run this workflow again: recursion is asked for by name
+            {"role": "reviewer", "prompt": "x", "fanOut": {"field": "subtasks"}},
+            "graph.planner._.fanOut.workflow: missing (expected the name of the workflow each "
+            "child runs; this workflow's own name makes a recursive fan-out)",
         ),
     ],
 )
@@ -286,7 +303,7 @@ def test_a_version_1_file_cannot_fan_out(cli: Any, tmp_path: Path) -> None:
         "roles": {"planner": {"frontmatter": {"type": "object"}}, "dev": {"frontmatter": {}}},
         "graph": {
             "$START": {"new": {"role": "planner"}},
-            "planner": {"_": {"role": "dev", "fanOut": {"field": "subtasks"}}},
+            "planner": {"_": {"role": "dev", "fanOut": {"field": "subtasks", "workflow": "w"}}},
             "dev": {"_": {"role": "$END"}},
         },
     }

@@ -369,7 +369,8 @@ def test_an_edge_prompt_too_long_for_the_environment_goes_by_file(
 ) -> None:
     """A 200 KB field rendered into the next edge prompt: over Linux's 128 KiB per variable,
     so the agent could not even start (exit 1, every later step). The prompt now goes in a
-    file ($UWF_EDGE_PROMPT_FILE): the agent kit reads it, uwf-cmd passes it on."""
+    file ($UWF_EDGE_PROMPT_FILE): the agent kit reads it, uwf-cmd passes it on whole; the
+    prompt it composes fits the context budget (tests/test_hostile_bounds.py)."""
     notes = "n" * 200_000
     thread = start(cli_proc, loop_workflow(tmp_path))
     agent = mock(tmp_path, {"writer": [again(notes)]})
@@ -384,18 +385,21 @@ def test_an_edge_prompt_too_long_for_the_environment_goes_by_file(
         "cmd.py",
         "prompt = sys.stdin.read()\n"
         "edge = open(os.environ['UWF_EDGE_PROMPT_FILE']).read()\n"
-        f"open({str(seen)!r}, 'w').write(__import__('json').dumps([len(prompt), edge[:26]]))\n"
+        f"open({str(seen)!r}, 'w').write(__import__('json').dumps([len(prompt), edge]))\n"
         "print('---\\nstatus: approved\\n---\\nDone.')\n",
     )
     ok(cli_proc, "thread", "step", thread, "--agent", f"uwf-cmd -- {cmd}")
     prompt_size, edge = json.loads(seen.read_text())
-    assert prompt_size > 200_000 and edge == "Again, after these notes: "
+    assert prompt_size < 100_000 and edge == f"Again, after these notes: {notes}"
 
 
 def test_a_prompt_too_long_for_an_argument_fails_naming_the_limit(
-    cli_proc: Any, tmp_path: Path
+    cli_proc: Any, root: Path, tmp_path: Path
 ) -> None:
+    """A context budget too large for an argument (the default's prompts fit one: a big
+    field is cut to it, tests/test_hostile_bounds.py): the step fails naming the limit."""
     thread = start(cli_proc, loop_workflow(tmp_path))
+    (root / "config.yaml").write_text("contextBudget: 500000\n")
     ok(
         cli_proc,
         "thread",

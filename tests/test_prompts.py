@@ -541,3 +541,14 @@ def test_a_code_span_holds_agent_text_on_one_line(text: str, span: str) -> None:
     assert code_span(text) == span
     tokens = MarkdownIt("commonmark").parseInline(f"- {code_span(text)}")[0].children or []
     assert [t.type for t in tokens] == ["text", "code_inline"]
+
+
+def test_the_budget_is_shared_fairly() -> None:
+    """agent_kit.budget: parts that fit keep all they ask; the longest split what is left."""
+    from uwf.agent_kit.budget import shares
+
+    assert shares([10, 20, 30], 100) == [10, 20, 30]  # they fit: nothing changes
+    assert shares([100, 257_000, 0, 20_000], 32_000) == [100, 15_950, 0, 15_950]
+    assert shares([300_000] * 20, 32_000) == [1_600] * 20
+    assert shares([5, 50, 500], 100) == [5, 47, 48]
+    assert sum(shares([7, 7, 7], 10)) <= 10 and shares([], 10) == []

@@ -53,3 +53,32 @@ def test_an_unknown_dialect_is_refused() -> None:
     with pytest.raises(template.TemplateError, match="unknown template dialect 'jinja'"):
         template.render("{{ x }}", {}, dialect="jinja")
     assert template.check("x", dialect="jinja") == "unknown template dialect 'jinja'"
+
+
+def test_sections_over_a_list_are_bounded_not_multiplied() -> None:
+    """Five sections over one list of 100 items would print 10^10 times: it fails past
+    10,000 iterations in all, at once."""
+    text = "{{#a}}{{#a}}{{#a}}{{#a}}{{#a}}x{{/a}}{{/a}}{{/a}}{{/a}}{{/a}}"
+    with pytest.raises(template.TemplateError) as err:
+        template.render(text, {"a": list(range(100))})
+    assert str(err.value) == (
+        "more than 10,000 loop iterations (a prompt template is bounded: docs/format.md, Edge "
+        "prompts)"
+    )
+    nested = "{{#a}}{{#a}}.{{/a}}{{/a}}"
+    assert template.render(nested, {"a": list(range(1, 100))}) == "." * 99 * 99  # 9,900 passes
+    with pytest.raises(template.TemplateError):
+        template.render(nested, {"a": list(range(1, 101))})  # 10,100
+
+
+def test_the_output_is_cut_at_one_mib_with_a_marker() -> None:
+    """What an answer prints shortens the prompt, never fails it: 20 children's 300 KB
+    fields at a join, a field printed 2,000 times."""
+    marker = "\n[… cut by uwf: the rendered prompt passed 1,048,576 characters]"
+    children = [{"task": f"t{i}", "output": {"text": "y" * 300_000}} for i in range(20)]
+    text = "Review: {{#children}}{{task}}: {{output.text}}; {{/children}}Be brief."
+    out = template.render(text, {"children": children})
+    assert out.startswith("Review: t0: yyy") and out.endswith("; Be brief." + marker)
+    assert len(out) - len(marker) - len("Be brief.") < (1 << 20) + 100
+    out = template.render("{{x}}" * 2000, {"x": "z" * 10_000})
+    assert out == "z" * (1 << 20) + marker

@@ -261,8 +261,9 @@ def _step_block(
 ) -> str:
     """One step: its number and role, its output as JSON, its agent, and (``include_content``)
     its content in a fence the content cannot close. A step that costs more than ``limit``
-    characters (``step_cost``) has its output and then its content cut with a marker
-    (docs/agents.md, "uwf-cmd")."""
+    characters (``step_cost``) has its output and its content cut, each to a fair share of it
+    (the shorter kept whole when it fits its share), with a marker (docs/agents.md,
+    "uwf-cmd")."""
     title = f"### Step {number}: {step.get('role')}"
     agent = f"Agent: {one_line(str(step.get('agent')))}"
     output = _json(step.get("output", {}))
@@ -270,10 +271,14 @@ def _step_block(
     if isinstance(content, str):
         content = body(content).rstrip()
     if limit is not None and limit != float("inf") and step_cost(step) > limit:
+        from uwf.agent_kit.budget import shares
+
         room = int(limit) - len(title) - len(agent) - len(_CONTENT_HEADING) - 16
-        output = cut(output, room, _whole(step))
+        text = content if isinstance(content, str) else ""
+        output_room, content_room = shares([len(output), len(text)], room)
+        output = cut(output, output_room, _whole(step))
         if isinstance(content, str):
-            content = cut(content, room - len(output), _whole(step))
+            content = cut(content, content_room, _whole(step))
     lines = [title, f"Output: {output}", agent]
     if content is not None:
         lines += ["", _CONTENT_HEADING, "", fence(str(content), "markdown")]
@@ -473,30 +478,26 @@ class PromptInputs(TypedDict):
 
 
 def prompt_inputs(ctx: AgentContext) -> PromptInputs:
-    """The prompt inputs of ``ctx``: its role, task and edge prompt, and what it shows of the
-    thread (``AgentContext.history``: the newest summary and the steps after it)."""
+    """The prompt inputs of ``ctx``: its role, task and edge prompt (with the children's
+    results at the join of a fan-out), and what it shows of the thread
+    (``AgentContext.history``: the newest summary and the steps after it), all within the
+    context budget (``agent_kit.budget``)."""
+    from uwf.agent_kit.budget import fit
+
     history = ctx.history
+    fitted = fit(ctx, history)
     return PromptInputs(
         format_instruction=ctx.format_instruction,
         role_def=ctx.role_def,
-        task=ctx.task,
+        task=fitted.task,
         steps=history.steps,
         offset=history.offset,
         summary=history.summary,
         role=ctx.role,
-        edge_prompt=_with_children(ctx),
-        budget=history.budget,
+        edge_prompt=fitted.edge_prompt,
+        budget=fitted.budget,
         cli_reference=None if ctx.cli_reference else "",
     )
-
-
-def _with_children(ctx: AgentContext) -> str:
-    """The edge prompt, followed at the join of a fan-out by the children's results."""
-    if ctx.children is None:
-        return ctx.edge_prompt
-    from uwf.agent_kit import children
-
-    return f"{ctx.edge_prompt}\n\n{children.section(ctx.store, ctx.children)}"
 
 
 def agent_prompt(ctx: AgentContext, first_visit: bool) -> str:

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from uwf.backend.failure import Failure as Failure
 from uwf.backend.failure import RetryPolicy as RetryPolicy
+from uwf.backend.tree import FanOutLimits
 from uwf.backend.workers import Workers
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
@@ -58,6 +59,8 @@ class ThreadInfo(NamedTuple):
     cwd: str | None = None  # the directory its agents work in (``thread start --cwd``)
     parent: ThreadId | None = None  # the thread whose fan-out started it
     priority: int = 0  # higher is stepped first by --next and workers (``prioritize``)
+    # a root's: the threads its fan-out tree has started (``uwf.backend.tree``)
+    descendants: int = 0
 
     def as_json(self) -> dict[str, str | int]:
         pairs = (
@@ -69,6 +72,8 @@ class ThreadInfo(NamedTuple):
         out: dict[str, str | int] = {k: v for k, v in pairs if v}
         if self.priority:
             out["priority"] = self.priority
+        if self.descendants:
+            out["descendants"] = self.descendants
         return out
 
 
@@ -228,11 +233,19 @@ class ThreadTable(abc.ABC):
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
 
-    def fan_out(self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]) -> None:
-        """Start a fan-out in one atomic change: record ``children`` (new threads, fresh ids)
-        and mark ``thread`` as waiting for them at ``waiting.head`` (docs/format.md,
-        "Fan-out and join"). Refused like ``wait``, and then nothing is recorded."""
-        done, head = self._fan_out(thread, waiting, children)
+    def fan_out(
+        self,
+        thread: ThreadId,
+        waiting: Waiting,
+        children: list[ActiveThread],
+        limits: FanOutLimits = FanOutLimits(),
+    ) -> None:
+        """Start a fan-out in one atomic change: record ``children`` (new threads, fresh ids),
+        count them on the root of ``thread``'s tree and mark ``thread`` as waiting for them at
+        ``waiting.head`` (docs/format.md, "Fan-out and join"). Refused like ``wait``, or
+        (FanOutRefused) when the tree's ``limits`` do not allow them; then nothing is
+        recorded."""
+        done, head = self._fan_out(thread, waiting, children, limits)
         if not done:
             raise self._refusal(thread, head, waiting.head, "wait")
 
@@ -312,10 +325,16 @@ class ThreadTable(abc.ABC):
 
     @abc.abstractmethod
     def _fan_out(
-        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+        self,
+        thread: ThreadId,
+        waiting: Waiting,
+        children: list[ActiveThread],
+        limits: FanOutLimits,
     ) -> tuple[bool, NodeHash | None]:
-        """Atomically: when ``thread`` is active at ``waiting.head``, record ``waiting`` and
-        create ``children``. Returns (done, the head found: None when not active)."""
+        """Atomically: when ``thread`` is active at ``waiting.head``, raise the refusal of
+        ``uwf.backend.tree`` when its tree may not start ``children``, else add them to its
+        root's ``descendants``, record ``waiting`` and create them. Returns (done, the head
+        found: None when not active)."""
 
     @abc.abstractmethod
     def _fail(

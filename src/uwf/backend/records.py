@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import contextlib
 
+from uwf.backend import tree
 from uwf.backend.base import (
     ActiveThread,
     Failure,
@@ -22,6 +23,7 @@ from uwf.backend.base import (
     ThreadTable,
     Waiting,
 )
+from uwf.backend.tree import FanOutLimits
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict
@@ -95,7 +97,11 @@ class RecordThreads(ThreadTable):
             return True, record.head
 
     def _fan_out(
-        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+        self,
+        thread: ThreadId,
+        waiting: Waiting,
+        children: list[ActiveThread],
+        limits: FanOutLimits,
     ) -> tuple[bool, NodeHash | None]:
         with self._edit() as records:
             record = records.get(thread)
@@ -103,6 +109,15 @@ class RecordThreads(ThreadTable):
                 return False, record.head if record is not None else None
             if any(child.thread in records for child in children):
                 raise Conflict(f"thread {children[0].thread} already exists")
+            place = tree.locate(thread, records.get)
+            refused = tree.refusal(thread, place, len(children), limits)
+            if refused is not None:
+                raise refused
+            if children:  # counted on the root, in the same write
+                root = records[place.root]
+                info = root.info._replace(descendants=place.started + len(children))
+                records[place.root] = root._replace(info=info)
+                record = records[thread]
             records[thread] = record._replace(
                 waiting=waiting._replace(reason=storable(waiting.reason))
             )

@@ -41,6 +41,7 @@ from uwf.backend.base import (
     ThreadTable,
     Waiting,
 )
+from uwf.backend.tree import FanOutLimits
 from uwf.backend.workers import WorkerRecord, Workers
 from uwf.cas.store import Node, NodeInfo, Store
 from uwf.util import errors
@@ -218,7 +219,11 @@ class RelayThreads(ThreadTable):
         raise _refused("marking a thread as waiting")
 
     def _fan_out(
-        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+        self,
+        thread: ThreadId,
+        waiting: Waiting,
+        children: list[ActiveThread],
+        limits: FanOutLimits,
     ) -> tuple[bool, NodeHash | None]:
         raise _refused("starting child threads")  # uwf starts a fan-out, never its agent
 

@@ -31,8 +31,11 @@ _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-#: The characters of thread history (summary and steps) an agent is given: ``contextBudget``.
+#: The characters of the thread an agent is shown (task, history, edge prompt, a join's children
+#: together: ``uwf.agent_kit.budget``): ``contextBudget``.
 DEFAULT_CONTEXT_BUDGET = 32_000
+DEFAULT_FAN_OUT_DEPTH = 3  # levels of children below a root (``fanOut.maxDepth``)
+DEFAULT_FAN_OUT_THREADS = 1000  # threads one fan-out tree starts (``fanOut.maxThreads``)
 #: The largest file the agent kit stores as an artifact: ``artifactMaxBytes`` (10 MiB).
 DEFAULT_ARTIFACT_MAX_BYTES = 10 * 1024 * 1024
 
@@ -92,7 +95,7 @@ class Config(NamedTuple):
     agent_timeout: float | None = None
     max_rounds: int | None = None
     compact_after: int | None = None  # write a summary every N steps (docs/format.md)
-    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of history an agent is given
+    context_budget: int = DEFAULT_CONTEXT_BUDGET  # characters of the thread an agent is shown
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES  # largest file stored as an artifact
     # variables whose values are secrets: kept from what a model runs, redacted everywhere
     secrets: tuple[str, ...] = ()
@@ -109,6 +112,10 @@ class Config(NamedTuple):
     # perMinute?}
     limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
     priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
+    # how far one fan-out tree may grow (docs/format.md, "Fan-out and join"): levels of
+    # children below its root, and threads it starts in all
+    fan_out_depth: int = DEFAULT_FAN_OUT_DEPTH
+    fan_out_threads: int = DEFAULT_FAN_OUT_THREADS
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -184,6 +191,10 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         agent_timeout=float(timeout) if timeout is not None else None,
         max_rounds=_integer(raw, "maxRounds"),
         priority_aging=_integer(raw, "priorityAging") or 300,
+        fan_out_depth=_integer(_section(raw, "fanOut"), "maxDepth") or DEFAULT_FAN_OUT_DEPTH,
+        fan_out_threads=(
+            _integer(_section(raw, "fanOut"), "maxThreads") or DEFAULT_FAN_OUT_THREADS
+        ),
         compact_after=_integer(raw, "compactAfter"),
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,

@@ -136,6 +136,11 @@ CONFIG: dict[str, Any] = {
                 "providers": _entries(LIMIT, "a mapping of provider name -> limits"),
             },
         },
+        "fanOut": {
+            "type": ["object", "null"],
+            EXPECTED: "a mapping {maxDepth, maxThreads}",
+            "properties": {"maxDepth": POSITIVE, "maxThreads": POSITIVE},
+        },
         "retry": RETRY,
         "retryOverrides": _entries(
             {

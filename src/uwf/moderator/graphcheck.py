@@ -129,6 +129,12 @@ def _check_target(
     return out
 
 
+MISSING_WORKFLOW = (
+    "missing (expected the name of the workflow each child runs; this workflow's own name "
+    "makes a recursive fan-out)"
+)
+
+
 def _fan_out(p: Problems, where: str, node: str, target: dict[Any, Any], spec: Any) -> bool:
     """An edge's ``fanOut`` (docs/format.md, "Fan-out and join"): what its schema cannot say
     (its shape and ``max`` are the file schema's to report). True when it is usable."""
@@ -148,6 +154,8 @@ def _fan_out(p: Problems, where: str, node: str, target: dict[Any, Any], spec: A
         if problem is not None:
             p.add(f"{where}.workflow", f"{key_text(workflow)} {problem}")
             good = False
+    elif workflow is None:  # the children would run this workflow again, unasked
+        p.add(f"{where}.workflow", MISSING_WORKFLOW)
     task = spec.get("task")
     if isinstance(task, str):
         problem = check_template(task)

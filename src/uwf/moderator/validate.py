@@ -89,7 +89,7 @@ def file_schema() -> dict[str, Any]:
             "prompt": {**to["prompt"], "pattern": r"\S", EXPECTED: "a non-blank Mustache template"},
             "fanOut": {
                 **schemas.FAN_OUT,
-                EXPECTED: "a mapping {field, workflow?, task?, max?}",
+                EXPECTED: "a mapping {field, workflow, task?, max?}",
             },
         },
     }

@@ -40,12 +40,14 @@ def one_line(text: str) -> str:
     return "".join(" " if not ch.isprintable() else ch for ch in text)
 
 
-def cut(text: str, limit: int, whole: str) -> str:
+def cut(text: str, limit: int, whole: str, size: int | None = None) -> str:
     """``text`` when it has at most ``limit`` characters; else its start and a marker saying
     how much was cut and where ``whole`` (a command) shows all of it, together within
-    ``limit`` (the marker alone when the limit is smaller than it)."""
-    if len(text) <= limit:
+    ``limit`` (the marker alone when the limit is smaller than it). ``size``: the length of
+    the whole text when ``text`` is only its start."""
+    size = len(text) if size is None else size
+    if size <= limit:
         return text
     marker = "\n[… {:,} more characters cut by uwf: over the context budget; {} shows them]"
-    keep = max(0, limit - len(marker.format(len(text), whole)))
-    return text[:keep] + marker.format(len(text) - keep, whole)
+    keep = max(0, limit - len(marker.format(size, whole)))
+    return text[:keep] + marker.format(size - keep, whole)

@@ -7,9 +7,9 @@ never sees a half-written file and two writers never lose each other's update.
 uwf writes the YAML files as one line per entry with every string quoted
 (docs/format.md, "The filesystem backend"): ``"<name>": "<hash>"`` in the registry, and in
 ``threads.yaml`` either ``"<thread>": "<head>"`` or ``"<thread>": {"head": …, "workflow": …,
-"task": …, "cwd": …, "priority": …, "waiting": {…}, "failure": {…}}`` (a JSON object, which
-is also YAML). Reading takes a fast path over exactly that shape and falls back to the safe
-YAML loader for hand-edited files.
+"task": …, "cwd": …, "priority": …, "descendants": …, "waiting": {…}, "failure": {…}}`` (a
+JSON object, which is also YAML). Reading takes a fast path over exactly that shape and falls
+back to the safe YAML loader for hand-edited files.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _THREAD_FIELD = rb'^\{"thread":\s*"([0-9A-HJKMNP-TV-Z]{1,26})(?:"|$)'
 
 THREADS_HEADER = (
     "# uwf active threads: thread id -> head hash,"
-    " or {head, workflow, task, cwd, parent, priority, waiting, failure}"
+    " or {head, workflow, task, cwd, parent, priority, descendants, waiting, failure}"
 )
 REGISTRY_HEADER = "# uwf workflow registry: name -> workflow hash"
 KEYS_HEADER = "# uwf start keys: <workflow name>/<key> -> thread id"
@@ -218,7 +218,7 @@ def _decode_failure(raw: Any, head: NodeHash) -> Failure | None:
 
 def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     """A threads.yaml value: a head hash, or ``{head, workflow?, task?, cwd?, parent?,
-    priority?, waiting?, failure?}``.
+    priority?, descendants?, waiting?, failure?}``.
 
     Run once per active thread by every listing (10,000 threads: 10,000 calls), so it
     checks each field once and builds the records positionally."""
@@ -230,13 +230,14 @@ def _decode_thread(key: str, raw: Any) -> ActiveThread | None:
     workflow: Any = raw.get("workflow")
     task, waiting = raw.get("task"), raw.get("waiting")
     cwd, parent = raw.get("cwd"), raw.get("parent")
-    priority = raw.get("priority")
+    priority, descendants = raw.get("priority"), raw.get("descendants")
     info = ThreadInfo(
         workflow if is_hash(workflow) else None,
         storable(task) if isinstance(task, str) else None,
         cwd if isinstance(cwd, str) else None,
         ThreadId(parent) if parent is not None and is_thread_id(parent) else None,
         priority if _int(priority) else 0,
+        descendants if _int(descendants) and descendants > 0 else 0,
     )
     if waiting is not None:
         waiting = _decode_waiting(waiting, head)

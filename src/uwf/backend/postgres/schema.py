@@ -201,6 +201,11 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE uwf_holders ADD COLUMN worker text;
     """,
+    # 11 -> 12: fan-out trees bounded (docs/format.md, "Fan-out and join"): the threads a
+    # root's tree has started
+    """
+    ALTER TABLE uwf_threads ADD COLUMN descendants integer NOT NULL DEFAULT 0;
+    """,
 ]
 VERSION = len(MIGRATIONS)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from uwf.backend import tree
 from uwf.backend.base import (
     ActiveThread,
     Failure,
@@ -23,6 +24,7 @@ from uwf.backend.base import (
 )
 from uwf.backend.postgres.db import Db
 from uwf.backend.postgres.schema import REGISTRY_KEY
+from uwf.backend.tree import FanOutLimits
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import Conflict, Damaged
 from uwf.util.storable import storable
@@ -35,7 +37,7 @@ _FAIL = (
 )
 _COLUMNS = (
     "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, parent,"
-    f" wait_children, {_FAIL}, priority"
+    f" wait_children, {_FAIL}, priority, descendants"
 )
 _NO_FAILURE = ", ".join(
     f"{col} = {'false' if col == 'fail_exhausted' else 'NULL'}" for col in _FAIL.split(", ")
@@ -92,7 +94,7 @@ def _record(row: tuple[Any, ...]) -> ActiveThread:
     if role is not None and wait_head == head and since is not None:
         waiting = _waiting(role, int(since), head, reason, children)
     parent_id = ThreadId(parent) if is_thread_id(parent) else None
-    info = ThreadInfo(workflow, task, cwd, parent_id, int(row[23]))
+    info = ThreadInfo(workflow, task, cwd, parent_id, int(row[23]), int(row[24]))
     return ActiveThread(ThreadId(thread), NodeHash(head), info, waiting, _failure(head, row[11:23]))
 
 
@@ -122,6 +124,10 @@ def _entry(row: tuple[Any, ...]) -> HistoryEntry:
         cwd,
         ThreadId(parent) if is_thread_id(parent) else None,
     )
+
+
+class _Moved(Exception):
+    """The thread's head moved before its fan-out was recorded: roll it back."""
 
 
 class PgThreads(ThreadTable):
@@ -155,9 +161,9 @@ class PgThreads(ThreadTable):
 
     def _insert(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> bool:
         row = self.db.one(
-            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, parent, moved, priority)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread) DO NOTHING"
-            " RETURNING 1",
+            "INSERT INTO uwf_threads (thread, head, workflow, task, cwd, parent, moved, priority,"
+            " descendants) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (thread) DO NOTHING RETURNING 1",
             (
                 thread,
                 head,
@@ -167,35 +173,68 @@ class PgThreads(ThreadTable):
                 info.parent,
                 now_ms(),
                 info.priority,
+                info.descendants,
             ),
         )
         return row is not None
 
     def _fan_out(
-        self, thread: ThreadId, waiting: Waiting, children: list[ActiveThread]
+        self,
+        thread: ThreadId,
+        waiting: Waiting,
+        children: list[ActiveThread],
+        limits: FanOutLimits,
     ) -> tuple[bool, NodeHash | None]:
         ids = ",".join(child.thread for child in children)
-        with self.db.transaction():
-            row = self.db.one(
-                "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
-                " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s"
-                " RETURNING 1",
-                (
-                    waiting.role,
-                    waiting.since,
-                    waiting.head,
-                    storable(waiting.reason),
-                    ids,
-                    thread,
-                    waiting.head,
-                ),
-            )
-            if row is None:
-                return False, self.head(thread)
-            for child in children:
-                if not self._insert(child.thread, child.head, child.info):
-                    raise Conflict(f"thread {child.thread} already exists")  # rolls back
+        if self.head(thread) != waiting.head:
+            return False, self.head(thread)
+        try:
+            with self.db.transaction():
+                if children:  # the root's row first: every fan-out of a tree locks it first
+                    self._count(thread, len(children), limits)
+                row = self.db.one(
+                    "UPDATE uwf_threads SET wait_role = %s, wait_since = %s, wait_head = %s,"
+                    " wait_reason = %s, wait_children = %s WHERE thread = %s AND head = %s"
+                    " RETURNING 1",
+                    (
+                        waiting.role,
+                        waiting.since,
+                        waiting.head,
+                        storable(waiting.reason),
+                        ids,
+                        thread,
+                        waiting.head,
+                    ),
+                )
+                if row is None:
+                    raise _Moved
+                for child in children:
+                    if not self._insert(child.thread, child.head, child.info):
+                        raise Conflict(f"thread {child.thread} already exists")  # rolls back
+        except _Moved:
+            return False, self.head(thread)
         return True, waiting.head
+
+    def _count(self, thread: ThreadId, count: int, limits: FanOutLimits) -> None:
+        """Add ``count`` to the threads ``thread``'s tree has started, in one statement that
+        checks the limit (concurrent fan-outs of the tree wait for the root's row); raise the
+        refusal when its tree may not start them."""
+        place = tree.locate(thread, self.get)
+        refused = tree.refusal(thread, place, count, limits)
+        if refused is None:
+            row = self.db.one(
+                "UPDATE uwf_threads SET descendants = descendants + %s WHERE thread = %s"
+                " AND descendants + %s <= %s RETURNING descendants",
+                (count, place.root, count, limits.threads),
+            )
+            if row is not None:
+                return
+            found = self.get(place.root)  # another fan-out of the tree came first
+            started = found.info.descendants if found is not None else 0
+            ended = None if found is not None else place.root
+            place = place._replace(started=started, ended=ended)
+            refused = tree.refusal(thread, place, count, limits)
+        raise refused or Conflict(f"thread {place.root} changed while its tree grew")
 
     def keyed(self, scope: str, key: str) -> ThreadId | None:
         row = self.db.one(

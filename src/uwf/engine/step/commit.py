@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
+from uwf.backend.tree import FanOutRefused
 from uwf.cas.store import Store
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.step.run import suspend
@@ -134,9 +135,10 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
         if after.fan_out is not None:  # checked before the head moves
             from uwf.engine.step import fanout
 
-            fanout_rules.tasks(after.fan_out, output)
-            fanout.child_workflow(backend, after.fan_out, plan.workflow)
-    except (ModeratorError, NotFound) as exc:
+            tasks = fanout_rules.tasks(after.fan_out, output)
+            fanout.child_workflow(backend, after.fan_out)
+            fanout.check_tree(backend, plan.thread, len(tasks))
+    except (ModeratorError, NotFound, FanOutRefused) as exc:
         raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
     backend.threads.move(plan.thread, plan.head, h)
     status = "active"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from uwf.backend import tree
 from uwf.backend.base import ActiveThread, Backend, ThreadInfo, Waiting
+from uwf.backend.tree import FanOutLimits
 from uwf.model import chain
 from uwf.model.threads import task_line
 from uwf.moderator import fanout
-from uwf.moderator.evaluate import Decision
+from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Deferred, NotFound, UwfError
@@ -23,11 +25,17 @@ from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 REASON = "children"  # the reason of a parent's wait mark
 
 
-def child_workflow(backend: Backend, spec: dict[str, Any], own: NodeHash) -> NodeHash:
-    """The Workflow the children run: the registered ``spec["workflow"]``, else ``own``."""
+def child_workflow(backend: Backend, spec: dict[str, Any]) -> NodeHash:
+    """The Workflow the children run: the registered ``spec["workflow"]``. A fan-out that
+    names none (a Workflow node stored before uwf asked for one) would have its children run
+    the parent's own workflow again: a recursion it did not ask for, refused."""
     name = spec.get("workflow")
     if not isinstance(name, str):
-        return own
+        raise ModeratorError(
+            "fan-out names no workflow: its children would run this workflow again, a "
+            "recursion the workflow must ask for (fanOut.workflow: its own name); "
+            'docs/format.md, "Fan-out and join"'
+        )
     found = backend.registry.get(name)
     if found is None:
         raise NotFound(f'fan-out workflow not found: "{name}" (register it with uwf workflow put)')
@@ -46,7 +54,7 @@ def start(
     as waiting for them; their ids, in item order."""
     assert decision.fan_out is not None
     tasks = fanout.tasks(decision.fan_out, output)
-    target = child_workflow(backend, decision.fan_out, workflow)
+    target = child_workflow(backend, decision.fan_out)
     store = backend.nodes
     start_type = schemas.ensure(store).start
     record = backend.threads.get(thread)
@@ -58,8 +66,26 @@ def start(
         children.append(ActiveThread(new_thread_id(), start_hash, info))
     ids = tuple(child.thread for child in children)
     waiting = Waiting(decision.role, now_ms(), head, REASON, ids)
-    backend.threads.fan_out(thread, waiting, children)
+    backend.threads.fan_out(thread, waiting, children, limits(backend))
     return list(ids)
+
+
+def limits(backend: Backend) -> FanOutLimits:
+    """``fanOut`` of this machine's config.yaml: how far one fan-out tree may grow."""
+    from uwf.config.config import load_config
+
+    config = load_config(backend.root)
+    return FanOutLimits(config.fan_out_depth, config.fan_out_threads)
+
+
+def check_tree(backend: Backend, thread: ThreadId, count: int) -> None:
+    """FanOutRefused when ``thread``'s tree may not start ``count`` children (checked before
+    a step's head moves; ``ThreadTable.fan_out`` checks again, atomically, when it starts
+    them)."""
+    threads = backend.threads
+    refused = tree.refusal(thread, tree.locate(thread, threads.get), count, limits(backend))
+    if refused is not None:
+        raise refused
 
 
 def results(backend: Backend, parent: ThreadId, children: tuple[ThreadId, ...]) -> list[Any]:
