@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,100 @@ def test_a_lost_middle_node_stops_gc_and_restoring_it_repairs_the_thread(
     assert chain_of(cli_proc, thread) == chain
     shown = ok(cli_proc, "thread", "show", thread)
     assert (shown["head"], shown["steps"]) == (chain[0], 6)
+
+
+# -- 14: numbers in settings are finite -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "where", "shown"),
+    [
+        ("retry: {attempts: 3, backoff: .nan, maxBackoff: .inf}", "retry.backoff", ".nan"),
+        ("agentTimeout: .inf", "agentTimeout", ".inf"),
+        ("retryOverrides: {loop: {roles: {writer: {maxBackoff: -.inf}}}}", "retryOverrides.loop"
+         ".roles.writer.maxBackoff", "-.inf"),
+    ],
+)
+def test_nan_and_infinity_in_config_yaml_are_refused_where_it_is_read(
+    cli_proc: Any, root: Path, tmp_path: Path, setting: str, where: str, shown: str
+) -> None:
+    thread = loop_thread(cli_proc, tmp_path, 1)
+    (root / "config.yaml").write_text(setting + "\n")
+    failing = f"{sys.executable} -c 'raise SystemExit(3)'"
+    r = cli_proc("thread", "step", thread, "--agent", failing)
+    line = (
+        f"error: invalid config.yaml: invalid YAML: {where}: {shown} is not a finite number "
+        "(NaN and infinities are refused)\n"
+    )
+    assert (r.code, r.err) == (1, line)
+    assert "internal error" not in r.err
+
+
+def test_nan_and_infinity_in_a_workflow_file_and_a_task_are_refused(
+    cli_proc: Any, tmp_path: Path
+) -> None:
+    wf = {**LOOP, "retry": {"attempts": 2, "maxBackoff": 10}}
+    path = tmp_path / "loop.yaml"
+    path.write_text(yaml.safe_dump(wf).replace("maxBackoff: 10", "maxBackoff: .inf"))
+    r = cli_proc("workflow", "put", str(path))
+    assert r.code == 1 and "retry.maxBackoff: .inf is not a finite number" in r.err, r.err
+    included = tmp_path / "flow"
+    included.mkdir()
+    (included / "index.yaml").write_text(
+        yaml.safe_dump({**LOOP, "name": "flow", "retry": "INCLUDE"}).replace(
+            "retry: INCLUDE", "retry: !include retry.json"
+        )
+    )
+    (included / "retry.json").write_text('{"backoff": NaN}')
+    r = cli_proc("workflow", "put", str(included))
+    assert r.code == 1 and "invalid JSON: NaN is not a finite number" in r.err, r.err
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "task.yaml").write_text("workflow: loop\nprompt: p\nlimits: {timeoutMinutes: .inf}\n")
+    r = cli_proc("eval", "run", str(task))
+    assert r.code == 1 and "limits.timeoutMinutes: .inf is not a finite number" in r.err, r.err
+
+
+def test_a_back_off_too_long_for_a_time_waits_a_year(
+    any_store: str, cli_proc: Any, root: Path, tmp_path: Path
+) -> None:
+    """A finite but absurd back-off (1e300 s) is recorded as a year, on both backends: a
+    retry time past PostgreSQL's bigint used to lose the failure record."""
+    thread = loop_thread(cli_proc, tmp_path, 1)
+    (root / "config.yaml").write_text("retry: {backoff: 1.0e+300, maxBackoff: 1.0e+300}\n")
+    failing = f"{sys.executable} -c 'raise SystemExit(3)'"
+    r = cli_proc("thread", "step", thread, "--agent", failing)
+    assert r.code == 5, r.err
+    failure = ok(cli_proc, "thread", "show", thread)["failure"]
+    assert failure["retryAt"] - failure["at"] == 366 * 86_400_000, failure
+
+
+# -- 20: uwf ui reads the Host header strictly -----------------------------------------------
+
+
+def test_ui_reads_the_host_header_strictly(root: Path) -> None:
+    """A ``Host`` with user info, a path or a second port names no host the server serves
+    (``127.0.0.1:PORT@evil.example`` used to be read as ``127.0.0.1``)."""
+    from test_hostile import Ui
+
+    root.mkdir(parents=True, exist_ok=True)
+    ui = Ui()
+    try:
+        port = ui.port
+        for header in (
+            f"127.0.0.1:{port}@evil.example",
+            f"localhost:{port}/evil.example",
+            f"127.0.0.1:{port}:{port}",
+            "127.0.0.1 evil.example",
+            "",
+        ):
+            status, body = ui.request("/", host=header)
+            shown = json.dumps(header) if header else "(none)"
+            assert (status, body) == (
+                421,
+                f"uwf ui does not serve the host {shown}\n".encode(),
+            ), header
+        for header in (f"127.0.0.1:{port}", "LOCALHOST", f"[::1]:{port}", "127.0.0.1"):
+            assert ui.request("/", host=header)[0] == 200, header
+    finally:
+        ui.stop()
