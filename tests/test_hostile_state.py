@@ -255,3 +255,30 @@ def test_ui_reads_the_host_header_strictly(root: Path) -> None:
             assert ui.request("/", host=header)[0] == 200, header
     finally:
         ui.stop()
+
+
+# -- 21: a location that is a file says so -----------------------------------------------------
+
+
+def test_a_location_that_is_a_file_is_named_for_what_it_is(
+    cli_proc: Any, tmp_path: Path
+) -> None:
+    from version1 import PLAN, write_review
+
+    project = tmp_path / "project"
+    write_review(project)
+    (project / "work").rmdir()
+    (project / "work").write_text("not a directory\n")
+    thread = ok(cli_proc, "thread", "start", "review", "-p", "x", "--cwd", str(project))["thread"]
+    scenario = tmp_path / "plan.yaml"
+    scenario.write_text(yaml.safe_dump({"roles": {"planner": [PLAN]}}))
+    ok(cli_proc, "thread", "step", thread, "--agent", f"uwf-mock --scenario {scenario}")
+    head = ok(cli_proc, "thread", "show", thread)["head"]
+    r = cli_proc("thread", "step", thread, "--agent", f"uwf-mock --scenario {scenario}")
+    host = os.uname().nodename
+    assert (r.code, r.err) == (
+        5,
+        f"error: thread {thread}: the working directory {project / 'work'} of builder is a "
+        f"file, not a directory on this machine ({host}); the step was not run\n",
+    )
+    assert ok(cli_proc, "thread", "show", thread)["head"] == head
