@@ -282,3 +282,60 @@ def test_a_location_that_is_a_file_is_named_for_what_it_is(
         f"file, not a directory on this machine ({host}); the step was not run\n",
     )
     assert ok(cli_proc, "thread", "show", thread)["head"] == head
+
+
+# -- 19: a schema version that does not match the tables -------------------------------------
+
+
+@pytest.mark.parametrize("row", ["older", "deleted"])
+def test_a_schema_row_set_back_is_refused_with_a_clear_line(
+    cli_proc: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, row: str
+) -> None:
+    import psycopg
+
+    from uwf.backend.postgres.db import shown
+
+    monkeypatch.setenv("UWF_STORE", pg_url)
+    ok(cli_proc, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        latest = conn.execute("SELECT version FROM uwf_schema").fetchone()[0]
+        if row == "older":
+            conn.execute("UPDATE uwf_schema SET version = 1")
+        else:
+            conn.execute("DELETE FROM uwf_schema")
+    said = "uwf_schema says 1" if row == "older" else "uwf_schema has no row (version 0)"
+    line = (
+        f"error: the store {shown(pg_url)} is damaged: {said}, but its tables are at schema "
+        f"version {latest}; uwf_schema was changed by hand or restored apart from the tables, "
+        f"and migrating from {1 if row == 'older' else 0} would fail or change the tables "
+        f"twice: set it right with UPDATE uwf_schema SET version = {latest} (uwf then "
+        f"migrates the rest); see {REPAIR}\n"
+    )
+    for args in (["thread", "list"], ["store", "init"], ["cas", "verify"]):
+        r = cli_proc(*args)
+        assert (r.code, r.out, r.err) == (1, "", line), args
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        if row == "older":
+            conn.execute("UPDATE uwf_schema SET version = %s", (latest,))
+        else:
+            conn.execute("INSERT INTO uwf_schema VALUES (%s)", (latest,))
+    assert ok(cli_proc, "workflow", "list")[0]["name"] == "solve-issue"
+
+
+def test_the_tables_tell_every_schema_version_and_a_true_one_migrates(pg_url: str) -> None:
+    """The markers name each migration: a store made at every older version reads as that
+    version and migrates to the newest through the check."""
+    from uwf.backend.postgres import schema
+    from uwf.backend.postgres.db import Db
+
+    db = Db(pg_url)
+    try:
+        for version in range(schema.VERSION + 1):
+            db.execute("DROP SCHEMA public CASCADE")
+            db.execute("CREATE SCHEMA public")
+            schema.ensure(db, schema.MIGRATIONS[:version])
+            assert schema.tables_version(db) == version
+            assert schema.ensure(db) == {"from": version, "to": schema.VERSION}
+            assert schema.tables_version(db) == schema.VERSION
+    finally:
+        db.close()
