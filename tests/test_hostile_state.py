@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, Result, take_snapshot
+from conftest import BIN, EXAMPLES, PLAN, Result, take_snapshot
 
 REPAIR = 'docs/reliability.md, "Repairing damaged state"'
 LOOP = {
@@ -168,8 +168,11 @@ def test_a_lost_middle_node_stops_gc_and_restoring_it_repairs_the_thread(
     [
         ("retry: {attempts: 3, backoff: .nan, maxBackoff: .inf}", "retry.backoff", ".nan"),
         ("agentTimeout: .inf", "agentTimeout", ".inf"),
-        ("retryOverrides: {loop: {roles: {writer: {maxBackoff: -.inf}}}}", "retryOverrides.loop"
-         ".roles.writer.maxBackoff", "-.inf"),
+        (
+            "retryOverrides: {loop: {roles: {writer: {maxBackoff: -.inf}}}}",
+            "retryOverrides.loop.roles.writer.maxBackoff",
+            "-.inf",
+        ),
     ],
 )
 def test_nan_and_infinity_in_config_yaml_are_refused_where_it_is_read(
@@ -260,9 +263,7 @@ def test_ui_reads_the_host_header_strictly(root: Path) -> None:
 # -- 21: a location that is a file says so -----------------------------------------------------
 
 
-def test_a_location_that_is_a_file_is_named_for_what_it_is(
-    cli_proc: Any, tmp_path: Path
-) -> None:
+def test_a_location_that_is_a_file_is_named_for_what_it_is(cli_proc: Any, tmp_path: Path) -> None:
     from version1 import PLAN, write_review
 
     project = tmp_path / "project"
@@ -339,3 +340,196 @@ def test_the_tables_tell_every_schema_version_and_a_true_one_migrates(pg_url: st
             assert schema.tables_version(db) == schema.VERSION
     finally:
         db.close()
+
+
+# -- 15–18: state files read with a bound, their damage reported -----------------------------
+
+
+def peak(*args: str, input_bytes: bytes = b"") -> tuple[int, str, str, float]:
+    """Run ``uwf <args>`` under a small launcher: exit code, stdout, stderr and peak RSS in
+    MB (the peak of a child forked from pytest would count pytest's own pages)."""
+    import subprocess
+
+    launcher = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "sys.stderr.buffer.write(r.stderr); sys.stdout.buffer.write(r.stdout)\n"
+        "sys.stdout.write(f'\\n{r.returncode} {peak}\\n')\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", launcher, str(BIN / "uwf"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    out, _, last = ran.stdout.rstrip("\n").rpartition("\n")
+    code, kb = (int(word) for word in last.split())
+    return code, out, ran.stderr, kb / 1024
+
+
+def huge_worker_record(root: Path, size: int) -> Path:
+    """A worker record of ``size`` bytes: a valid record whose host is one long name."""
+    from uwf.util.ulid import new_thread_id, now_ms
+
+    worker = new_thread_id()
+    now = now_ms()
+    record = {"id": worker, "host": "", "pid": 1, "started": now, "beat": now}
+    record.update(interval=10_000, steps=0, failed=0)
+    text = json.dumps(record)
+    fill = size - len(text)
+    path = root / "workers" / f"{worker}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace('"host": ""', '"host": "' + "x" * fill + '"'))
+    return path
+
+
+def test_a_huge_worker_record_costs_no_memory_and_is_reported(cli_proc: Any, root: Path) -> None:
+    """A 100 MB record in workers/: `worker list` and a starting `uwf worker` read none of
+    it (they took 3× its size), warn naming the file, and `cas verify` reports it."""
+    r = cli_proc("worker", "--idle-exit", "0")  # one real worker, stopped
+    assert r.code == 0, r.err
+    path = huge_worker_record(root, 100_000_000)
+    line = (
+        f"warning: {path} is damaged: it holds 100,000,000 bytes, more than uwf ever writes "
+        f"there (65,536); see {REPAIR}\n"
+    )
+    code, out, err, mb = peak("worker", "list")
+    assert (code, err) == (0, line)
+    listed = json.loads(out)
+    assert len(listed) == 1 and listed[0]["state"] == "stopped"
+    assert mb < 80, f"worker list: peak RSS {mb:.0f} MB"
+    code, out, err, mb = peak("worker", "--idle-exit", "0")
+    assert code == 0 and err.startswith(line), err
+    assert mb < 80, f"uwf worker: peak RSS {mb:.0f} MB"
+    report = cli_proc("cas", "verify").json()
+    assert report["ok"] is False
+    assert {"state": "workers", "problem": line[9:-1]} in report["damaged"]
+    path.unlink()  # the repair: the record of a worker that is not running
+    assert ok(cli_proc, "cas", "verify")["ok"] is True
+    assert len(ok(cli_proc, "worker", "list")) == 2
+
+
+def test_workers_replaced_by_a_file_is_damage_every_command_names(
+    cli_proc: Any, root: Path
+) -> None:
+    """`workers/` made a file: a worker used to run unregistered and `worker list` printed
+    `[]`; now both fail naming it, and `cas verify` reports it."""
+    ok(cli_proc, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    (root / "workers").write_text("not a directory\n")
+    line = (
+        f"error: {root / 'workers'} is damaged: it is not a directory (uwf keeps one file per "
+        f"worker there); see {REPAIR}\n"
+    )
+    for args in (["worker", "--idle-exit", "0"], ["worker", "list"]):
+        r = cli_proc(*args)
+        assert (r.code, r.out, r.err) == (1, "", line), args
+    report = cli_proc("cas", "verify").json()
+    assert {"state": "workers", "problem": line[7:-1]} in report["damaged"]
+    (root / "workers").unlink()
+    assert ok(cli_proc, "cas", "verify")["ok"] is True
+    assert cli_proc("worker", "--idle-exit", "0").code == 0
+    assert len(ok(cli_proc, "worker", "list")) == 1
+
+
+def test_a_cut_start_keys_file_is_reported_by_verify(cli_proc: Any, root: Path) -> None:
+    ok(cli_proc, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
+    ok(cli_proc, "thread", "start", "solve-issue", "-p", "a", "--key", "issue-1")
+    path = root / "start-keys.yaml"
+    text = path.read_text()
+    path.write_text(text[: text.index("issue-1") + 4])
+    r = cli_proc("thread", "start", "solve-issue", "-p", "b", "--key", "issue-2")
+    assert r.code == 1 and r.err.startswith(f"error: {path} is damaged: invalid YAML: "), r.err
+    assert r.err.endswith(f"; see {REPAIR}\n")
+    report = cli_proc("cas", "verify").json()
+    assert report["ok"] is False
+    assert {"state": "startKeys", "problem": r.err[7:-1]} in report["damaged"]
+    path.write_text(text)  # the repair: the file from a backup
+    assert ok(cli_proc, "cas", "verify")["ok"] is True
+
+
+def test_a_damaged_limit_file_holds_steps_back_and_is_reported(
+    cli_proc: Any, root: Path, new_thread: Any, tmp_path: Path
+) -> None:
+    import hashlib
+
+    from fleetkit import configure, show
+
+    scenario = tmp_path / "plan.yaml"
+    scenario.write_text(yaml.safe_dump({"roles": {"planner": [PLAN]}}))
+    agent = {"command": "uwf-mock", "args": ["--scenario", str(scenario)]}
+    configure(
+        root,
+        agents={"mock": agent},
+        defaultAgent="mock",
+        limits={"agents": {"mock": {"perMinute": 5}}},
+    )
+    first, second = new_thread("One"), new_thread("Two")
+    ok(cli_proc, "thread", "step", first)
+    stem = hashlib.sha256(b"agents/mock").hexdigest()[:16]
+    starts = root / "locks" / f"limit-{stem}.starts"
+    assert len(json.loads(starts.read_text())) == 1
+    starts.write_text('[17958, "not a time"')
+    problem = f"{starts} is damaged: it does not hold a list of start times (unix ms); see {REPAIR}"
+    r = cli_proc("thread", "step", second)
+    assert (r.code, r.err) == (4, f"error: thread {second} is held back: {problem}\n")
+    assert "failure" not in show(cli_proc, second)  # held back, not failed
+    report = cli_proc("cas", "verify").json()
+    assert {"state": "limits", "problem": problem} in report["damaged"]
+    starts.unlink()  # the repair: the starts of the last minute are forgotten
+    assert ok(cli_proc, "cas", "verify")["ok"] is True
+    ok(cli_proc, "thread", "step", second)
+
+
+@pytest.mark.parametrize("what", ["pipe", "directory"])
+def test_something_else_at_a_state_files_path_is_named(
+    cli_proc: Any, root: Path, new_thread: Any, what: str
+) -> None:
+    """A named pipe at `threads.yaml` used to hang every command (its open blocked); a
+    directory ended in an internal error."""
+    new_thread("One")
+    path = root / "threads.yaml"
+    path.unlink()
+    if what == "pipe":
+        os.mkfifo(path)
+        kind = "a named pipe"
+    else:
+        path.mkdir()
+        kind = "a directory"
+    line = f"error: {path} is damaged: it is {kind}, not a file; see {REPAIR}\n"
+    r = cli_proc("thread", "list", timeout=20)
+    assert (r.code, r.out, r.err) == (1, "", line)
+    report = cli_proc("cas", "verify", timeout=20).json()
+    assert {"state": "active", "problem": line[7:-1]} in report["damaged"]
+
+
+def test_a_state_file_over_its_bound_is_damage_read_no_further(
+    cli: Any, root: Path, new_thread: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bounds are far above what uwf writes (256 MiB for threads.yaml): here lowered to
+    a few hundred bytes, so that the test need not write 256 MiB."""
+    import uwf.backend.fs.state as state
+
+    for n in range(6):
+        new_thread(f"thread {n}")
+    size = (root / "threads.yaml").stat().st_size
+    monkeypatch.setattr(state, "STATE_LIMIT", size - 1)
+    r = cli("thread", "list")
+    path = root / "threads.yaml"
+    assert (r.code, r.err) == (
+        1,
+        f"error: {path} is damaged: it holds {size:,} bytes, more than uwf ever writes there "
+        f"({size - 1:,}); see {REPAIR}\n",
+    )
+
+
+def test_a_huge_config_yaml_costs_no_memory(cli_proc: Any, root: Path) -> None:
+    """Every command reads config.yaml (its `store:`): a 50 MB file was read whole by each."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "config.yaml"
+    path.write_bytes(b"# " + b"x" * 50_000_000 + b"\n")
+    code, out, err, mb = peak("thread", "list")
+    assert (code, out) == (1, "")
+    assert err == f"error: invalid config.yaml: {path} is too large: more than 1048576 bytes\n"
+    assert mb < 80, f"thread list: peak RSS {mb:.0f} MB"
