@@ -1,5 +1,5 @@
 """Someone else's eval task folder (docs/evals.md, "Someone else's task folder";
-docs/reliability.md, "Hostile agents" rows 15 and 16), driven through the real CLI.
+docs/reliability.md, "Hostile agents" rows 18 and 19), driven through the real CLI.
 
 A task folder is code its author wrote: its command judges run as the user. So its judges'
 programs and its workflow file must be its own files unless the user allows a directory

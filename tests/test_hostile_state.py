@@ -1,6 +1,6 @@
-"""Damaged stores and settings, round two (docs/reliability.md, "Hostile agents" rows 13–22,
-and "Repairing damaged state"), each driven through the real CLI in subprocesses, on a real
-PostgreSQL server where the store matters.
+"""Damaged stores and settings, round two (docs/reliability.md, "Hostile agents" rows 17 and
+20–25, and "Repairing damaged state"), each driven through the real CLI in subprocesses, on a
+real PostgreSQL server where the store matters.
 
 A node lost in the middle of a chain (a disk fault, a partial restore) must stop `cas gc`,
 or the steps behind the gap are collected and restoring the node no longer repairs the
@@ -125,7 +125,7 @@ class Nodes:
         return psycopg.connect(os.environ["UWF_STORE"])
 
 
-# -- 13: a node lost in the middle of a live chain stops gc ----------------------------------
+# -- 17: a node lost in the middle of a live chain stops gc ----------------------------------
 
 
 def test_a_lost_middle_node_stops_gc_and_restoring_it_repairs_the_thread(
@@ -160,7 +160,7 @@ def test_a_lost_middle_node_stops_gc_and_restoring_it_repairs_the_thread(
     assert (shown["head"], shown["steps"]) == (chain[0], 6)
 
 
-# -- 14: numbers in settings are finite -------------------------------------------------------
+# -- 22: numbers in settings are finite -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_a_back_off_too_long_for_a_time_waits_a_year(
     assert failure["retryAt"] - failure["at"] == 366 * 86_400_000, failure
 
 
-# -- 20: uwf ui reads the Host header strictly -----------------------------------------------
+# -- 24: uwf ui reads the Host header strictly -----------------------------------------------
 
 
 def test_ui_reads_the_host_header_strictly(root: Path) -> None:
@@ -260,7 +260,7 @@ def test_ui_reads_the_host_header_strictly(root: Path) -> None:
         ui.stop()
 
 
-# -- 21: a location that is a file says so -----------------------------------------------------
+# -- 25: a location that is a file says so -----------------------------------------------------
 
 
 def test_a_location_that_is_a_file_is_named_for_what_it_is(cli_proc: Any, tmp_path: Path) -> None:
@@ -285,7 +285,7 @@ def test_a_location_that_is_a_file_is_named_for_what_it_is(cli_proc: Any, tmp_pa
     assert ok(cli_proc, "thread", "show", thread)["head"] == head
 
 
-# -- 19: a schema version that does not match the tables -------------------------------------
+# -- 23: a schema version that does not match the tables -------------------------------------
 
 
 @pytest.mark.parametrize("row", ["older", "deleted"])
@@ -342,7 +342,7 @@ def test_the_tables_tell_every_schema_version_and_a_true_one_migrates(pg_url: st
         db.close()
 
 
-# -- 15–18: state files read with a bound, their damage reported -----------------------------
+# -- 20, 21: state files read with a bound, their damage reported -----------------------------
 
 
 def peak(*args: str, input_bytes: bytes = b"") -> tuple[int, str, str, float]:
