@@ -95,7 +95,7 @@ def _confine(task: Task, allowed: list[Path], workflow_given: bool) -> None:
         raise InvalidInput(
             f"eval task {task.name}: {'; '.join(found)}: outside its folder {task.folder}; a "
             "task folder is code, and runs only its own files unless you allow a directory "
-            "more with --allow-outside DIR (docs/evals.md, \"Someone else's task folder\")"
+            'more with --allow-outside DIR (docs/evals.md, "Someone else\'s task folder")'
         )
 
 
