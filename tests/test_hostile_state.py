@@ -21,44 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BIN, EXAMPLES, PLAN, Result, take_snapshot
+from conftest import BIN, EXAMPLES, PLAN, take_snapshot
+from test_hostile import LOOP, Ui, ok
 
 REPAIR = 'docs/reliability.md, "Repairing damaged state"'
-LOOP = {
-    "name": "loop",
-    "description": "One role that goes round until it approves.",
-    "roles": {
-        "writer": {
-            "description": "writes",
-            "goal": "Write.",
-            "capabilities": [],
-            "procedure": "Write.",
-            "output": "notes",
-            "meta": {
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": ["again", "approved"]},
-                    "notes": {"type": "string"},
-                },
-                "required": ["status"],
-            },
-        }
-    },
-    "graph": {
-        "$START": {"_": {"role": "writer", "prompt": "Start."}},
-        "writer": {
-            "again": {"role": "writer", "prompt": "Again, after these notes: {{notes}}"},
-            "approved": {"role": "$END", "prompt": "Done."},
-        },
-    },
-}
 AGAIN = "---\nstatus: again\nnotes: more\n---\nWritten."
-
-
-def ok(cli_proc: Any, *args: str, **kw: Any) -> Any:
-    r: Result = cli_proc(*args, **kw)
-    assert r.code == 0, (args, r.out, r.err)
-    return r.json() if r.out.startswith(("{", "[")) else r.out
 
 
 def loop_thread(cli_proc: Any, tmp_path: Path, steps: int) -> str:
@@ -235,8 +202,6 @@ def test_a_back_off_too_long_for_a_time_waits_a_year(
 def test_ui_reads_the_host_header_strictly(root: Path) -> None:
     """A ``Host`` with user info, a path or a second port names no host the server serves
     (``127.0.0.1:PORT@evil.example`` used to be read as ``127.0.0.1``)."""
-    from test_hostile import Ui
-
     root.mkdir(parents=True, exist_ok=True)
     ui = Ui()
     try:

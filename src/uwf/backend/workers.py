@@ -57,6 +57,11 @@ class Workers(abc.ABC):
         ``<file> is damaged: …`` line each (docs/reliability.md, "Repairing damaged state")."""
         return self.records(), []
 
+    def damage(self) -> list[str]:
+        """The damage ``scan`` finds, alone (none where records cannot be damaged: nothing is
+        read)."""
+        return []
+
     @abc.abstractmethod
     def prune(self, before: int) -> int:
         """Delete the records whose last beat is older than ``before`` (unix ms): stopped and

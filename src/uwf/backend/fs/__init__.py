@@ -52,7 +52,7 @@ class FsBackend(Backend):
         except UwfError as exc:
             out.append(("startKeys", exc.message))
         try:
-            damage = self.workers.scan()[1]
+            damage = self.workers.damage()
         except UwfError as exc:  # workers/ is not a directory
             damage = [exc.message]
         out += [("workers", line) for line in damage]

@@ -111,6 +111,9 @@ class FsWorkers(Workers):
     def records(self) -> list[WorkerRecord]:
         return self.scan()[0]
 
+    def damage(self) -> list[str]:
+        return self.scan()[1]
+
     def prune(self, before: int) -> int:
         pruned = 0
         for path in self._files():

@@ -67,7 +67,7 @@ class Heartbeat:
             self._log.write("W3K8N5Q2", f"worker registry not pruned: {exc}")
         try:
             self._write()
-            self.damage = self.backend.workers.scan()[1]
+            self.damage = self.backend.workers.damage()
         except Damaged:
             raise
         except (UwfError, OSError) as exc:
