@@ -19,6 +19,7 @@ REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
 
 STATE_LIMIT = 256 << 20  # threads.yaml, registry.yaml, start-keys.yaml
 HISTORY_LIMIT = 1 << 30  # history.jsonl
+INDEX_LIMIT = 1 << 30  # a type index: 14 bytes a node, so some 75 million nodes of one type
 STARTS_LIMIT = 16 << 20  # a fleet limit's starts of the last minute
 RECORD_LIMIT = 64 << 10  # a worker record, a step lock's holder record, a stop request, a pause
 
