@@ -29,8 +29,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.backend.fs.damage import INDEX_LIMIT, read_state
+from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import CorruptNode, UwfError
