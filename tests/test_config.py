@@ -215,13 +215,15 @@ def test_invalid_yaml(root: Path) -> None:
             {"agentTimeout": True},
             "agentTimeout: expected a positive number of seconds, got a boolean",
         ),
-        (
+        (  # refused as the file is read, before the schema (uwf.util.yamlio)
             {"agentTimeout": float("nan")},
-            "agentTimeout: expected a positive number of seconds, got NaN",
+            "invalid YAML: agentTimeout: .nan is not a finite number (NaN and infinities are "
+            "refused)",
         ),
         (
             {"agentTimeout": float("inf")},
-            "agentTimeout: expected a positive number of seconds, got Infinity",
+            "invalid YAML: agentTimeout: .inf is not a finite number (NaN and infinities are "
+            "refused)",
         ),
         ({"maxRounds": 1.5}, "maxRounds: expected a positive integer, got a number"),
         ({"maxRounds": -1}, "maxRounds: expected a positive integer, got -1"),

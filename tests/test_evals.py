@@ -468,7 +468,8 @@ def test_the_example_suite_shows_the_better_agent(cli_proc: Any, cli: Any) -> No
 
     def batch(agent: str) -> list[dict[str, Any]]:
         command = f"uwf-cmd -- sh {SUITE / 'agents' / agent}"
-        result = cli_proc("eval", "run", *tasks, "--count", "2", "--agent", command)
+        shared = ("--allow-outside", str(SUITE))  # its tasks share a workflow and a judge
+        result = cli_proc("eval", "run", *tasks, *shared, "--count", "2", "--agent", command)
         assert result.code == 0, result.err
         lines: list[dict[str, Any]] = result.jsonl()
         return lines

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreS
 
 SUITE = EXAMPLES / "evals"
 TASKS = [str(SUITE / "tasks" / "fix-add"), str(SUITE / "tasks" / "fix-max")]
+SHARED = ("--allow-outside", str(SUITE))  # the tasks share a workflow and a judge
 
 
 @pytest.fixture
@@ -79,11 +80,11 @@ def test_two_workers_run_two_tasks_twice_as_the_in_process_path_does(
         f"os.execvp('uwf-cmd', ['uwf-cmd', '--', 'sh', {str(SUITE / 'agents' / 'fixer.sh')!r}]"
         " + sys.argv[1:])\n"
     )
-    here = cli_proc("eval", "run", *TASKS, "--count", "2", "--agent", fixer)
+    here = cli_proc("eval", "run", *TASKS, *SHARED, "--count", "2", "--agent", fixer)
     assert here.code == 0, here.err
     parents.unlink()
     fleet = cli_proc(
-        "eval", "run", *TASKS, "--count", "2", "--agent", fixer, "--local-workers", "2"
+        "eval", "run", *TASKS, *SHARED, "--count", "2", "--agent", fixer, "--local-workers", "2"
     )
     assert fleet.code == 0, fleet.err
     assert fleet.err == ""

@@ -5,7 +5,8 @@
 - counters: ``<root>/cache/<name>.json`` (``uwf-mock`` counts the runs of a visit).
 
 A fork gets a new thread id, so it never sees the original thread's entries. A damaged file
-reads as empty: it is a cache, never the thread's state.
+reads as empty: it is a cache, never the thread's state; so does one over ``LIMIT`` bytes,
+read no further (docs/format.md, "The filesystem backend": every file is read with a bound).
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from typing import Any
 
 from uwf.util import fsio
 
+LIMIT = 16 << 20  # bytes of a cache file read (a session id per thread and role)
+
 
 def _path(root: Path, agent: str) -> Path:
     return root / "cache" / f"{agent}-sessions.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    data = fsio.read_bytes(path)
-    if not data:
+    data = fsio.read_bytes(path, LIMIT)
+    if not data or len(data) > LIMIT:
         return {}
     try:
         value = json.loads(data)

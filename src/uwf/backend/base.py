@@ -605,6 +605,13 @@ class Backend(abc.ABC):
         """
         return {"from": 1, "to": 1}
 
+    def state_damage(self) -> list[tuple[str, str]]:
+        """The damage of the state beside the threads and the registry — the start keys, the
+        worker registry, the fleet limits' files — as ``(part, "<file> is damaged: …")``:
+        what ``cas verify`` reports with the rest (docs/reliability.md, "Repairing damaged
+        state"). A backend whose tables cannot hold such damage has none."""
+        return []
+
     def sweep_temp_files(self, cutoff_ms: int, *, dry_run: bool = False) -> int:
         """Delete the temp files that writers killed mid-write left, last written before
         ``cutoff_ms`` (unix ms); return how many were (or, ``dry_run``, would be) deleted. A

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 # show` loads no ``dataclasses`` (tests/test_startup.py).
 
 
+LONGEST_DELAY = 366 * 86_400  # seconds: a back-off longer than a year waits a year
+
+
 class RetryPolicy(NamedTuple):
     """How a failing thread is tried again (docs/format.md, "Retries"): after ``attempts``
     failed attempts at one head it is ``failed`` (None: never); after the n-th, no fleet
@@ -26,9 +29,10 @@ class RetryPolicy(NamedTuple):
     max_backoff: float = 60.0
 
     def delay_ms(self, attempts: int) -> int:
-        """The wait after the ``attempts``-th failed attempt, in ms."""
+        """The wait after the ``attempts``-th failed attempt, in ms: at most ``LONGEST_DELAY``
+        seconds whatever the policy says (a back-off of 1e300 s would overflow a time)."""
         seconds = min(self.max_backoff, self.backoff * 2.0 ** min(attempts - 1, 40))
-        return int(seconds * 1000)
+        return int(min(seconds, LONGEST_DELAY) * 1000)
 
 
 class Failure(NamedTuple):

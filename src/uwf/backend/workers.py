@@ -52,6 +52,16 @@ class Workers(abc.ABC):
     def records(self) -> list[WorkerRecord]:
         """Every record, oldest start first."""
 
+    def scan(self) -> tuple[list[WorkerRecord], list[str]]:
+        """Every record uwf can read (``records``), and the damage of those it cannot: one
+        ``<file> is damaged: …`` line each (docs/reliability.md, "Repairing damaged state")."""
+        return self.records(), []
+
+    def damage(self) -> list[str]:
+        """The damage ``scan`` finds, alone (none where records cannot be damaged: nothing is
+        read)."""
+        return []
+
     @abc.abstractmethod
     def prune(self, before: int) -> int:
         """Delete the records whose last beat is older than ``before`` (unix ms): stopped and

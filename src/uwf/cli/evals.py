@@ -92,6 +92,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    allow_outside: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--allow-outside",
+            metavar="DIR",
+            help="Let task folders name judge programs and workflow files under DIR too "
+            "(repeatable); by default a task folder runs only its own files.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run each task COUNT times, judge each run and record it.
 
@@ -103,6 +113,12 @@ def run(
     a person); a thread that did not end is killed. Every task folder is checked before
     the first run. A judge that fails scores 0 and never stops the eval; exits 0 once
     every run is recorded.
+
+    A task folder is code: its command judges run as you, with your files (docs/evals.md,
+    "Someone else's task folder"). A judge's program named by path and a workflow file must
+    be the folder's own (links resolved) unless --allow-outside names their directory; its
+    fixture/ is never followed through a link; judges get no credentials in their
+    environment.
 
     With --fleet (or --local-workers N) the runs are stepped in parallel by `uwf worker`s
     (docs/evals.md, "Runs on a fleet"), which must see the working directories; the lines
@@ -133,6 +149,7 @@ def run(
         keep_workdir=keep_workdir,
         fleet=options,
         on_run=lambda line: emit_stream(line),
+        allow_outside=allow_outside,
     )
 
 

@@ -148,6 +148,8 @@ def _run(
         drain_timeout=drain_timeout,
     )
     with workers.Heartbeat(storage, heartbeat, lambda: (work.steps, work.failed)) as beat:
+        for line in beat.damage:
+            typer.echo(f"warning: {line}", err=True)
         work.id = beat.id
         with draining(work.take_signal):
             summary = work.run()
@@ -162,12 +164,15 @@ def list_workers(fmt: TableFormatOpt = None) -> None:
     recorded and the attempts that failed (as of its last heartbeat), and, while it steps,
     the thread and role. A worker is lost when it missed 3 heartbeats (killed, its machine
     gone, or hung); stopped when it exited by itself. Records older than a day are pruned
-    when a worker starts.
+    when a worker starts. A record that cannot be read is left out with a warning on stderr
+    naming its file (docs/reliability.md, "Repairing damaged state").
     """
     from uwf.engine.step import workers
 
     storage = backend()
-    items = workers.listed(storage)
+    items, damage = workers.listed(storage)
+    for line in damage:
+        typer.echo(f"warning: {line}", err=True)
     emit_listing(items, fmt, lambda: _rows(items))
 
 

@@ -27,6 +27,7 @@ from uwf.util.errors import InvalidInput, UwfError
 
 CONFIG_FILE = "config.yaml"
 ENV_FILE = ".env"
+ENV_LIMIT = 1 << 20  # bytes of .env read (a key file of a few lines)
 _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -138,11 +139,13 @@ def load_config(root: Path) -> Config:
     """Read ``<root>/config.yaml``; a missing file is an empty config, never an error."""
     path = config_path(root)
     try:
-        data = fsio.read_bytes(path)
+        data = fsio.read_bytes(path, yamlio.MAX_BYTES)  # more is refused by yamlio.load
     except OSError as exc:
         raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
     if data is None:
         return Config(root=root)
+    if len(data) > yamlio.MAX_BYTES:
+        raise InvalidInput(f"{_PREFIX}{path} is too large: more than {yamlio.MAX_BYTES} bytes")
     try:
         raw = yamlio.load(data, source=CONFIG_FILE, path=path)
     except InvalidInput as exc:
@@ -414,8 +417,14 @@ def resolve_model(config: Config, alias: str, env: Mapping[str, str] | None = No
 def load_dotenv(root: Path) -> dict[str, str]:
     """The ``KEY=VALUE`` pairs of ``<root>/.env`` (values literal: no ``${VAR}`` expansion)."""
     path = env_path(root)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return {}
     if not path.is_file():
         return {}
+    if size > ENV_LIMIT:
+        raise UwfError(f"cannot read {path}: it is too large ({size} bytes, limit {ENV_LIMIT})")
     from dotenv import dotenv_values
 
     try:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from uwf.config.config import CONFIG_FILE, Config, load_config, load_dotenv
-from uwf.util import secrets
+from uwf.util import fsio, secrets, yamlio
 from uwf.util.errors import UwfError
 
 STORE_ENV = "UWF_STORE"
@@ -29,7 +29,7 @@ def _config(root: Path) -> Config:
     """config.yaml as far as secrets go: parsed only when it can name one (a broken file is
     reported by the command that needs it, never by a redaction)."""
     try:
-        data = (root / CONFIG_FILE).read_bytes()
+        data = fsio.read_bytes(root / CONFIG_FILE, yamlio.MAX_BYTES) or b""
     except OSError:
         return Config(root=root)
     if b"apiKeyEnv" not in data and b"secrets" not in data:

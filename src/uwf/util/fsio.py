@@ -140,11 +140,13 @@ def append_line(path: Path, line: str) -> None:
         raise _write_error(path, exc) from exc
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The content of ``path``, or None if it does not exist."""
+def read_bytes(path: Path, limit: int | None = None) -> bytes | None:
+    """The content of ``path``, or None if it does not exist. With ``limit``, at most
+    ``limit + 1`` bytes are read: more than ``limit`` tells the caller the file is too large
+    without holding it whole."""
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            return fh.read() if limit is None else fh.read(limit + 1)
     except FileNotFoundError:
         return None
 

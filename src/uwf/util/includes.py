@@ -98,7 +98,7 @@ class Reader:
             return self.load_yaml(text, Path(real), source=f"included file {self.relative(real)}")
         if suffix == ".json":
             try:
-                return json.loads(text)
+                return json.loads(text, parse_constant=_no_constant)
             except ValueError as exc:
                 raise IncludeError(f"{shown}: invalid JSON: {exc}") from None
         return text
@@ -120,6 +120,11 @@ class Reader:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise IncludeError(f"{shown}: is not UTF-8 text") from None
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and the infinities are not JSON (and no number uwf takes: ``uwf.util.yamlio``)."""
+    raise ValueError(f"{name} is not a finite number")
 
 
 def _construct(loader: _Loader, node: Any) -> Any:

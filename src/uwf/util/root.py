@@ -23,12 +23,20 @@ def config_mentioning(root: Path, word: bytes) -> bytes | None:
 
     Read on every command (``store:``), so the caller parses the file only when the key can
     be there at all."""
+    from uwf.util.yamlio import MAX_BYTES
+
+    path = root / "config.yaml"
     try:
-        data = (root / "config.yaml").read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)  # a huge file costs no memory: refused below
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         from uwf.util.errors import UwfError
 
-        raise UwfError(f"cannot read {root / 'config.yaml'}: {exc.strerror or exc}") from None
+        raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        from uwf.util.errors import InvalidInput
+
+        raise InvalidInput(f"invalid config.yaml: {path} is too large: more than {MAX_BYTES} bytes")
     return data if word in data else None

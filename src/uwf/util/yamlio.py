@@ -1,12 +1,17 @@
-"""Safe YAML loading with limits: size, nesting depth and total nodes (alias bombs).
+"""Safe YAML loading with limits: size, nesting depth and total nodes (alias bombs), and
+finite numbers.
 
 YAML is only ever loaded with the safe loader (the C one when PyYAML has it). A document
 that is too large, too deep or expands to too many nodes through aliases is refused with
-one clear line instead of eating memory or the stack.
+one clear line instead of eating memory or the stack. So is a number that is not finite
+(``.nan``, ``.inf``, or a literal too large for a float such as ``1e400``): uwf's data is
+JSON, which has no such numbers, and every setting uwf reads from YAML (config.yaml, a
+workflow file, a task.yaml) comes through here, so this is the one place they are refused.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from uwf.util.errors import InvalidInput
@@ -84,7 +89,8 @@ def _check_depth(text: str | bytes) -> None:
 
 
 def check_limits(value: Any) -> None:
-    """Refuse values nested deeper than MAX_DEPTH or with more than MAX_NODES nodes."""
+    """Refuse values nested deeper than MAX_DEPTH, with more than MAX_NODES nodes, or
+    holding a number that is not finite (NaN, an infinity)."""
     budget = MAX_NODES
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -96,9 +102,41 @@ def check_limits(value: Any) -> None:
             raise InvalidInput(f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
         if isinstance(item, dict):
             stack.extend((v, depth + 1) for v in item.values())
-            stack.extend((k, depth + 1) for k in item if isinstance(k, (tuple, dict, list)))
+            stack.extend((k, depth + 1) for k in item if isinstance(k, (tuple, dict, list, float)))
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            where, number = _first_non_finite(value) or ("", item)
+            raise InvalidInput(
+                f"invalid YAML: {where or '(the document)'}: {_shown(number)} is not a finite "
+                "number (NaN and infinities are refused)"
+            )
+
+
+def _shown(number: float) -> str:
+    return ".nan" if math.isnan(number) else (".inf" if number > 0 else "-.inf")
+
+
+def _first_non_finite(value: Any, path: str = "", depth: int = 0) -> tuple[str, float] | None:
+    """Where the first number that is not finite is, in document order, and the number (an
+    error path only; a key is named by the mapping that holds it)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if depth > MAX_DEPTH:
+        return None
+    children: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, float) and not math.isfinite(key):
+                return (f"{path} (a key)" if path else "a key", key)
+            children.append((f"{path}.{key}" if path else str(key), item))
+    elif isinstance(value, list):
+        children = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+    for where, item in children:
+        found = _first_non_finite(item, where, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _too_deep(exc: Exception) -> bool:

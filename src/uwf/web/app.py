@@ -271,12 +271,21 @@ def served_hosts(host: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def host_name(header: str) -> str:
-    """The name in a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``)."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+# ``Host: uri-host [":" port]`` (RFC 9110, 7.2; RFC 3986, 3.2.2), read strictly: an IPv6
+# literal in brackets, or a name of letters, digits, dots and dashes (which covers IPv4);
+# anything else — user info (``127.0.0.1:80@evil.example``), a path, two ports — is no host.
+_HOST = r"^(?:\[([0-9a-f:.]+)\]|([a-z0-9](?:[a-z0-9.-]{0,252}[a-z0-9])?))(?::[0-9]{1,5})?$"
+
+
+def host_name(header: str) -> str | None:
+    """The name in a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``); None
+    when the header is not a host and port."""
+    import re
+
+    found = re.match(_HOST, header.strip().lower())
+    if found is None:
+        return None
+    return found.group(1) or found.group(2)
 
 
 class _Guard:
@@ -294,9 +303,11 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        name = host_name(headers.get(b"host", b"").decode("latin-1"))
-        if name not in self.hosts:
-            await _plain(send, 421, f"uwf ui does not serve the host {name or '(none)'}\n")
+        header = headers.get(b"host", b"").decode("latin-1")
+        name = host_name(header)
+        if name is None or name not in self.hosts:
+            shown = name if name is not None else json.dumps(header[:200]) if header else "(none)"
+            await _plain(send, 421, f"uwf ui does not serve the host {shown}\n")
             return
         started = False
 

@@ -10,6 +10,9 @@ docs/format.md, "The filesystem backend", describes every file it writes::
     <root>/locks/<thread>.lock            step locks and their holder records (``locks.FsLocks``)
     <root>/workers/<id>.json              the worker registry (``workers.FsWorkers``)
 <dir>/.tmp-<name>.<pid>.<ns>          what a writer killed mid-write leaves (``temp``)
+
+Every state file is read with a size bound, and something other than a file at its path is
+damage (``damage``).
 """
 
 from __future__ import annotations
@@ -33,12 +36,28 @@ class FsBackend(Backend):
         self.threads: FsThreads = FsThreads(root, self.nodes)
         self.registry = FsRegistry(root)
         self.locks = FsLocks(root / "locks")
-        self.limits = FsLimits(root / "locks")
+        self.limits: FsLimits = FsLimits(root / "locks")
         self.workers = FsWorkers(root / "workers")
 
     @property
     def name(self) -> str:
         return str(self.root)
+
+    def state_damage(self) -> list[tuple[str, str]]:
+        from uwf.util.errors import UwfError
+
+        out = []
+        try:
+            self.threads.keys_file.read()
+        except UwfError as exc:
+            out.append(("startKeys", exc.message))
+        try:
+            damage = self.workers.damage()
+        except UwfError as exc:  # workers/ is not a directory
+            damage = [exc.message]
+        out += [("workers", line) for line in damage]
+        out += [("limits", line) for line in self.limits.damage()]
+        return out
 
     def sweep_temp_files(self, cutoff_ms: int, *, dry_run: bool = False) -> int:
         from uwf.backend.fs.temp import sweep_temp_files

@@ -8,6 +8,11 @@ the step, and the kernel frees it when the holder exits, SIGKILL included. ``per
 ``locks/limit-<id>.starts``: the unix-ms times of the holds begun in the last minute, one JSON
 list, changed under ``flock`` of ``limit-<id>.starts.lock`` (read-modify-write, temp file and
 rename). A pause (a provider that answered 429) is ``locks/limit-<id>.pause``: its end, unix ms.
+
+Both files are read with a bound (``damage``). One that does not hold what uwf writes there —
+not a list of times, not a time, too large — is damage (both are written whole and renamed,
+so no crash leaves them so): the step is held back with the error naming it, as uwf cannot
+tell how many steps the limit allows, and ``cas verify`` reports it (``damage``).
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from uwf.backend.base import Limits
+from uwf.backend.fs.damage import RECORD_LIMIT, STARTS_LIMIT, damaged, read_state
 from uwf.util import fsio, jsonfmt
-from uwf.util.errors import HeldBack
+from uwf.util.errors import Damaged, HeldBack
 from uwf.util.ulid import now_ms
 
 WINDOW_MS = 60_000
@@ -65,11 +71,49 @@ class FsLimits(Limits):
 
     @staticmethod
     def _read_pause(path: Path) -> int | None:
-        try:
-            text = path.read_text(encoding="ascii").strip()
-        except (OSError, ValueError):
+        """The end of a pause, None when there is none; Damaged when the file holds no time."""
+        data = read_state(path, RECORD_LIMIT)
+        if data is None:
             return None
-        return int(text) if text.isdigit() else None
+        text = data.strip()
+        if not text.isdigit() or len(text) > 19:
+            raise damaged(path, "it does not hold the end of a pause (unix ms)")
+        return int(text)
+
+    @staticmethod
+    def _read_starts(path: Path) -> list[int]:
+        """The starts in a limit's file of recent starts; Damaged when it holds no list of
+        times."""
+        data = read_state(path, STARTS_LIMIT)
+        try:
+            starts = jsonfmt.loads(data.decode() or "[]") if data is not None else []
+        except ValueError:
+            starts = None
+        if not isinstance(starts, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in starts
+        ):
+            raise damaged(path, "it does not hold a list of start times (unix ms)")
+        return starts
+
+    def damage(self) -> list[str]:
+        """The damage of every limit file (``cas verify``): one line each."""
+        try:
+            names = sorted(os.listdir(self.lock_dir))
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            if not name.startswith("limit-") or not name.endswith((".starts", ".pause")):
+                continue
+            path = self.lock_dir / name
+            try:
+                if name.endswith(".starts"):
+                    self._read_starts(path)
+                else:
+                    self._read_pause(path)
+            except Damaged as exc:
+                out.append(exc.message)
+        return out
 
     def _slot(self, stem: Path, concurrency: int) -> int:
         self.lock_dir.mkdir(parents=True, exist_ok=True)
@@ -87,13 +131,7 @@ class FsLimits(Limits):
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         with fsio.locked(path):
             now = now_ms()
-            try:
-                starts = jsonfmt.loads(path.read_bytes().decode() or "[]")
-            except (OSError, ValueError):
-                starts = []
-            if not isinstance(starts, list):
-                starts = []
-            recent = [t for t in starts if isinstance(t, int) and t > now - WINDOW_MS]
+            recent = [t for t in self._read_starts(path) if t > now - WINDOW_MS]
             if len(recent) >= per_minute:
                 raise HeldBack("perMinute")
             fsio.atomic_write(path, jsonfmt.dumps([*recent, now]).encode())

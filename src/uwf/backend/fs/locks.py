@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from uwf.backend.base import Holder, Locks, StepLock
+from uwf.backend.fs.damage import RECORD_LIMIT
 from uwf.util import fsio, jsonfmt
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
@@ -108,9 +109,12 @@ def _str(value: object) -> str | None:
 
 
 def _read_json(path: Path) -> dict[str, object]:
+    """A holder record or a stop request; ``{}`` when there is none or it cannot be read (a
+    holder killed mid-write leaves a torn record, which the next holder overwrites). Read
+    with a bound: a lock file grown huge costs no memory (docs/format.md)."""
     try:
         with open(path, "rb") as fh:
-            data = jsonfmt.loads(fh.read().decode("utf-8") or "{}")
+            data = jsonfmt.loads(fh.read(RECORD_LIMIT + 1).decode("utf-8") or "{}")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from uwf.backend.fs.damage import INDEX_LIMIT, read_state
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, check_hash, is_hash
@@ -420,7 +421,7 @@ class FsStore(Store):
         fsio.append_line(self.index_dir / type_hash, h)
 
     def index(self, type_hash: str) -> list[NodeHash]:
-        data = fsio.read_bytes(self.index_dir / type_hash)
+        data = read_state(self.index_dir / type_hash, INDEX_LIMIT)  # `cas reindex` repairs
         if data is None:
             return []
         seen: dict[NodeHash, None] = {}

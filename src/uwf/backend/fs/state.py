@@ -28,11 +28,12 @@ from uwf.backend.base import (
     ThreadInfo,
     Waiting,
 )
+from uwf.backend.fs.damage import HISTORY_LIMIT, STATE_LIMIT, damaged, read_state
 from uwf.backend.records import RecordThreads
 from uwf.cas.store import Store
 from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, describe, is_hash
-from uwf.util.errors import Conflict, Damaged, InvalidInput
+from uwf.util.errors import Conflict, InvalidInput
 from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, is_thread_id
 
@@ -93,14 +94,6 @@ def _parse_mapping(data: bytes, path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in loaded.items()}
 
 
-REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
-
-
-def damaged(path: Path, what: str) -> Damaged:
-    """The error of a state file uwf can tell is damaged (docs/reliability.md)."""
-    return Damaged(f"{path} is damaged: {what}; {REPAIR}")
-
-
 def _render_mapping(mapping: dict[str, Any], header: str) -> bytes:
     lines = [header] + [f"{jsonfmt.dumps(k)}: {jsonfmt.dumps(v)}" for k, v in mapping.items()]
     return ("\n".join(lines) + "\n").encode()
@@ -130,7 +123,7 @@ class MappingFile:
         self.key_name, self.value_name = names
 
     def read(self) -> dict[str, Any]:
-        data = fsio.read_bytes(self.path)
+        data = read_state(self.path, STATE_LIMIT)
         if data is None:
             return {}
         if not data.strip():
@@ -366,7 +359,7 @@ class FsThreads(RecordThreads):
         crash or a full disk mid-append) of a thread that is still active or was archived
         again since: a thread lost from the history would read as never archived, and
         ``cas gc`` would collect it."""
-        data = fsio.read_bytes(self.history_path)
+        data = read_state(self.history_path, HISTORY_LIMIT)
         if not data:
             return []
         entries, torn = [], []

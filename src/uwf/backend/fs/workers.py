@@ -6,6 +6,13 @@ replaces it whole (temp file, fsync, ``rename``) under ``flock`` of ``<id>.json.
 the pruner takes too, so a heartbeat is never lost to a prune that read the beat before it.
 The pruner deletes the records (and their lock files) whose last beat is more than a day old,
 and the temp files a writer killed mid-write left there as old.
+
+A record is read with a bound (``damage.RECORD_LIMIT``: uwf writes one line of a few hundred
+bytes). One that is larger, is not a record uwf wrote, or is not a file is damage: left out of
+``records``, listed by ``scan`` (``worker list`` and ``uwf worker`` warn, ``cas verify``
+reports it) and pruned a day after it was last written. ``workers/`` itself replaced by
+something that is not a directory is damage every command that reads or writes the registry
+fails on: a worker could not register, and a listing would read as no workers.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ import contextlib
 import os
 from pathlib import Path
 
+from uwf.backend.fs.damage import RECORD_LIMIT, damaged, read_state
 from uwf.backend.workers import WorkerRecord, Workers
 from uwf.util import fsio, jsonfmt
+from uwf.util.errors import Damaged, UwfError
 from uwf.util.ulid import is_thread_id
 
 SUFFIX = ".json"
@@ -49,32 +58,61 @@ class FsWorkers(Workers):
     def beat(self, record: WorkerRecord) -> None:
         path = self._path(record.id)
         data = {key: value for key, value in record._asdict().items() if value is not None}
-        with fsio.locked(path):
-            fsio.atomic_write(path, jsonfmt.dumps(data).encode())
+        try:
+            with fsio.locked(path):
+                fsio.atomic_write(path, jsonfmt.dumps(data).encode())
+        except UwfError:
+            self._check_dir()  # `cannot write …: File exists` says less than this
+            raise
+
+    def _check_dir(self) -> None:
+        if self.dir.exists() and not self.dir.is_dir():
+            raise damaged(self.dir, "it is not a directory (uwf keeps one file per worker there)")
 
     def _read(self, path: Path) -> WorkerRecord | None:
-        raw = fsio.read_bytes(path)
+        """The record in ``path``; None when it went meanwhile; Damaged when it is not one."""
+        raw = read_state(path, RECORD_LIMIT)
         if raw is None:
             return None
         try:
-            return _record(jsonfmt.loads(raw.decode("utf-8")))
+            record = _record(jsonfmt.loads(raw.decode("utf-8")))
         except ValueError:
-            return None
+            record = None
+        if record is None or f"{record.id}{SUFFIX}" != path.name:
+            raise damaged(path, "it is not a worker record uwf wrote (one line of JSON)")
+        return record
 
     def _files(self) -> list[Path]:
         try:
             names = sorted(os.listdir(self.dir))
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
+        except NotADirectoryError:
+            self._check_dir()
+            raise
         return [
             self.dir / name
             for name in names
             if name.endswith(SUFFIX) and is_thread_id(name[: -len(SUFFIX)])
         ]
 
+    def scan(self) -> tuple[list[WorkerRecord], list[str]]:
+        found, damage = [], []
+        for path in self._files():
+            try:
+                record = self._read(path)
+            except Damaged as exc:
+                damage.append(exc.message)
+                continue
+            if record is not None:
+                found.append(record)
+        return sorted(found, key=lambda r: (r.started, r.id)), damage
+
     def records(self) -> list[WorkerRecord]:
-        found = [r for r in (self._read(path) for path in self._files()) if r is not None]
-        return sorted(found, key=lambda r: (r.started, r.id))
+        return self.scan()[0]
+
+    def damage(self) -> list[str]:
+        return self.scan()[1]
 
     def prune(self, before: int) -> int:
         pruned = 0
@@ -88,7 +126,10 @@ class FsWorkers(Workers):
 
     def _prune_one(self, path: Path, before: int) -> bool:
         with fsio.locked(path):
-            record = self._read(path)
+            try:
+                record = self._read(path)
+            except Damaged:
+                record = None
             last = record.beat if record is not None else _mtime_ms(path)  # unreadable: by age
             if last >= before:
                 return False

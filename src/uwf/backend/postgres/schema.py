@@ -5,12 +5,18 @@ backend").
 version a store is at. ``ensure`` runs on every first connection of a process: one query when
 the store is current, the missing migrations (under an advisory lock, in one transaction)
 when it is older, an error when it is newer than this uwf knows.
+
+Before it migrates, ``ensure`` checks that the tables are those of the version the row says
+(``MARKERS``: what each migration created): a row set back by hand or restored from another
+database would run migrations over tables that already have them, and every command would
+fail with the server's ``column … already exists``. Such a store is refused with one line
+naming both versions and the repair (docs/reliability.md, "Repairing damaged state").
 """
 
 from __future__ import annotations
 
 from uwf.backend.postgres.db import Db
-from uwf.util.errors import UwfError
+from uwf.util.errors import Damaged, UwfError
 
 # Advisory lock keys of the fixed locks (thread step locks use 63-bit hashes of the id).
 INIT_KEY = 0x75_77_66_00_01
@@ -209,6 +215,23 @@ MIGRATIONS: list[str] = [
 ]
 VERSION = len(MIGRATIONS)
 
+#: What migration ``n`` (to version ``n + 1``) created, by which a store's tables tell their
+#: version: ``("table", name)``, ``("column", "table.column")`` or ``("function", signature)``.
+MARKERS: list[tuple[str, str]] = [
+    ("table", "uwf_nodes"),
+    ("column", "uwf_history.task"),
+    ("column", "uwf_threads.fail_head"),
+    ("column", "uwf_threads.cwd"),
+    ("function", "uwf_put(text,text,text,bigint,bigint,boolean)"),
+    ("column", "uwf_threads.parent"),
+    ("column", "uwf_threads.fail_limit"),
+    ("table", "uwf_start_keys"),
+    ("table", "uwf_limit_starts"),
+    ("column", "uwf_threads.priority"),
+    ("table", "uwf_workers"),
+    ("column", "uwf_threads.descendants"),
+]
+
 
 def version(db: Db) -> int:
     """The schema version of the store: 0 for a database uwf never used."""
@@ -236,9 +259,50 @@ def ensure(db: Db, migrations: list[str] | None = None) -> dict[str, int]:
         db.execute("CREATE TABLE IF NOT EXISTS uwf_schema (version integer NOT NULL)")
         row = db.one("SELECT version FROM uwf_schema FOR UPDATE")
         current = int(row[0]) if row is not None else 0
+        if migrations is None:
+            _check_tables(db, current, row is not None)
         if row is None:
             db.execute("INSERT INTO uwf_schema (version) VALUES (0)")
         for step in steps[current:]:
             db.execute(step)
         db.execute("UPDATE uwf_schema SET version = %s", (latest,))
     return {"from": found, "to": latest}
+
+
+def tables_version(db: Db) -> int:
+    """The version the store's tables are at, by ``MARKERS``: the last migration whose
+    table, column or function exists (0: none of uwf's)."""
+    checks = []
+    params: list[str] = []
+    for kind, name in MARKERS:
+        if kind == "table":
+            checks.append("to_regclass(%s) IS NOT NULL")
+            params.append(name)
+        elif kind == "function":
+            checks.append("to_regprocedure(%s) IS NOT NULL")
+            params.append(name)
+        else:
+            table, column = name.split(".")
+            checks.append(
+                "EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = "
+                "current_schema() AND table_name = %s AND column_name = %s)"
+            )
+            params.extend((table, column))
+    row = db.one(f"SELECT {', '.join(checks)}", params)
+    found = list(row) if row is not None else []
+    return max((n + 1 for n, present in enumerate(found) if present), default=0)
+
+
+def _check_tables(db: Db, said: int, has_row: bool) -> None:
+    """Refuse to migrate tables that are not at the version ``uwf_schema`` says."""
+    actual = tables_version(db)
+    if actual == said:
+        return
+    where = f"uwf_schema says {said}" if has_row else "uwf_schema has no row (version 0)"
+    raise Damaged(
+        f"the store {db.shown} is damaged: {where}, but its tables are at schema version "
+        f"{actual}; uwf_schema was changed by hand or restored apart from the tables, and "
+        f"migrating from {said} would fail or change the tables twice: set it right with "
+        f"UPDATE uwf_schema SET version = {actual} (uwf then migrates the rest); see "
+        'docs/reliability.md, "Repairing damaged state"'
+    )

@@ -18,7 +18,7 @@ from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.cas.store import Store
-from uwf.engine.evals.task import Judge, Task
+from uwf.engine.evals.task import Judge, Task, program_file
 from uwf.model import chain, cost, turns
 from uwf.util.base32 import is_hash
 from uwf.util.errors import UwfError
@@ -178,18 +178,20 @@ def _compliance(store: Store, steps: list[chain.Step]) -> tuple[float, Any, str 
 
 def program(task: Task, word: str) -> str:
     """A judge's program: a relative path is the task folder's (a bare name only when the
-    folder holds a file of that name; else it is looked up on PATH)."""
-    if os.path.isabs(word):
-        return word
-    local = task.folder / word
-    if os.sep in word or (os.altsep and os.altsep in word) or local.is_file():
-        return str(local)
-    return shutil.which(word) or word
+    folder holds a file of that name; else it is looked up on PATH). ``eval run`` checked
+    that a file it names is the folder's (``task.outside``)."""
+    named = program_file(task, word)
+    return named if named is not None else shutil.which(word) or word
 
 
 def _command(backend: Backend, task: Task, judge: Judge, ran: Ran) -> tuple[float, Any, str | None]:
     """Run the judge's command in the working directory: ``<command…> <thread>``, with
-    ``UWF_THREAD`` (and the store's variables) set; its last stdout line is the verdict."""
+    ``UWF_THREAD`` (and the store's variables) set; its last stdout line is the verdict.
+
+    Its environment holds no credential (docs/evals.md, "Commands"): no store password, no
+    provider key, no ``.env`` entry, no ``secrets:`` variable, nor any variable holding one
+    of their values — as a model's command gets (``command_env``). A judge is the task
+    author's code, and needs none of them to judge a run."""
     from uwf.adapters import process
     from uwf.config.secrets import command_env, model_config
 
@@ -208,7 +210,7 @@ def _command(backend: Backend, task: Task, judge: Judge, ran: Ran) -> tuple[floa
         "UWF_EVAL_TASK": str(task.folder),
         "PWD": str(ran.workdir),
     }
-    env = command_env(env, model_config(backend.root), provider_keys=True)
+    env = command_env(env, model_config(backend.root))
     try:
         finished = process.run(
             argv,

@@ -48,9 +48,12 @@ def run_tasks(
     keep_workdir: bool = False,
     fleet: FleetOptions | None = None,
     on_run: Callable[[EvalRunLine], None] = lambda line: None,
+    allow_outside: list[Path] | None = None,
 ) -> list[EvalRunLine]:
     """``count`` runs of each task folder, in order; ``on_run`` after each. With ``fleet``,
-    ``uwf worker``s step the runs (``engine.evals.fleet``) and runs are reported as they end."""
+    ``uwf worker``s step the runs (``engine.evals.fleet``) and runs are reported as they end.
+    A task folder that names files outside itself (a judge's program, a workflow file) is
+    refused before anything runs, unless they are under a directory of ``allow_outside``."""
     if not 1 <= count <= MAX_COUNT:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got: {count}")
     if not folders:
@@ -58,6 +61,8 @@ def run_tasks(
     if fleet is not None:
         fleet.check(agent)
     tasks = [load_task(folder) for folder in folders]
+    for task in tasks:
+        _confine(task, allow_outside or [], workflow is not None)
     planned = [(task, _workflow_of(backend, task, workflow)) for task in tasks]
     batch = new_thread_id()
     if fleet is not None:
@@ -77,6 +82,21 @@ def run_tasks(
             lines.append(line)
             on_run(line)
     return lines
+
+
+def _confine(task: Task, allowed: list[Path], workflow_given: bool) -> None:
+    """Refuse a task folder that names files outside itself and ``allowed``."""
+    from uwf.engine.evals.task import outside
+
+    found = outside(task, allowed)
+    if workflow_given:  # --workflow replaces the task's: its file is not run
+        found = [line for line in found if not line.startswith("its workflow ")]
+    if found:
+        raise InvalidInput(
+            f"eval task {task.name}: {'; '.join(found)}: outside its folder {task.folder}; a "
+            "task folder is code, and runs only its own files unless you allow a directory "
+            'more with --allow-outside DIR (docs/evals.md, "Someone else\'s task folder")'
+        )
 
 
 def _workflow_of(backend: Backend, task: Task, override: str | None) -> NodeHash:
@@ -199,7 +219,8 @@ def discard(backend: Backend, run: Begun, recording: Recording, stop_wait: float
 
 
 def _workdir(task: Task) -> Path:
-    """A new private directory holding a copy of the task's fixture (links copied as links)."""
+    """A new private directory holding a copy of the task's fixture (links copied as links;
+    the fixture itself is never a link: ``task.load_task`` refused one)."""
     workdir = Path(tempfile.mkdtemp(prefix=f"uwf-eval-{task.name[:40]}-"))
     fixture = task.fixture
     if fixture is not None:

@@ -1,6 +1,13 @@
 """Eval tasks: a folder holding ``task.yaml`` and an optional ``fixture/`` (docs/evals.md,
 "task.yaml").
 
+A task folder is code: its command judges run as the user, and its workflow file tells the
+agents what to do. So it is confined to itself (docs/evals.md, "Someone else's task
+folder"): a judge's program named by path, and a workflow named by file, must be files of the
+folder once every link is resolved, unless the user allows a directory more (``eval run
+--allow-outside DIR``; ``outside``); and its ``fixture/`` must be a directory, not a link
+(a link would make uwf copy what it points at into the run's working directory).
+
 ``TASK`` is the JSON Schema of ``task.yaml``, the one source of what the file may hold; a
 file it refuses is reported as every schema problem is (``uwf.cas.wording``:
 ``invalid task.yaml <file>: judges[0].weight: expected a number ≥ 0, got -1``), every
@@ -10,6 +17,7 @@ judge names that repeat, and a judge with both or neither of ``builtin`` and ``c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,16 +120,19 @@ class Task:
     @property
     def fixture(self) -> Path | None:
         path = self.folder / FIXTURE_DIR
-        return path if path.is_dir() else None
+        return path if path.is_dir() and not path.is_symlink() else None
+
+    def workflow_file(self) -> str | None:
+        """The file ``workflow`` names (a relative path is the task folder's), or None for a
+        name or a hash."""
+        text = self.workflow
+        if "/" in text or "\\" in text or text.endswith((".yaml", ".yml")):
+            return text if Path(text).is_absolute() else str(self.folder / text)
+        return None
 
     def workflow_ident(self) -> str:
         """``workflow`` as ``thread start`` takes it: a file path is the task folder's."""
-        text = self.workflow
-        if ("/" in text or "\\" in text or text.endswith((".yaml", ".yml"))) and not Path(
-            text
-        ).is_absolute():
-            return str(self.folder / text)
-        return text
+        return self.workflow_file() or self.workflow
 
 
 #: The judges of a task.yaml that names none.
@@ -154,7 +165,63 @@ def load_task(folder: str | Path) -> Task:
         raise InvalidInput(
             "\n".join([f"{head}: {len(found)} problems", *(f"  - {p}" for p in found)])
         )
-    return _task(where.resolve(), raw, text)
+    task = _task(where.resolve(), raw, text)
+    _check_fixture(task)
+    return task
+
+
+def _check_fixture(task: Task) -> None:
+    """``fixture/`` is a directory of the folder, never a link, or absent."""
+    path = task.folder / FIXTURE_DIR
+    if path.is_symlink():
+        raise InvalidInput(
+            f"eval task {task.name}: its fixture {oneline(str(path))} is a symbolic link (to "
+            f"{oneline(os.readlink(path))}): a fixture is copied into each run's working "
+            "directory and never followed through a link; make it a directory"
+        )
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(
+            f"eval task {task.name}: its fixture {oneline(str(path))} is not a directory"
+        )
+
+
+def outside(task: Task, allowed: list[Path]) -> list[str]:
+    """The files of other folders ``task`` names — a judge's program named by path (or a
+    link of the folder), a workflow file — that are under none of ``allowed``: one line
+    each, ``judge <name> runs <file>`` / ``workflow <file>`` (docs/evals.md)."""
+    import shlex
+
+    roots = [os.path.realpath(task.folder), *(os.path.realpath(p) for p in allowed)]
+    out = []
+    for judge in task.judges:
+        if judge.command is None:
+            continue
+        try:
+            argv = shlex.split(judge.command)
+        except ValueError:
+            continue  # the judge's own error, when it runs
+        named = program_file(task, argv[0]) if argv else None
+        if named is not None and not _under(os.path.realpath(named), roots):
+            out.append(f"its judge {judge.name} runs {oneline(named)}")
+    file = task.workflow_file()
+    if file is not None and not _under(os.path.realpath(file), roots):
+        out.append(f"its workflow is the file {oneline(file)}")
+    return out
+
+
+def program_file(task: Task, word: str) -> str | None:
+    """The file a judge's program names: a path (relative ones are the task folder's), or a
+    bare name the folder holds a file of; None for a program looked up on PATH."""
+    if os.path.isabs(word):
+        return word
+    local = task.folder / word
+    if os.sep in word or (os.altsep and os.altsep in word) or local.is_file():
+        return str(local)
+    return None
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(os.path.commonpath([path, root]) == root for root in roots)
 
 
 def problems(raw: Any) -> list[str]:

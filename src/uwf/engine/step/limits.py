@@ -4,7 +4,9 @@
 agent alias's, then its provider's — through the backend, so every ``thread step``, ``--next``
 and ``uwf worker`` on every machine sharing the store counts against the same limits. A limit
 that is reached holds the step back: ``HeldBack`` (busy, exit 4) with the reason; nothing ran
-and nothing is recorded as a failure.
+and nothing is recorded as a failure. A limit whose file is damaged (docs/reliability.md,
+"Repairing damaged state") holds the step back too, with the error naming the file: uwf
+cannot tell how many steps it allows, and no thread is failed for it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 
 from uwf.backend.base import Backend
 from uwf.engine.step.plan import Limit, StepPlan
-from uwf.util.errors import HeldBack
+from uwf.util.errors import Damaged, HeldBack
 from uwf.util.ulid import now_ms
 
 
@@ -34,7 +36,10 @@ def held(backend: Backend, plan: StepPlan) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for limit in plan.limits:
             name = f"{limit.section}/{limit.name}"
-            until = backend.limits.paused(name) if limit.section == "providers" else None
+            try:
+                until = backend.limits.paused(name) if limit.section == "providers" else None
+            except Damaged as exc:
+                raise HeldBack(f"thread {plan.thread} is held back: {exc.message}") from None
             if until is not None:
                 raise HeldBack(
                     f"thread {plan.thread} is held back: provider {limit.name} answered 429 "
@@ -42,6 +47,8 @@ def held(backend: Backend, plan: StepPlan) -> Iterator[None]:
                 )
             try:
                 stack.enter_context(backend.limits.hold(name, limit.concurrency, limit.per_minute))
+            except Damaged as exc:
+                raise HeldBack(f"thread {plan.thread} is held back: {exc.message}") from None
             except HeldBack as exc:
                 raise HeldBack(
                     f"thread {plan.thread} is held back: {reason(limit, exc.message)}"

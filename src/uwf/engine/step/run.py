@@ -80,8 +80,32 @@ def check_workdir(plan: StepPlan) -> None:
 
     raise AgentFailed(
         f"thread {plan.thread}: the working directory {oneline(plan.cwd)} of {plan.role} "
-        f"does not exist on this machine ({socket.gethostname()}); the step was not run"
+        f"{_what_is(plan.cwd)} on this machine ({socket.gethostname()}); the step was not run"
     )
+
+
+def _what_is(path: str) -> str:
+    """What is at a working directory's path that is not a directory, as the end of a
+    sentence: ``does not exist``, ``is a file, not a directory``, …"""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "is a symbolic link to nothing" if os.path.islink(path) else "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a part of its path is a file)"
+    except OSError as exc:
+        return f"cannot be reached ({exc.strerror or exc})"
+    kinds = [
+        (stat.S_ISREG, "a file"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ]
+    kind = next((name for test, name in kinds if test(mode)), "not a directory")
+    return f"is {kind}, not a directory"
 
 
 @contextlib.contextmanager

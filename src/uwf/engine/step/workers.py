@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from uwf.backend.base import Backend
 from uwf.backend.workers import KEEP_MS, WorkerRecord
 from uwf.util import clock
-from uwf.util.errors import UwfError
+from uwf.util.errors import Damaged, UwfError
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import new_thread_id, now_ms
 
@@ -52,17 +52,27 @@ class Heartbeat:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="uwf-heartbeat", daemon=True)
         self._log = ProcessLog(backend.root)
+        self.damage: list[str] = []  # records of other workers that cannot be read
 
     @property
     def id(self) -> str:
         return self.record.id
 
     def __enter__(self) -> Heartbeat:
+        """Prune, then register. A registry that is damaged (``workers/`` that is not a
+        directory) stops the worker before it starts: it could never be seen. A store that is
+        away does not: the worker backs off as ever, and the beats retry."""
         try:
             self.backend.workers.prune(now_ms() - KEEP_MS)
         except (UwfError, OSError) as exc:  # cannot be pruned now: the next start does
             self._log.write("W3K8N5Q2", f"worker registry not pruned: {exc}")
-        self._beat()  # a store that is away: the worker backs off as ever, the beats retry
+        try:
+            self._write()
+            self.damage = self.backend.workers.damage()
+        except Damaged:
+            raise
+        except (UwfError, OSError) as exc:
+            self._log.write("W7D2F6J9", f"heartbeat not written: {exc}")
         self._thread.start()
         return self
 
@@ -91,13 +101,15 @@ class Heartbeat:
             self._log.write("W5M8R3T6", f"worker not marked stopped: {error}")
 
 
-def listed(backend: Backend) -> list[WorkerListed]:
+def listed(backend: Backend) -> tuple[list[WorkerListed], list[str]]:
     """``uwf worker list``: every worker of the last day, oldest start first, with its state
-    and what it steps (docs/scale-out.md, "Seeing the workers")."""
+    and what it steps (docs/scale-out.md, "Seeing the workers"); and the damage of the
+    records that cannot be read, one line each."""
     stepping = {h.worker: h for h in backend.locks.holders() if h.worker is not None}
     now = now_ms()
     out: list[WorkerListed] = []
-    for record in backend.workers.records():
+    records, damage = backend.workers.scan()
+    for record in records:
         if record.beat < now - KEEP_MS:
             continue  # pruned when the next worker starts
         holder = stepping.get(record.id)
@@ -118,4 +130,4 @@ def listed(backend: Backend) -> list[WorkerListed]:
         if record.stopped is not None:
             item["stopped"] = record.stopped
         out.append(item)
-    return out
+    return out, damage

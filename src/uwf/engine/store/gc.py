@@ -16,7 +16,10 @@ or registry entry whose node is missing or of another kind, a pack that lost its
 
 **Mark.** From the roots, follow every ``cas_ref`` (``uwf.cas.refs``), each reached node's
 type and the type's type (the meta-schema). A reachable node that cannot be read (corrupt)
-stops gc before anything is deleted: its references are unknown.
+stops gc before anything is deleted: its references are unknown. So does a reachable node
+that refers to a missing one — a chain broken in the middle (a disk fault, a partial
+restore): what lies behind the gap is unmarked, but it is no garbage: restoring the lost node
+from a backup makes it reachable again, and gc must not have deleted it by then.
 
 **Sweep.** An unmarked node is collected when its last put — the later of its timestamp and
 its file's mtime, which a put of an existing node refreshes — is older than the cutoff
@@ -169,7 +172,10 @@ def _gc(
             if _registered_workflow(store, version, type_hash, names):
                 roots.append(version)
     marked: set[str] = set()
-    _mark(store, roots, marked)
+    broken: list[tuple[str, str]] = []
+    _mark(store, roots, marked, broken)
+    if broken:
+        raise _broken_chains(store, broken, active, history)
 
     scanned = list(store.iter_hashes())
     old: list[str] = []
@@ -257,25 +263,84 @@ def _sweep(store: Store, old: list[str], cutoff: int) -> tuple[int, int, int]:
     return collected, freed, packed
 
 
-def _mark(store: Store, roots: Iterable[str], marked: set[str]) -> None:
-    """Add to ``marked`` every stored node reachable from ``roots`` (refs, types, meta)."""
-    queue = deque(roots)
+def _mark(
+    store: Store,
+    roots: Iterable[str],
+    marked: set[str],
+    broken: list[tuple[str, str]] | None = None,
+) -> None:
+    """Add to ``marked`` every stored node reachable from ``roots`` (refs, types, meta).
+
+    A missing root is skipped (``roots.problems`` judged the heads and the registry; the
+    other roots are index lines and uwf's schemas, which may be absent). A missing node that
+    a reached node refers to is added to ``broken`` as ``(missing, referrer)``, when given."""
+    queue: deque[tuple[str, str | None]] = deque((root, None) for root in roots)
     schema_of: dict[str, Any] = {}
     while queue:
-        h = queue.popleft()
+        h, referrer = queue.popleft()
         if h in marked or not is_hash(h):
             continue
         node = _read(store, h)
         if node is None:
-            continue  # missing: nothing to keep (`cas verify` reports the dangling ref)
+            if referrer is not None and broken is not None:
+                broken.append((h, referrer))
+            continue
         marked.add(h)
         if node.type == h:  # the self-typed meta-schema
             continue
-        queue.append(node.type)
+        queue.append((node.type, h))
         if node.type not in schema_of:
             schema_node = _read(store, node.type)
             schema_of[node.type] = schema_node.payload if schema_node is not None else None
-        queue.extend(collect(schema_of[node.type], node.payload))
+        queue.extend((ref, h) for ref in collect(schema_of[node.type], node.payload))
+
+
+def _broken_chains(
+    store: Store,
+    broken: list[tuple[str, str]],
+    active: dict[ThreadId, NodeHash],
+    history: list[HistoryEntry],
+) -> Damaged:
+    """The refusal of a gc that found reachable nodes referring to missing ones: each gap
+    (at most three) with the thread whose chain it breaks, when a thread's does."""
+    gaps = sorted(set(broken))[:3]
+    heads = [*active.items(), *((entry.thread, entry.head) for entry in history)]
+    owners = _owners(store, {referrer for _, referrer in gaps}, heads)
+    shown = []
+    for missing, referrer in gaps:
+        where = f"thread {owners[referrer]}: " if referrer in owners else ""
+        shown.append(f"{where}node {missing} is missing (node {referrer} refers to it)")
+    more = f" (and {len(set(broken)) - 3} more)" if len(set(broken)) > 3 else ""
+    return Damaged(
+        f"cas gc stopped, nothing was deleted: a chain is broken: {'; '.join(shown)}{more}; "
+        "the nodes behind a gap would be collected and the chain could never be repaired: "
+        "restore the missing nodes from a backup and run cas gc again (uwf cas verify lists "
+        'them; docs/reliability.md, "Repairing damaged state")'
+    )
+
+
+def _owners(
+    store: Store, wanted: set[str], heads: list[tuple[ThreadId, NodeHash]]
+) -> dict[str, ThreadId]:
+    """For each node of ``wanted``, the first thread whose chain (or what it refers to)
+    holds it: one walk from every head at once (an error path only)."""
+    found: dict[str, ThreadId] = {}
+    seen: set[str] = set()
+    queue = deque(heads)
+    while queue and len(found) < len(wanted):
+        thread, h = queue.popleft()
+        if h in seen:
+            continue
+        seen.add(h)
+        if h in wanted:
+            found.setdefault(h, thread)
+        node = _read(store, h)
+        if node is None or node.type == h:
+            continue
+        schema = _read(store, node.type)
+        refs = collect(schema.payload if schema is not None else None, node.payload)
+        queue.extend((thread, ref) for ref in refs)
+    return found
 
 
 def _read(store: Store, h: str) -> Any:

@@ -70,7 +70,9 @@ def _problem(
 
 def state_problems(backend: Backend) -> tuple[list[RootDamage], dict[str, Any]]:
     """The damage of the state itself (a part uwf cannot read as its own: ``{"state"}`` with
-    the error) and what could be read of it: ``{"active", "history", "registry"}``."""
+    the error — ``active``, ``history``, ``registry``, and the backend's other parts:
+    ``startKeys``, ``workers``, ``limits``) and what could be read of it: ``{"active",
+    "history", "registry"}``."""
     found: list[RootDamage] = []
     state: dict[str, Any] = {"active": {}, "history": [], "registry": {}}
     readers = {
@@ -83,4 +85,5 @@ def state_problems(backend: Backend) -> tuple[list[RootDamage], dict[str, Any]]:
             state[key] = read()
         except UwfError as exc:
             found.append({"state": key, "problem": exc.message})
+    found += [{"state": part, "problem": problem} for part, problem in backend.state_damage()]
     return found, state
