@@ -314,6 +314,16 @@ class Store(abc.ABC):
         self._store(h, type_hash, payload)
         return h
 
+    def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
+        """``put`` each of ``nodes`` (type hash, payload), in order; their hashes.
+
+        What one step writes (its output, detail and StepNode) goes through here, so that a
+        backend can make the nodes durable together — one file and one fsync, one transaction,
+        or the step's own commit — instead of one by one (docs/performance.md). Each node is
+        validated and redacted as ``put`` does it; when one is refused, the batch may be stored
+        in part or not at all (a node matters only once a head references it)."""
+        return [self.put(type_hash, payload) for type_hash, payload in nodes]
+
     def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
         """Store a JSON Schema (typed by the meta-schema) and return its hash."""
         meta = self.ensure_meta()
