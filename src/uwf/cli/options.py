@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
-from uwf.util.errors import UwfError, exit_code
+from uwf.util.errors import UsageError, UwfError, exit_code
 from uwf.util.root import storage_root
 
 if TYPE_CHECKING:
@@ -226,12 +226,18 @@ QuotaOpt = Annotated[
 
 
 def add_alias(
-    app: typer.Typer, function: Callable[..., Any], name: str, current: str, hidden: bool = True
+    app: typer.Typer,
+    function: Callable[..., Any],
+    name: str,
+    current: str,
+    hidden: bool = True,
+    version: str = "v0.5.0",
 ) -> None:
-    """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name) as
-    an alias of ``current``: its help is one line naming the current name, then the command's
-    full help (``function``'s docstring); command listings say ``Alias of `uwf <current>`.``"""
-    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its v0.5.0 name)."
+    """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name;
+    ``"workflow validate"``: uwf 0.8's) as an alias of ``current``: its help is one line
+    naming the current name, then the command's full help (``function``'s docstring); command
+    listings say ``Alias of `uwf <current>`.``"""
+    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its {version} name)."
     help_text = f"{line}\n\n{inspect.getdoc(function) or ''}"
     short = f"Alias of `uwf {current}`."
     app.command(name.split()[-1], hidden=hidden, help=help_text, short_help=short)(function)
@@ -377,3 +383,27 @@ def emit_graph(graph: Any, fmt: GraphFormat) -> None:
     from uwf.engine.views.graph import render
 
     typer.echo(render(graph, fmt.value), nl=False)
+
+
+def list_page(
+    skip: str, take: str | None, offset: str | None, limit: str | None
+) -> tuple[int, int]:
+    """A listing's page (``thread list``): how many newest threads to skip and at most how
+    many to show (0: all), from ``--skip``/``--take`` or uwf 0.8's ``--offset``/``--limit``."""
+    from uwf.util.numbers import as_count
+
+    if offset is not None and skip != "0":
+        raise UsageError("--offset is --skip by uwf 0.8's name: give one of them")
+    if limit is not None and take is not None:
+        raise UsageError("--limit is --take by uwf 0.8's name: give one of them")
+    skip_name, skip_text = ("--offset", offset) if offset is not None else ("--skip", skip)
+    take_name, take_text = ("--limit", limit) if limit is not None else ("--take", take)
+    skip_n = as_count(skip_text)
+    if skip_n is None:
+        raise UsageError(f"{skip_name} must be a non-negative integer")
+    if take_text is None:
+        return skip_n, 0
+    take_n = as_count(take_text)
+    if not take_n:
+        raise UsageError(f"{take_name} must be a positive integer")
+    return skip_n, take_n

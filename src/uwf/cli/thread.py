@@ -33,6 +33,7 @@ from uwf.cli.options import (
     emit_graph,
     emit_listing,
     emit_markdown,
+    list_page,
     read_input,
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
@@ -159,6 +160,14 @@ def list_(
     take: Annotated[
         str | None, typer.Option("--take", help="Return at most N.", show_default=False)
     ] = None,
+    offset: Annotated[
+        str | None,
+        typer.Option("--offset", help="--skip by uwf 0.8's name.", show_default=False),
+    ] = None,
+    limit: Annotated[
+        str | None,
+        typer.Option("--limit", help="--take by uwf 0.8's name.", show_default=False),
+    ] = None,
     parent: ParentOpt = None,
     fmt: TableFormatOpt = None,
 ) -> None:
@@ -171,16 +180,10 @@ def list_(
     --workflow, --after, --before, --parent) select the threads of the bulk actions too
     (thread kill, stop, retry, rerun).
     """
-    from uwf.engine.threads import lifecycle as threads
-    from uwf.util.numbers import as_count, as_positive_int
-
-    skip_n = as_count(skip)
-    if skip_n is None:
-        raise UsageError("--skip must be a non-negative integer")
-    take_n = None
-    if take is not None:
-        take_n = as_positive_int(take) or 0  # 0: refused by list_threads
     from uwf.cli import tables
+    from uwf.engine.threads import lifecycle as threads
+
+    skip_n, take_n = list_page(skip, take, offset, limit)
 
     storage = backend()
     items = threads.list_threads(
@@ -191,7 +194,7 @@ def list_(
         after=after,
         before=before,
         skip=skip_n,
-        take=take_n,
+        take=take_n or None,
         parent=parent,
     )
     emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
