@@ -61,9 +61,11 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
     assert list(payload["graph"]["$START"]) == ["new", "resume"]
     assert payload["graph"]["planner"]["planned"]["location"] == "work"
     assert payload["roles"]["builder"]["procedure"] == v1.BUILD  # !include of a text file
-    assert node(cli, payload["roles"]["reviewer"]["meta"])["properties"]["$status"] == {
-        "enum": ["approved", "rejected"]
-    }  # !include of a JSON file
+    reviewer = node(cli, payload["roles"]["reviewer"]["meta"])  # !include of a JSON file
+    assert [b["properties"]["$status"] for b in reviewer["oneOf"]] == [
+        {"const": "approved"},
+        {"const": "rejected"},
+    ]
     assert [s["path"] for s in payload["source"]] == [
         "index.yaml",
         "schemas/planner.yaml",
@@ -457,11 +459,17 @@ roles:
   writer:
     goal: Write the release notes.
     frontmatter:
-      type: object
-      properties:
-        $status: {enum: [written, unsure]}
-        title: {type: string}
-      required: [$status, title]
+      oneOf:
+        - type: object
+          properties:
+            $status: {const: written}
+            title: {type: string}
+          required: [$status, title]
+        - type: object
+          properties:
+            $status: {const: unsure}
+            title: {type: string}
+          required: [$status, title]
 graph:
   $START:
     new:
