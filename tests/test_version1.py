@@ -86,7 +86,7 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
 
 def test_show_source_prints_a_single_file_byte_for_byte(cli: Any, tmp_path: Path) -> None:
     text = "version: 1  # no final newline\nroles:\n  a:\n    frontmatter: {}\ngraph:\n"
-    text += "  $START:\n    new: {role: a}\n  a:\n    _: {role: $END}"
+    text += "  $START:\n    new: {role: a, prompt: go}\n  a:\n    _: {role: $END}"
     path = tmp_path / "tiny.yaml"
     path.write_bytes(text.encode())
     h = ok(cli("workflow", "put", path))["hash"]

@@ -110,6 +110,8 @@ def test_version_1_problems_are_named_precisely(tmp_path: Path) -> None:
         "an agent wrote never chooses where the next agent works)",
         "graph.a.$SUSPEND: $SUSPEND is never routed: an output with it suspends the thread "
         "until `uwf thread resume` (remove this edge)",
+        'graph.a.other.prompt: missing: "a" would run without an instruction (only an edge to '
+        "$END may leave its prompt out)",
         'graph.$START._: $START routes only on "new" (a new thread) and "resume" (a thread '
         "resuming an ended one)",
         'graph.a.other: roles.a.frontmatter cannot emit status "other" (its status values are '
@@ -180,7 +182,7 @@ def test_include_reads_yaml_json_and_text_relative_to_the_including_file(tmp_pat
     write(
         folder / "index.yaml",
         "version: 1\nroles: !include parts/roles.yaml\ngraph:\n"
-        "  $START: {new: {role: a}}\n  a: {_: {role: $END}}\n",
+        "  $START: {new: {role: a, prompt: go}}\n  a: {_: {role: $END}}\n",
     )
     definition = load_file(folder)
     assert definition["name"] == "wf"

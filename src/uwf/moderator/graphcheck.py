@@ -113,6 +113,15 @@ def _check_target(
         return None
     good_role = _target_role(p, where, node, target, roles)
     good_prompt = _target_prompt(p, where, target.get("prompt"), rules)
+    prompt = target.get("prompt")
+    blank = prompt is None or not str(prompt).strip()
+    if rules.version == 1 and good_role and target["role"] != END and good_prompt and blank:
+        p.add(
+            f"{where}.prompt",
+            f"{'missing' if prompt is None else 'blank'}: {key_text(target['role'])} would "
+            "run without an instruction (only an edge to $END may leave its prompt out)",
+        )
+        good_prompt = False
     fields = TARGET_FIELDS_V1 if rules.version == 1 else (*TARGET_FIELDS, "fanOut")
     good_location = rules.version == 0 or _target_location(p, where, target.get("location"))
     fan_out = target.get("fanOut") if rules.version == 0 else None
