@@ -105,7 +105,8 @@ def test_version_1_problems_are_named_precisely(tmp_path: Path) -> None:
         'graph.a.other.retries: unknown key "retries" (known keys: role, prompt, location)',
         'model: unknown key "model" (known keys: version, name, description, roles, graph, '
         "compactAfter, retry)",
-        'workflow name mismatch: file "wf.yaml" implies name "wf" but YAML declares name "other"',
+        'workflow name mismatch: file "wf.yaml" implies name "wf" but YAML declares name "other" '
+        "(name the file other.yaml or other.workflow.yaml)",
         "graph.a.ok.location: is a template; uwf-py takes location as a literal directory (what "
         "an agent wrote never chooses where the next agent works)",
         "graph.a.$SUSPEND: $SUSPEND is never routed: an output with it suspends the thread "

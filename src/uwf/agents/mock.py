@@ -10,6 +10,13 @@ is the same when the step is run again; ``attempts`` lets that next run behave d
 (fail with a rate limit, then succeed). Runs are counted per thread, role and visit in
 ``<root>/cache/mock-attempts.json``; the last attempt repeats. The output goes through the
 same extract as any agent's.
+
+A scenario of uwf 0.8 — ``steps: [{role, output}, …]`` — is played in the thread's order
+instead: its n-th step is the thread's n-th, for the role it names (another role is an
+error, as is a step past its end). A run whose answer suspends (``$SUSPEND``) is a visit
+too, although no step records it (docs/format.md, "Suspending and resuming"): it is marked
+in ``<root>/cache/mock-suspends.json``, and the next run of the thread — ``thread resume``
+— plays the entry after it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from uwf.util.errors import InvalidInput, UwfError
 
 LABEL = "uwf-mock"
 ATTEMPTS_CACHE = "mock-attempts"  # <root>/cache/mock-attempts.json
+SUSPENDS_CACHE = "mock-suspends"  # <root>/cache/mock-suspends.json: visits that suspended
+IN_ORDER = "*"  # the role part of a cache key of a steps scenario (one sequence per thread)
 
 DETAIL = runner.detail_schema(
     "MockDetail",
@@ -59,6 +68,15 @@ FILE, else $UWF_MOCK_SCENARIO) maps each role to a list of entries, used in visi
 An entry is the raw answer (a string), {output, exit, stderr, sleep}, or {attempts:
 [entries]}, whose n-th entry is used by the n-th run of that visit (counted per thread,
 role and visit in <root>/cache/mock-attempts.json; the last one repeats).
+
+A scenario of uwf 0.8 is played in the thread's order: its n-th step is the thread's n-th,
+for the role it names:
+
+  steps:
+    - {role: planner, output: "---\n$status: ready\n---\nThe plan."}
+    - {role: worker, output: "---\n$status: done\n---\nDone."}
+
+A run whose answer suspends ($SUSPEND) counts as a visit: the next run plays the next entry.
 """
 
 
@@ -81,14 +99,28 @@ def _check_entry(entry: Any, where: str, nested: bool = False) -> None:
 
 
 def load_scenario(path: str) -> dict[str, list[Any]]:
+    """A scenario by roles: each role's entries."""
+    roles, steps = read_scenario(path)
+    if steps is not None:
+        raise InvalidInput(f"scenario {path} lists steps (uwf 0.8's form), not roles")
+    return roles
+
+
+def read_scenario(path: str) -> tuple[dict[str, list[Any]], list[tuple[str, Any]] | None]:
+    """A scenario: each role's entries, or (uwf 0.8's form) its steps in the thread's order,
+    each (role, entry)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read scenario {path}: {exc}") from None
     data = yamlio.load(text, source=f"scenario {path}", path=path)
+    if isinstance(data, dict) and "steps" in data and "roles" not in data:
+        return {}, _steps(path, data["steps"])
     roles = data.get("roles") if isinstance(data, dict) else None
     if not isinstance(roles, dict):
-        raise InvalidInput(f"scenario {path} must be a mapping with a 'roles' mapping")
+        raise InvalidInput(
+            f"scenario {path} must be a mapping with a 'roles' mapping (or uwf 0.8's 'steps' list)"
+        )
     out: dict[str, list[Any]] = {}
     for role, entries in roles.items():
         entries = entries if isinstance(entries, list) else [entries]
@@ -97,6 +129,22 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
         if not entries:
             raise InvalidInput(f"scenario {path}: role {role} has no entries")
         out[str(role)] = entries
+    return out, None
+
+
+def _steps(path: str, steps: Any) -> list[tuple[str, Any]]:
+    """The steps of a scenario of uwf 0.8: ``[{role, output}, …]`` (an entry of the roles
+    form, with the role it is for)."""
+    if not isinstance(steps, list) or not steps:
+        raise InvalidInput(f"scenario {path}: 'steps' must be a non-empty list of {{role, output}}")
+    out = []
+    for i, step in enumerate(steps):
+        where = f"scenario {path}: steps[{i}]"
+        if not isinstance(step, dict) or not isinstance(step.get("role"), str):
+            raise InvalidInput(f"{where}: a step must be a mapping with a string 'role'")
+        entry = {key: value for key, value in step.items() if key != "role"}
+        _check_entry(entry, where)
+        out.append((step["role"], entry))
     return out
 
 
@@ -111,6 +159,34 @@ def _visit(ctx: AgentContext) -> int:
     if isinstance(recorded, int) and not isinstance(recorded, bool):
         return recorded + 1
     return ctx.visit
+
+
+def _step_number(ctx: AgentContext) -> int:
+    """This step's number in a scenario played in the thread's order: one more than the one
+    its previous step recorded (which counts the runs that suspended), else its depth."""
+    from uwf.model import chain
+
+    last: chain.Start | chain.Step | None = ctx.head_node
+    if isinstance(last, chain.Start):  # a thread resuming an ended one goes on from its end
+        last = chain.load_head(ctx.store, last.resumes) if last.resumes is not None else None
+    ref = last.payload.get("detail") if isinstance(last, chain.Step) else None
+    if isinstance(last, chain.Step) and last.payload.get("agent") == LABEL and isinstance(ref, str):
+        detail = ctx.store.get(ref)
+        found = detail.payload.get("visit") if detail and isinstance(detail.payload, dict) else None
+        if isinstance(found, int) and not isinstance(found, bool):
+            return found + 1
+    return ctx.depth + 1
+
+
+def _after_suspended(ctx: AgentContext, who: str, visit: int) -> int:
+    """``visit``, or past it while the visits there suspended (their answer said
+    ``$SUSPEND``, so no step records them): a suspended step is a visit too."""
+    from uwf.agent_kit import session_cache
+
+    suspended = session_cache.counts(ctx.root, SUSPENDS_CACHE)
+    while suspended.get(f"{ctx.thread}:{who}:{visit}"):
+        visit += 1
+    return visit
 
 
 def _play(entry: dict[str, Any]) -> str:
@@ -133,14 +209,20 @@ class MockAgent:
         self.scenario_path = scenario_path
 
     def run(self, ctx: AgentContext) -> runner.RunResult:
-        from uwf.agent_kit import session_cache
+        from uwf.agent_kit import frontmatter, session_cache
 
-        scenario = load_scenario(self.scenario_path)
-        entries = scenario.get(ctx.role)
-        if entries is None:
-            raise UwfError(f"scenario {self.scenario_path} has no entries for role {ctx.role}")
-        visit = _visit(ctx)
-        entry = entries[min(visit, len(entries)) - 1]
+        roles, steps = read_scenario(self.scenario_path)
+        if steps is not None:
+            who = IN_ORDER
+            visit = _after_suspended(ctx, who, _step_number(ctx))
+            entry = self._step(steps, visit, ctx.role)
+        else:
+            entries = roles.get(ctx.role)
+            if entries is None:
+                raise UwfError(f"scenario {self.scenario_path} has no entries for role {ctx.role}")
+            who = ctx.role
+            visit = _after_suspended(ctx, who, _visit(ctx))
+            entry = entries[min(visit, len(entries)) - 1]
         record: dict[str, Any] = {"scenario": self.scenario_path, "visit": visit}
         if isinstance(entry, dict) and "attempts" in entry:
             key = f"{ctx.thread}:{ctx.role}:{visit}"
@@ -148,10 +230,27 @@ class MockAgent:
             record["attempt"] = attempt
             entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
         output = _play({"output": entry} if isinstance(entry, str) else entry)
+        if frontmatter.suspension(output, ctx.routing_key) is not None:
+            session_cache.bump(ctx.root, SUSPENDS_CACHE, f"{ctx.thread}:{who}:{visit}")
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
         total = runner.cost_fields(ctx, duration=False)
         detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, **total, "turns": turns})
         return runner.RunResult(output, detail)
+
+    def _step(self, steps: list[tuple[str, Any]], number: int, role: str) -> Any:
+        """Step ``number`` of a scenario of uwf 0.8, which must be for ``role``."""
+        if number > len(steps):
+            raise UwfError(
+                f"scenario {self.scenario_path} has no step {number} (it scripts {len(steps)}); "
+                f"the thread runs {role} next"
+            )
+        scripted, entry = steps[number - 1]
+        if scripted != role:
+            raise UwfError(
+                f"scenario {self.scenario_path}: step {number} is scripted for {scripted}, but "
+                f"the workflow routed the thread to {role}"
+            )
+        return entry
 
     def resume(self, ctx: AgentContext, session: str | None, message: str) -> None:
         return None  # a script cannot take corrections

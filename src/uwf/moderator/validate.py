@@ -212,8 +212,14 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
 
 
 def check_name(
-    p: Problems, document: dict[Any, Any], basename: str, implied: str | None = None
+    p: Problems,
+    document: dict[Any, Any],
+    basename: str,
+    implied: str | None = None,
+    hint: bool = False,
 ) -> str | None:
+    """The file's ``name``, which its file name must imply (``implied_by``); ``hint``: the
+    mismatch says how to name the file (a version-1 file, as uwf 0.8's tests name theirs)."""
     name = document.get("name")
     if not isinstance(name, str):
         return None  # missing or not a string: the file schema said so
@@ -222,10 +228,11 @@ def check_name(
         p.add("name", f"{describe(name)} {problem}")
     implied = implied_by(basename) if implied is None else implied
     if name not in (implied, stem(basename)):
+        fix = f" (name the file {name}.yaml or {name}{SUFFIX}.yaml)" if hint and not problem else ""
         p.add(
             "",
             f'workflow name mismatch: file "{basename}" implies name "{implied}" '
-            f'but YAML declares name "{name}"',
+            f'but YAML declares name "{name}"{fix}',
         )
     return name
 

@@ -118,7 +118,7 @@ def _is_fan_out(path: list[Any]) -> bool:
 def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
     """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
     if "name" in document:
-        return validate.check_name(p, document, basename, implied)
+        return validate.check_name(p, document, basename, implied, hint=True)
     problem = workflow_name_problem(implied)
     if problem is not None:
         p.add("name", f"missing, and the name the file implies, {describe(implied)}, {problem}")
