@@ -259,7 +259,10 @@ class MockAgent:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = args.parser(LABEL, DESCRIPTION)
     parser.add_argument(
-        "--scenario", metavar="FILE", help="the scenario (default: $UWF_MOCK_SCENARIO)"
+        "--scenario",
+        "--mock-data",  # uwf 0.8's uwf-mock
+        metavar="FILE",
+        help="the scenario (default: $UWF_MOCK_SCENARIO; --mock-data: uwf 0.8's name)",
     )
 
     def make(options: argparse.Namespace) -> runner.Agent:

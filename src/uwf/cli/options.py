@@ -8,6 +8,7 @@ annotation on every call.
 
 import contextlib
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterator
 from enum import StrEnum
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
-from uwf.util.errors import UsageError, UwfError, exit_code
+from uwf.util.errors import InvalidInput, UsageError, UwfError, exit_code
 from uwf.util.root import storage_root
 
 if TYPE_CHECKING:
@@ -168,10 +169,43 @@ CwdOpt = Annotated[
     typer.Option(
         "--cwd",
         metavar="DIR",
-        help="The thread's working directory: its agents start there (recorded with it).",
+        help="The thread's working directory: its agents start there (recorded with it; "
+        "default: the current directory).",
         show_default=False,
     ),
 ]
+NoCwdOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cwd",
+        help="Record no working directory: its agents start wherever the step runs (a fleet "
+        "whose machines do not share paths).",
+    ),
+]
+
+
+def thread_cwd(cwd: str | None, no_cwd: bool) -> str | None:
+    """The working directory a new thread records: ``--cwd``, else none with ``--no-cwd``,
+    else the current directory (docs/format.md, "Working directories")."""
+    if no_cwd:
+        if cwd is not None:
+            raise UsageError("--cwd and --no-cwd exclude each other")
+        return None
+    if cwd is not None:
+        return cwd
+    try:
+        here = os.getcwd()
+    except OSError:  # the directory was removed under us
+        raise InvalidInput(
+            "the current directory no longer exists: give the thread --cwd DIR (or --no-cwd)"
+        ) from None
+    shell = os.environ.get("PWD", "")  # the path as the shell shows it, symbolic links kept
+    try:
+        return shell if shell and os.path.samefile(shell, here) else here
+    except OSError:
+        return here
+
+
 WorkflowFilterOpt = Annotated[
     str | None,
     typer.Option(

@@ -42,7 +42,8 @@ FileArg = Annotated[
     Path,
     typer.Argument(
         metavar="FILE",
-        help="Workflow YAML file (its stem must equal its name), or a folder with index.yaml.",
+        help="Workflow YAML file (its stem, or its stem less .workflow, must equal its name), "
+        "or a folder with index.yaml.",
         show_default=False,
     ),
 ]
@@ -77,7 +78,8 @@ FilesArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="FILE...",
-        help="Workflow YAML files (each stem must equal its name), or folders with index.yaml.",
+        help="Workflow YAML files (each stem, or stem less .workflow, must equal its name), or "
+        "folders with index.yaml.",
         show_default=False,
     ),
 ]
