@@ -271,9 +271,9 @@ def test_agents_start_in_the_thread_directory_or_the_edge_location(
 def test_forks_and_reruns_keep_or_take_a_working_directory(
     cli: Any, any_store: str, project: Path, tmp_path: Path
 ) -> None:
-    """A fork of a thread by number keeps its directory; a fork of a node has none unless
-    given one, in every form of ``thread fork`` and in ``thread rerun``, whose agent starts
-    there."""
+    """A fork of a thread by number keeps its directory; a fork of a node takes the current
+    directory (none with --no-cwd) unless given one, in every form of ``thread fork`` and in
+    ``thread rerun``, whose agent starts there."""
     script = tmp_path / "where.py"
     script.write_text(WHERE)
     agent = f"uwf-cmd -- {sys.executable} {script}"
@@ -288,7 +288,9 @@ def test_forks_and_reruns_keep_or_take_a_working_directory(
 
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1"))) == str(project)
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--cwd", other))) == str(other)
-    assert cwd_of(ok(cli("thread", "fork", planned))) is None
+    assert cwd_of(ok(cli("thread", "fork", planned))) == str(Path.cwd())
+    assert cwd_of(ok(cli("thread", "fork", planned, "--no-cwd"))) is None
+    assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--no-cwd"))) is None
     onto = ok(cli("thread", "fork", planned, "--workflow", "review", "--cwd", project))
     assert cwd_of(onto) == str(project)  # and the name is found from there, as at a start
     edited = tmp_path / "edited.md"

@@ -184,6 +184,12 @@ def plan_step(
         except ModeratorError as exc:
             raise UwfError(f"moderator evaluate failed: {exc}") from None
         children = tuple(NodeHash(child["head"]) for child in joined)
+    prompt = decision.prompt if edge_prompt is None else edge_prompt
+    if by is None and not prompt.strip():  # a person (by) needs no instruction
+        if edge_prompt is not None:
+            raise UsageError("--edge-prompt is blank: the role would run without an instruction")
+        if blank is not None:
+            raise UwfError(f"moderator evaluate failed: {blank}")
     if by is not None:
         argv: tuple[str, ...] = by
     else:
@@ -192,12 +198,6 @@ def plan_step(
             thread,
             decision.role,
         )
-    prompt = decision.prompt if edge_prompt is None else edge_prompt
-    if by is None and not prompt.strip():  # a person (by) needs no instruction
-        if edge_prompt is not None:
-            raise UsageError("--edge-prompt is blank: the role would run without an instruction")
-        if blank is not None:
-            raise UwfError(f"moderator evaluate failed: {blank}")
     if extra_prompt:
         prompt = f"{prompt.rstrip()}\n\n{extra_prompt}".lstrip()
     return replace(
