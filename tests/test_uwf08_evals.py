@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import BIN, EXAMPLES
-from uwf.protocol import schemas
+from test_evals import evalrun
 
 #: uwf 0.8's custom judge: argv is [node, script, cwd, threadId]; the verdict is the last line.
 TEST_PASS = """\
@@ -63,13 +63,6 @@ def task08(tmp_path: Path, cli: Any) -> Any:
         return folder
 
     return make
-
-
-def evalrun(cli: Any, h: str) -> dict[str, Any]:
-    node = cli("cas", "get", h).json()
-    assert node["type"] == schemas.hashes().eval_run
-    payload: dict[str, Any] = node["payload"]
-    return payload
 
 
 def test_a_uwf_08_task_runs_its_judges_as_written(

@@ -87,6 +87,14 @@ def steps_scenario(path: Path, *steps: tuple[str, str]) -> str:
     return f"uwf-mock --mock-data {path}"
 
 
+def started(cli: Any, path: Path, workflow: dict[str, Any], *steps: tuple[str, str]) -> Any:
+    """Store ``workflow`` (as ``<name>.workflow.yaml``, uwf 0.8's file name), start a thread
+    of it and write a scenario of ``steps``: the thread and the agent command line."""
+    ok(cli("workflow", "put", write(path / f"{workflow['name']}.workflow.yaml", workflow)))
+    agent = steps_scenario(path / f"{workflow['name']}.mock.yaml", *steps)
+    return ok(cli("thread", "start", workflow["name"], "-p", "Go"))["thread"], agent
+
+
 def recorded(cli: Any, thread: str) -> list[tuple[str, str, str]]:
     """(role, $status, edgePrompt) of every recorded step, oldest first."""
     out = []
@@ -101,9 +109,7 @@ def recorded(cli: Any, thread: str) -> list[tuple[str, str, str]]:
 def test_a_uwf_08_scenario_suspends_then_answers_after_resume(
     any_store: str, cli: Any, cli_proc: Any, tmp_path: Path
 ) -> None:
-    ok(cli("workflow", "put", write(tmp_path / "suspending.workflow.yaml", SUSPENDING)))
-    agent = steps_scenario(tmp_path / "suspend.mock.yaml", ("planner", SUSPEND), ("planner", READY))
-    thread = ok(cli("thread", "start", "suspending", "-p", "Analyze"))["thread"]
+    thread, agent = started(cli, tmp_path, SUSPENDING, ("planner", SUSPEND), ("planner", READY))
     waited = cli_proc("thread", "step", thread, "--agent", agent)
     assert waited.code == 6, waited.err
     assert ok(cli("thread", "show", thread))["waiting"]["reason"] == (
@@ -140,9 +146,7 @@ def test_a_roles_scenario_counts_a_suspended_visit_too(
 def test_a_uwf_08_scenario_plays_in_the_threads_order(
     any_store: str, cli: Any, cli_proc: Any, tmp_path: Path
 ) -> None:
-    ok(cli("workflow", "put", write(tmp_path / "linear.workflow.yaml", LINEAR)))
-    agent = steps_scenario(tmp_path / "linear.mock.yaml", ("planner", READY), ("worker", DONE))
-    thread = ok(cli("thread", "start", "linear", "-p", "Build"))["thread"]
+    thread, agent = started(cli, tmp_path, LINEAR, ("planner", READY), ("worker", DONE))
     result = cli_proc("thread", "step", thread, "-c", "3", "--agent", agent)
     assert result.code == 0, result.err
     assert [json.loads(line)["status"] for line in result.out.splitlines()] == [
@@ -158,10 +162,8 @@ def test_a_uwf_08_scenario_plays_in_the_threads_order(
 def test_a_uwf_08_scenario_that_the_thread_leaves_fails_the_step(
     cli: Any, cli_proc: Any, tmp_path: Path
 ) -> None:
-    ok(cli("workflow", "put", write(tmp_path / "linear.workflow.yaml", LINEAR)))
-    path = tmp_path / "mismatch.mock.yaml"
-    agent = steps_scenario(path, ("planner", READY), ("planner", DONE))
-    thread = ok(cli("thread", "start", "linear", "-p", "Build"))["thread"]
+    thread, agent = started(cli, tmp_path, LINEAR, ("planner", READY), ("planner", DONE))
+    path = tmp_path / "linear.mock.yaml"
     assert cli_proc("thread", "step", thread, "--agent", agent).code == 0
     head = ok(cli("thread", "show", thread))["head"]
     mismatch = cli_proc("thread", "step", thread, "--agent", agent)
