@@ -16,7 +16,8 @@ instead: its n-th step is the thread's n-th, for the role it names (another role
 error, as is a step past its end). A run whose answer suspends (``$SUSPEND``) is a visit
 too, although no step records it (docs/format.md, "Suspending and resuming"): it is marked
 in ``<root>/cache/mock-suspends.json``, and the next run of the thread — ``thread resume``
-— plays the entry after it.
+— plays the entry after it. A suspension scripted as one of the ``attempts`` of a visit
+stays a run of that visit: the next run is its next attempt.
 """
 
 from __future__ import annotations
@@ -230,7 +231,9 @@ class MockAgent:
             record["attempt"] = attempt
             entry = entry["attempts"][min(attempt, len(entry["attempts"])) - 1]
         output = _play({"output": entry} if isinstance(entry, str) else entry)
-        if frontmatter.suspension(output, ctx.routing_key) is not None:
+        # a suspension is a visit of its own, unless the scenario scripts it as a run of one
+        # visit (an ``attempts`` entry: the next run is that visit's next attempt)
+        if "attempt" not in record and frontmatter.suspension(output, ctx.routing_key):
             session_cache.bump(ctx.root, SUSPENDS_CACHE, f"{ctx.thread}:{who}:{visit}")
         turns = runner.store_turns(ctx, [{"role": "assistant", "content": output}])
         total = runner.cost_fields(ctx, duration=False)
