@@ -189,3 +189,17 @@ def test_a_uwf_08_scenario_that_the_thread_leaves_fails_the_step(
         f"error: scenario {tmp_path / 'empty.mock.yaml'}: 'steps' must be a non-empty list of "
         "{role, output}"
     )
+
+
+def test_a_uwf_08_scenario_goes_on_in_a_resumed_thread(
+    cli: Any, cli_proc: Any, tmp_path: Path
+) -> None:
+    """Resuming an ended thread starts a new one that continues its chain: the scenario's
+    next step answers there (uwf 0.8's completed-resume e2e)."""
+    thread, agent = started(cli, tmp_path, SUSPENDING, ("planner", READY), ("planner", READY))
+    assert ok(cli_proc("thread", "step", thread, "--agent", agent))["status"] == "completed"
+    resumed = ok(cli_proc("thread", "resume", thread, "-p", "Revise it", "--agent", agent))
+    assert (resumed["status"], resumed["resumedFrom"]) == ("completed", thread)
+    assert [r[:2] for r in recorded(cli, resumed["thread"])] == [("planner", "ready")] * 2
+    head = ok(cli("cas", "get", resumed["head"]))["payload"]
+    assert ok(cli("cas", "get", head["detail"]))["payload"]["visit"] == 2
