@@ -61,9 +61,11 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
     assert list(payload["graph"]["$START"]) == ["new", "resume"]
     assert payload["graph"]["planner"]["planned"]["location"] == "work"
     assert payload["roles"]["builder"]["procedure"] == v1.BUILD  # !include of a text file
-    assert node(cli, payload["roles"]["reviewer"]["meta"])["properties"]["$status"] == {
-        "enum": ["approved", "rejected"]
-    }  # !include of a JSON file
+    reviewer = node(cli, payload["roles"]["reviewer"]["meta"])  # !include of a JSON file
+    assert [b["properties"]["$status"] for b in reviewer["oneOf"]] == [
+        {"const": "approved"},
+        {"const": "rejected"},
+    ]
     assert [s["path"] for s in payload["source"]] == [
         "index.yaml",
         "schemas/planner.yaml",
@@ -84,7 +86,7 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
 
 def test_show_source_prints_a_single_file_byte_for_byte(cli: Any, tmp_path: Path) -> None:
     text = "version: 1  # no final newline\nroles:\n  a:\n    frontmatter: {}\ngraph:\n"
-    text += "  $START:\n    new: {role: a}\n  a:\n    _: {role: $END}"
+    text += "  $START:\n    new: {role: a, prompt: go}\n  a:\n    _: {role: $END}"
     path = tmp_path / "tiny.yaml"
     path.write_bytes(text.encode())
     h = ok(cli("workflow", "put", path))["hash"]
@@ -269,9 +271,9 @@ def test_agents_start_in_the_thread_directory_or_the_edge_location(
 def test_forks_and_reruns_keep_or_take_a_working_directory(
     cli: Any, any_store: str, project: Path, tmp_path: Path
 ) -> None:
-    """A fork of a thread by number keeps its directory; a fork of a node has none unless
-    given one, in every form of ``thread fork`` and in ``thread rerun``, whose agent starts
-    there."""
+    """A fork of a thread by number keeps its directory; a fork of a node takes the current
+    directory (none with --no-cwd) unless given one, in every form of ``thread fork`` and in
+    ``thread rerun``, whose agent starts there."""
     script = tmp_path / "where.py"
     script.write_text(WHERE)
     agent = f"uwf-cmd -- {sys.executable} {script}"
@@ -286,7 +288,9 @@ def test_forks_and_reruns_keep_or_take_a_working_directory(
 
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1"))) == str(project)
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--cwd", other))) == str(other)
-    assert cwd_of(ok(cli("thread", "fork", planned))) is None
+    assert cwd_of(ok(cli("thread", "fork", planned))) == str(Path.cwd())
+    assert cwd_of(ok(cli("thread", "fork", planned, "--no-cwd"))) is None
+    assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--no-cwd"))) is None
     onto = ok(cli("thread", "fork", planned, "--workflow", "review", "--cwd", project))
     assert cwd_of(onto) == str(project)  # and the name is found from there, as at a start
     edited = tmp_path / "edited.md"
@@ -457,11 +461,17 @@ roles:
   writer:
     goal: Write the release notes.
     frontmatter:
-      type: object
-      properties:
-        $status: {enum: [written, unsure]}
-        title: {type: string}
-      required: [$status, title]
+      oneOf:
+        - type: object
+          properties:
+            $status: {const: written}
+            title: {type: string}
+          required: [$status, title]
+        - type: object
+          properties:
+            $status: {const: unsure}
+            title: {type: string}
+          required: [$status, title]
 graph:
   $START:
     new:
