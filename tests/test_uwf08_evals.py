@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import BIN, EXAMPLES
+from support import BIN, EXAMPLES
 from test_evals import evalrun
 
 #: uwf 0.8's custom judge: argv is [node, script, cwd, threadId]; the verdict is the last line.

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from conftest import DEV, PLAN, REJECT
+from support import DEV, PLAN, REJECT
 
 
 def ok(result: Any) -> Any:
