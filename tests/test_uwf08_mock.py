@@ -203,3 +203,90 @@ def test_a_uwf_08_scenario_goes_on_in_a_resumed_thread(
     assert [r[:2] for r in recorded(cli, resumed["thread"])] == [("planner", "ready")] * 2
     head = ok(cli("cas", "get", resumed["head"]))["payload"]
     assert ok(cli("cas", "get", head["detail"]))["payload"]["visit"] == 2
+
+
+# -- in uwf's process: python:uwf-mock and uwf.testing.ScriptedAgent play them the same --------
+
+
+def detail_visits(cli: Any, thread: str) -> list[int]:
+    """The visit each recorded step's detail says it played, oldest first."""
+    steps = ok(cli("thread", "steps", thread))["steps"][1:]
+    nodes = [ok(cli("cas", "get", step["hash"]))["payload"] for step in steps]
+    return [ok(cli("cas", "get", node["detail"]))["payload"]["visit"] for node in nodes]
+
+
+def test_in_uwfs_process_a_uwf_08_scenario_counts_a_suspended_step_too(
+    cli: Any, cli_proc: Any, tmp_path: Path, root: Path
+) -> None:
+    """``python:uwf-mock --mock-data FILE`` runs in uwf's process and keeps the thread's order
+    as the command does: the run that suspended was step 1, so the worker's is step 3."""
+    thread, agent = started(
+        cli, tmp_path, LINEAR, ("planner", SUSPEND), ("planner", READY), ("worker", DONE)
+    )
+    agent = f"python:{agent}"
+    assert cli_proc("thread", "step", thread, "--agent", agent).code == 6
+    marks = json.loads((root / "cache" / "mock-suspends.json").read_text())
+    assert marks == {f"{thread}:*:1": 1}
+    resumed = cli_proc("thread", "resume", thread, "-p", "Here they are", "--agent", agent)
+    assert resumed.code == 0, resumed.err
+    done = cli_proc("thread", "step", thread, "--agent", agent)
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["status"] == "completed"
+    assert [r[:2] for r in recorded(cli, thread)] == [("planner", "ready"), ("worker", "done")]
+    assert detail_visits(cli, thread) == [2, 3]
+
+
+def test_in_uwfs_process_a_roles_scenario_counts_a_suspended_visit_too(
+    cli: Any, cli_proc: Any, solve_issue: str, scenario: Any
+) -> None:
+    ask = "---\nstatus: $SUSPEND\nreason: which repository?\n---\n"
+    agent = "python:" + scenario({"planner": [ask, PLAN], "developer": [DEV], "reviewer": [REJECT]})
+    thread = ok(cli("thread", "start", "solve-issue", "-p", "Fix it"))["thread"]
+    assert cli_proc("thread", "step", thread, "--agent", agent).code == 6
+    resumed = cli_proc("thread", "resume", thread, "-p", "uwf", "--agent", agent)
+    assert resumed.code == 0, resumed.err
+    assert detail_visits(cli, thread) == [2]
+
+
+def test_a_scripted_agent_plays_steps_and_counts_the_visits_that_suspended(
+    root: Path, tmp_path: Path
+) -> None:
+    """``ScriptedAgent(steps=…)`` is uwf 0.8's form in memory; a suspension counts as a visit
+    in either form, also one given as an output mapping (which never reaches an extract)."""
+    import pytest
+
+    import uwf
+    from uwf.testing import ScriptedAgent
+
+    with uwf.open_store(root) as store:
+        store.put_workflow(write(tmp_path / "linear.workflow.yaml", LINEAR))
+        thread = store.start("linear", "Go").thread
+        script = ScriptedAgent(steps=[("planner", SUSPEND), ("planner", READY), ("worker", DONE)])
+        waits = store.run(thread, agent=script)
+        assert waits.outcome == "waiting" and waits.waiting is not None
+        assert waits.waiting.reason == "$SUSPEND: Need more info: missing requirements"
+        store.resume(thread, "Here they are", agent=script)
+        assert store.run(thread, agent=script).outcome == "done"
+        steps = store.steps(thread).steps
+        assert [(s.role, s.agent) for s in steps] == [
+            ("planner", "scripted"),
+            ("worker", "scripted"),
+        ]
+        payloads = [store.backend.nodes.get(s.detail) for s in steps if s.detail]
+        assert [p.payload["visit"] for p in payloads if p is not None] == [2, 3]
+
+        again = store.start("linear", "Go").thread
+        asks = {"$status": "$SUSPEND", "reason": "which one?"}
+        by_role = ScriptedAgent(
+            {"planner": [{"output": asks}, {"output": {"$status": "ready"}}], "worker": [DONE]}
+        )
+        waits = store.run(again, agent=by_role)
+        assert waits.waiting is not None and waits.waiting.reason == "$SUSPEND: which one?"
+        store.resume(again, "that one", agent=by_role)
+        assert store.run(again, agent=by_role).outcome == "done"
+        assert [s.output["$status"] for s in store.steps(again).steps] == ["ready", "done"]
+
+    with pytest.raises(TypeError, match="by roles or by steps"):
+        ScriptedAgent()
+    with pytest.raises(TypeError, match="by roles or by steps"):
+        ScriptedAgent({"planner": [READY]}, steps=[("planner", READY)])
