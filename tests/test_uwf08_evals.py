@@ -202,3 +202,84 @@ def test_a_workflow_file_of_the_fixture_and_eval_list_limit(
     assert cli_proc("eval", "list", "--limit", "9", "--task", "fix-it").json() == every
     bad = cli_proc("eval", "list", "--limit", "0")
     assert (bad.code, bad.err) == (2, "error: --limit must be a positive integer\n")
+
+
+# -- a task folder of uwf 0.8 is confined as any other (docs/evals.md, "Someone else's task
+# folder"): its entry script, its schema file and a workflow found in its fixture ----------
+
+OUTSIDE = 'docs/evals.md, "Someone else\'s task folder"'
+PROVIDER_KEY = "sk-uwf08-judge-4c1d2e"
+
+
+def refused_outside(result: Any, folder: Path, what: str) -> None:
+    assert (result.code, result.out) == (1, ""), result
+    assert result.err == (
+        f"error: eval task fix-it: {what}: outside its folder {folder}; a task folder is code, "
+        "and runs only its own files unless you allow a directory more with --allow-outside "
+        f"DIR ({OUTSIDE})\n"
+    )
+
+
+def test_an_entry_judge_and_its_schema_are_the_task_folders_and_get_no_credentials(
+    cli: Any,
+    cli_proc: Any,
+    task08: Any,
+    scenario: Any,
+    tmp_path: Path,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "judge.js").write_text(
+        "console.log(JSON.stringify({score: 1, data: {keys: Object.keys(process.env)}}));\n"
+    )
+    (shared / "data.json").write_text(json.dumps({"type": "object"}))
+    entry = {"name": "t", "weight": 1, "entry": "../../shared/judge.js"}
+    folder = task08(judges=[entry])
+    agent = scenario()
+    if NODE is None:  # the task is refused for node before its files are looked at
+        result = cli_proc("eval", "run", folder, "--agent", agent)
+        assert result.code == 1 and "and node is not on PATH" in result.err
+        return
+    result = cli_proc("eval", "run", folder, "--agent", agent)
+    refused_outside(result, folder, f"its judge t runs {folder}/../../shared/judge.js")
+    (folder / "dist" / "judges" / "linked.js").symlink_to(shared / "judge.js")
+    linked = {**entry, "entry": "dist/judges/linked.js", "schema": str(shared / "data.json")}
+    (folder / "task.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "fix-it", "workflow": "solve-issue", "prompt": "p", "judges": [linked]}
+        )
+    )
+    result = cli_proc("eval", "run", folder, "--agent", agent)
+    refused_outside(
+        result,
+        folder,
+        f"its judge t runs {folder}/dist/judges/linked.js; its judge t reads {shared}/data.json",
+    )
+    assert cli("eval", "list").json() == [] and cli("thread", "list").json() == []
+
+    # allowed, it runs with node from PATH, and without the provider's key
+    root.mkdir(parents=True, exist_ok=True)
+    provider = {"p": {"baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "UWF08_JUDGE_KEY"}}
+    (root / "config.yaml").write_text(yaml.safe_dump({"providers": provider}))
+    monkeypatch.setenv("UWF08_JUDGE_KEY", PROVIDER_KEY)
+    result = cli_proc("eval", "run", folder, "--agent", agent, "--allow-outside", str(shared))
+    assert result.code == 0, result.err
+    [line] = result.jsonl()
+    [judged] = evalrun(cli, line["run"])["judges"]
+    assert judged["score"] == 1 and "UWF_THREAD" in judged["data"]["keys"]
+    assert "UWF08_JUDGE_KEY" not in judged["data"]["keys"]
+
+
+def test_a_workflow_file_found_in_the_fixture_is_confined_too(
+    cli_proc: Any, task08: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """The fixture's file is the task folder's; a link there to a file elsewhere is not."""
+    elsewhere = tmp_path / "solve.yaml"
+    elsewhere.write_text((EXAMPLES / "solve-issue.yaml").read_text())
+    folder = task08(workflow="flows/solve.yaml", judges=[{"name": "outcome", "builtin": "outcome"}])
+    (folder / "fixture" / "flows").mkdir()
+    (folder / "fixture" / "flows" / "solve.yaml").symlink_to(elsewhere)
+    result = cli_proc("eval", "run", folder, "--agent", scenario())
+    refused_outside(result, folder, f"its workflow is the file {folder}/fixture/flows/solve.yaml")
