@@ -283,3 +283,30 @@ def test_a_workflow_file_found_in_the_fixture_is_confined_too(
     (folder / "fixture" / "flows" / "solve.yaml").symlink_to(elsewhere)
     result = cli_proc("eval", "run", folder, "--agent", scenario())
     refused_outside(result, folder, f"its workflow is the file {folder}/fixture/flows/solve.yaml")
+
+
+def test_a_judges_schema_is_read_only_from_a_regular_file_of_bounded_size(
+    cli_proc: Any, task08: Any, scenario: Any
+) -> None:
+    """A named pipe would block the read and a device never end it; a huge or deeply nested
+    file is refused in one line, as NaN is."""
+    import os
+
+    folder = task08()
+    schema = folder / "schemas" / "test-pass.json"
+    head = f"error: invalid task.yaml {folder / 'task.yaml'}: judges[2].schema: cannot read "
+    cases = [
+        ("not a regular file", lambda: os.mkfifo(schema)),
+        ("larger than 1048576 bytes", lambda: schema.write_text(" " * (1 << 20) + "{}")),
+        ("it nests too deep", lambda: schema.write_text("[" * 100_000 + "]" * 100_000)),
+        ("NaN is not a JSON number", lambda: schema.write_text('{"maximum": NaN}')),
+    ]
+    for why, make in cases:
+        schema.unlink()
+        make()
+        result = cli_proc("eval", "run", folder, "--agent", scenario())
+        if NODE is None:
+            assert result.code == 1 and "and node is not on PATH" in result.err
+            continue
+        assert (result.code, result.out) == (1, ""), why
+        assert result.err == f"{head}schemas/test-pass.json: {why}\n"

@@ -334,7 +334,6 @@ def _builtin_08(name: str) -> list[str]:
 def _entry_problems(folder: Path, raw: dict[str, Any]) -> tuple[list[str], dict[int, Any]]:
     """What is wrong with the entry judges (uwf 0.8's) of a task, and the schemas of their
     data, read from their ``schema`` files (by judge index)."""
-    import json
     import shutil
 
     from uwf.cas.schema import check_schema
@@ -355,11 +354,12 @@ def _entry_problems(folder: Path, raw: dict[str, Any]) -> tuple[list[str], dict[
             )
         if "schema" not in judge:
             continue
-        path = folder / judge["schema"]
         try:
-            schemas[i] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            schemas[i] = _read_schema(folder / judge["schema"])
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            if isinstance(exc, RecursionError):
+                why = "it nests too deep"
             out.append(f"judges[{i}].schema: cannot read {oneline(judge['schema'])}: {why}")
             continue
         try:
@@ -367,6 +367,30 @@ def _entry_problems(folder: Path, raw: dict[str, Any]) -> tuple[list[str], dict[
         except InvalidInput as exc:
             out.append(f"judges[{i}].schema: {oneline(judge['schema'])}: {exc.message}")
     return out, schemas
+
+
+def _read_schema(path: Path) -> Any:
+    """A judge's data schema file, read as every file a task folder hands uwf is: a regular
+    file (a named pipe or a device would block or never end), of at most
+    ``yamlio.MAX_BYTES``, JSON without NaN or Infinity (docs/evals.md, "Tasks of uwf 0.8")."""
+    import json
+    import stat
+
+    from uwf.util import fsio
+    from uwf.util.yamlio import MAX_BYTES
+
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("not a regular file")
+    data = fsio.read_bytes(path, MAX_BYTES)
+    if data is None:  # removed since
+        raise FileNotFoundError(2, "No such file or directory")
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES} bytes")
+    return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _task(folder: Path, raw: dict[str, Any], text: str, schemas: dict[int, Any]) -> Task:
