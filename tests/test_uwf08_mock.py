@@ -290,3 +290,24 @@ def test_a_scripted_agent_plays_steps_and_counts_the_visits_that_suspended(
         ScriptedAgent()
     with pytest.raises(TypeError, match="by roles or by steps"):
         ScriptedAgent({"planner": [READY]}, steps=[("planner", READY)])
+
+
+def test_uwf_mock_help_shows_both_forms_as_yaml_one_can_copy() -> None:
+    """Each example of ``uwf-mock --help`` is a scenario as written (an escaped newline in a
+    help text printed a broken line once)."""
+    import subprocess
+
+    from support import BIN
+
+    text = subprocess.run(
+        [str(BIN / "uwf-mock"), "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    blocks = [block for block in text.split("\n\n") if block.startswith(("  roles:", "  steps:"))]
+    roles, steps = (yaml.safe_load(block) for block in blocks)
+    assert roles["roles"]["planner"] == ["---\nstatus: _\nplan: do it\n---\nThe plan."]
+    assert steps == {
+        "steps": [
+            {"role": "planner", "output": "---\n$status: ready\n---\nThe plan."},
+            {"role": "worker", "output": "---\n$status: done\n---\nDone."},
+        ]
+    }

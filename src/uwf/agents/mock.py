@@ -77,8 +77,8 @@ A scenario of uwf 0.8 is played in the thread's order: its n-th step is the thre
 for the role it names:
 
   steps:
-    - {role: planner, output: "---\n$status: ready\n---\nThe plan."}
-    - {role: worker, output: "---\n$status: done\n---\nDone."}
+    - {role: planner, output: "---\\n$status: ready\\n---\\nThe plan."}
+    - {role: worker, output: "---\\n$status: done\\n---\\nDone."}
 
 A run whose answer suspends ($SUSPEND) counts as a visit: the next run plays the next entry.
 """
