@@ -319,7 +319,12 @@ def test_a_missing_working_directory_fails_the_step_and_changes_nothing(
     assert r.code == 5
     error = (
         f"thread {thread}: the working directory {elsewhere} of planner does not exist "
-        f"on this machine ({socket.gethostname()}); the step was not run"
+        f"on this machine ({socket.gethostname()}); the step was not run. It is the directory "
+        "the thread records (its --cwd, else where it was started): step the thread on a "
+        "machine that has it, or go on without it in a new thread (uwf thread fork "
+        f"{before['head']} --no-cwd, or --cwd DIR; then uwf thread kill {thread}). In a fleet "
+        "whose machines do not share paths, start threads with --no-cwd or a --cwd every "
+        "machine has"
     )
     assert r.err == f"error: {error}\n"
 
@@ -338,6 +343,13 @@ def test_a_missing_working_directory_fails_the_step_and_changes_nothing(
     failure = worked.jsonl()[0]
     assert (failure["thread"], failure["exit"]) == (thread, 5)
     unchanged(2)
+
+    # what the line says to do: go on without the directory in a new thread, end the old one
+    forked = ok(cli("thread", "fork", before["head"], "--no-cwd"))["thread"]
+    assert "cwd" not in ok(cli("thread", "show", forked))
+    stepped = cli_proc("thread", "step", forked, "--agent", scenario({"planner": [v1.PLAN]}))
+    assert stepped.code == 0, stepped.err
+    assert ok(cli("thread", "kill", thread))["killed"] is True
 
 
 def test_thread_start_refuses_a_working_directory_that_is_not_one(
