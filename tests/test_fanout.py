@@ -302,8 +302,14 @@ def test_a_version_1_file_cannot_fan_out(cli: Any, tmp_path: Path) -> None:
         "version": 1,
         "roles": {"planner": {"frontmatter": {"type": "object"}}, "dev": {"frontmatter": {}}},
         "graph": {
-            "$START": {"new": {"role": "planner"}},
-            "planner": {"_": {"role": "dev", "fanOut": {"field": "subtasks", "workflow": "w"}}},
+            "$START": {"new": {"role": "planner", "prompt": "Plan."}},
+            "planner": {
+                "_": {
+                    "role": "dev",
+                    "prompt": "Do.",
+                    "fanOut": {"field": "subtasks", "workflow": "w"},
+                }
+            },
             "dev": {"_": {"role": "$END"}},
         },
     }
