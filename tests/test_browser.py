@@ -459,3 +459,121 @@ def test_a_thread_page_names_its_working_directory_and_how_to_resume_it(
     assert cli("thread", "export", thread, "--html", str(target)).code == 0
     page.goto(target.as_uri())
     assert page.locator("#cwd").inner_text() == str(project)
+
+
+# -- the graph's edge labels ------------------------------------------------------------------
+
+CROWDED = (
+    """\
+name: crowded
+description: Many edges between few roles, to see where the graph puts their labels.
+roles:
+"""
+    + "".join(
+        f"""  {role}:
+    description: Role {role}.
+    goal: Go.
+    capabilities: []
+    procedure: Go.
+    output: A status.
+    meta:
+      type: object
+      properties:
+        status: {{enum: [{", ".join(statuses)}]}}
+        items: {{type: array, items: {{type: string}}}}
+      required: [status]
+"""
+        for role, statuses in (
+            ("a", ["ok", "fine", "again", "skip-the-review-entirely", "give-up"]),
+            ("b", ["approved", "rejected-by-the-reviewer", "send-back", "to-c"]),
+            ("c", ["done", "restart-from-the-beginning", "b-again"]),
+        )
+    )
+    + """graph:
+  $START:
+    _: {role: a, prompt: Go.}
+  a:
+    ok: {role: b, prompt: Go.}
+    fine: {role: b, prompt: Go.}
+    again: {role: a, prompt: Go.}
+    skip-the-review-entirely: {role: c, prompt: Go.}
+    give-up: {role: $END, prompt: Go.}
+  b:
+    approved: {role: $END, prompt: Go.}
+    rejected-by-the-reviewer: {role: a, prompt: Go.}
+    send-back: {role: a, prompt: Go.}
+    to-c: {role: c, prompt: Go.}
+  c:
+    done: {role: $END, prompt: Go.}
+    restart-from-the-beginning: {role: a, prompt: Go.}
+    b-again: {role: b, prompt: Go., fanOut: {field: items, workflow: crowded, task: "{{item}}"}}
+"""
+)
+
+BOXES = """() => {
+  const box = (el, text) => {
+    const r = el.getBoundingClientRect();
+    return {text: text, left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+  };
+  const svg = document.querySelector("svg.uwf-graph");
+  return {
+    labels: [...svg.querySelectorAll("g.label")].map(g => box(g, g.textContent)),
+    nodes: [...svg.querySelectorAll("g.node")]
+      .map(g => box(g.querySelector("rect"), g.dataset.node)),
+  };
+}"""
+
+
+def crossing(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+def check_labels(page: Any, expected: set[str]) -> None:
+    """No edge label covers another, or a node, as Chromium lays them out (text included)."""
+    found = page.evaluate(BOXES)
+    labels, nodes = found["labels"], found["nodes"]
+    assert expected <= {label["text"] for label in labels}
+    for i, label in enumerate(labels):
+        assert label["right"] > label["left"] and label["bottom"] > label["top"]
+        for other in labels[i + 1 :]:
+            assert not crossing(label, other), (label, other)
+        for node in nodes:
+            assert not crossing(label, node), (label, node)
+
+
+def test_edge_labels_never_cover_each_other_or_a_node(
+    page: Any, server: str, cli: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """A fan-out edge's long label and a back edge's label share the gap between two ranks:
+    the back edge goes round it (examples/plan-parallel.yaml: "_ ⇉ fan-out: dev-task" and
+    "rejected"); parallel edges' labels stack; a long edge's label stays off the nodes."""
+    import yaml
+
+    examples = REPO / "examples"
+    for name in ("dev-task", "plan-parallel"):
+        assert cli("workflow", "put", str(examples / f"{name}.yaml")).code == 0
+    crowded = tmp_path / "crowded.yaml"
+    crowded.write_text(CROWDED)
+    put = cli("workflow", "put", str(crowded))
+    assert put.code == 0, put.err
+
+    page.goto(f"{server}workflow/plan-parallel")
+    check_labels(page, {"_ ⇉ fan-out: dev-task", "rejected", "approved", "_"})
+    page.goto(f"{server}workflow/crowded")
+    check_labels(
+        page,
+        {"ok", "fine", "skip-the-review-entirely", "restart-from-the-beginning", "to-c"},
+    )
+    roles = yaml.safe_load((examples / "plan-parallel.mock.yaml").read_text())["roles"]
+    agent = scenario(roles)
+    parent = cli("thread", "start", "plan-parallel", "-p", "Three forms").json()["thread"]
+    assert cli("thread", "step", parent, "--agent", agent).code == 0
+    page.goto(f"{server}thread/{parent}")  # a taken edge's label says how often: "×1"
+    check_labels(page, {"_ ×1", "_ ⇉ fan-out: dev-task", "rejected"})
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("svg.uwf-graph").screenshot(path=str(ARTIFACTS / "graph-fan-out.png"))
