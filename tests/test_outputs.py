@@ -192,6 +192,16 @@ def test_every_command_prints_the_keys_of_its_type(
     assert cli("thread", "step", fails, "--agent", failing).code == 5
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
+    for name in ("dev-task", "plan-parallel"):
+        printed(cli("workflow", "put", EXAMPLES / f"{name}.yaml"))
+    parent = printed(cli("thread", "start", "plan-parallel", "-p", "Fan out"))["thread"]
+    fanning = scenario(
+        {"planner": ["---\nstatus: _\nplan: split\nsubtasks: [one, two]\n---\nSplit."]}
+    )
+    assert cli("thread", "step", parent, "--agent", fanning).code == 0
+    c("thread list (a fan-out)", printed(cli("thread", "list")), list[o.ThreadListed])
+    c("thread show (a fan-out)", printed(cli("thread", "show", parent)), o.ThreadShown)
+    printed(cli("thread", "kill", parent))
     bulk = cli("thread", "retry", fails, waits, "--dry-run")  # waits: no failure, an error
     assert bulk.code == 1
     c("thread retry --dry-run", bulk.jsonl(), list[o.BulkLine])

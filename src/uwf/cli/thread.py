@@ -166,8 +166,10 @@ def list_(
 
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
     line of the thread's task (up to 100 characters) and createdAt its creation time (unix
-    ms); plus "waiting" and "failure" as `thread show` prints them. --format table prints
-    aligned columns: thread, age, status, workflow, task, last failure. The filters (--status,
+    ms); plus "waiting" and "failure" as `thread show` prints them, and "fanOut"
+    ({"children","active"}) for a parent waiting for its fan-out's children. --format table
+    prints aligned columns: thread, age, status (a fan-out parent's: "fanned out (3 children,
+    1 active)"), workflow, task, last failure. The filters (--status,
     --workflow, --after, --before, --parent) select the threads of the bulk actions too
     (thread kill, stop, retry, rerun).
     """
@@ -265,7 +267,9 @@ def read(
 ) -> None:
     """Render a thread as markdown, newest steps first to fit the quota.
 
-    Each step shows its role's goal (once per role), the edge prompt it was given, its output
+    A thread that is running, waiting (for a person, or for its fan-out's children), failing
+    or failed says so on a State line at the top, with what continues it. Each step shows
+    its role's goal (once per role), the edge prompt it was given, its output
     (the last assistant turn of its detail) and the artifacts it recorded. Walking back, the
     first step that carries a compaction summary ends the walk: the summary is shown in place
     of the steps before it, with where it is (--full shows those steps instead, marking where

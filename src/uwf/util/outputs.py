@@ -324,6 +324,14 @@ class ThreadShown(TypedDict):
     chain: NotRequired[list[StartEntry | StepEntry]]
 
 
+class FanOutShown(TypedDict):
+    """A parent waiting for the children its fan-out started (``thread list``): how many, and
+    how many of them are still active."""
+
+    children: int
+    active: int
+
+
 class ThreadListed(TypedDict):
     """One thread of ``thread list``: ``task`` is the first line of its task (null when it
     cannot be read), ``createdAt`` unix ms from its id."""
@@ -337,6 +345,7 @@ class ThreadListed(TypedDict):
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
     priority: NotRequired[int]  # when not 0
+    fanOut: NotRequired[FanOutShown]  # a fan-out parent (its "waiting" role joins them)
 
 
 class ThreadSteps(TypedDict):

@@ -12,7 +12,7 @@ from typing import Any
 
 from uwf.backend.base import ActiveThread, Backend, ThreadInfo, Waiting
 from uwf.model import chain
-from uwf.model.threads import task_line
+from uwf.model.threads import FAN_OUT_REASON, task_line
 from uwf.moderator import fanout
 from uwf.moderator.evaluate import Decision
 from uwf.protocol import schemas
@@ -20,7 +20,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import Deferred, NotFound, UwfError
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
-REASON = "children"  # the reason of a parent's wait mark
+REASON = FAN_OUT_REASON  # the reason of a parent's wait mark
 
 
 def child_workflow(backend: Backend, spec: dict[str, Any], own: NodeHash) -> NodeHash:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from uwf.backend.base import ActiveThread, Backend
 from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
-from uwf.model.threads import ThreadRef, workflow_of
+from uwf.model.threads import ThreadRef, fanned_out, workflow_of
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import (
     Busy,
@@ -88,10 +88,9 @@ def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
     waiting = record.waiting
     if waiting is None:
         return True
-    children = waiting.children
-    if children is None or waiting.reason != "children":  # e.g. the joining role deferred
+    if not fanned_out(waiting):  # e.g. the joining role deferred
         return False
-    return all(backend.threads.head(c) is None for c in children)
+    return all(backend.threads.head(c) is None for c in waiting.children or ())
 
 
 def by_priority(records: list[ActiveThread], aging: int, now: int) -> list[ActiveThread]:

@@ -18,7 +18,7 @@ from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
 from uwf.model import artifacts, chain
-from uwf.model.threads import locate, task_line
+from uwf.model.threads import ThreadRef, fanned_out, locate, task_line
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
 from uwf.util.base32 import check_hash
@@ -160,6 +160,56 @@ def answer_text(output: Any, content: str | None) -> str:
     return "\n".join(parts)
 
 
+def _attempts(n: int) -> str:
+    return f"{n} failed attempt{'s' if n != 1 else ''}"
+
+
+def state_line(backend: Backend, ref: ThreadRef) -> str | None:
+    """What ``thread read`` says of an active thread that is not simply idle, under its
+    title: running, waiting (for a person, or for its fan-out's children), failing or failed,
+    with what to run next. None for an idle or an ended thread (their task section is as
+    v0.5.0 printed it). Agent text (a reason, an error line) is in a code span."""
+    if not ref.active:
+        return None
+    tid = ref.thread
+    holder = backend.locks.holder(tid)
+    if holder is not None:
+        who = f" of {holder.role}" if holder.role else ""
+        since = f" since {_time(holder.since)}" if holder.since is not None else ""
+        where = f" on {one_line(holder.host)}" if holder.host else ""
+        return f"running: a step{who}{since}{where}"
+    waiting = ref.waiting
+    if waiting is not None and fanned_out(waiting):
+        children = waiting.children or ()
+        active = sum(1 for child in children if backend.threads.head(child) is not None)
+        noun = "child thread" if len(children) == 1 else "child threads"
+        left = f"{active} still active" if active else "all ended: it joins at its next step"
+        return (
+            f"fanned out since {_time(waiting.since)}: {len(children)} {noun}, {left}; "
+            f"{waiting.role} joins them (`uwf thread list --parent {tid}`)"
+        )
+    if waiting is not None:
+        said = f": {code_span(waiting.reason)}" if waiting.reason else ""
+        return (
+            f"waiting for {waiting.role} since {_time(waiting.since)}{said} "
+            f"(`uwf thread resume {tid} -p …` runs it again with your text, "
+            f"`uwf thread answer {tid}` writes its step)"
+        )
+    failure = ref.failure
+    if failure is None:
+        return None
+    role = f" of {failure.role}" if failure.role else ""
+    last = code_span(f"exit {failure.code}: {failure.error}")
+    since = _time(failure.since if failure.since is not None else failure.at)
+    if failure.exhausted:
+        return (
+            f"failed: {_attempts(failure.attempts)}{role} since {since}, the last: {last} "
+            f"(`uwf thread retry {tid}` steps it again)"
+        )
+    after = f"; next attempt after {_time(failure.retry_at)}" if failure.retry_at else ""
+    return f"failing: {_attempts(failure.attempts)}{role} since {since}, the last: {last}{after}"
+
+
 def read_thread(
     backend: Backend,
     thread: str,
@@ -181,9 +231,11 @@ def read_thread(
     blocks = _Blocks(store, workflow.get("roles", {}))
 
     include_start = before is None or show_start
+    state = state_line(backend, ref) if include_start else None
     start_section = (
         f"# Thread `{thread}`\n\n**Workflow:** {workflow.get('name')} (`{start.workflow}`)"
-        f"\n\n## Task\n\n{start.prompt}"
+        + (f"\n\n**State:** {state}" if state is not None else "")
+        + f"\n\n## Task\n\n{start.prompt}"
     )
     candidates = chain.iter_steps(store, head)
     if before is not None:
