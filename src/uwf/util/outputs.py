@@ -762,3 +762,12 @@ class EvalExported(TypedDict):
     report: str
     file: str
     bytes: int
+
+
+class ConfigSet(TypedDict):
+    """``config set``: the key as problems name it, the value it now holds (null: removed)
+    and the one it held before (null: unset), secrets masked."""
+
+    key: str
+    value: Any
+    previous: Any
