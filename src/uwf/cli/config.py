@@ -22,7 +22,7 @@ KeyArg = Annotated[
     str,
     typer.Argument(
         metavar="KEY",
-        help='A dotted key, e.g. agents.mock.command (models."gpt-4.1".name for a name with a dot).',
+        help='A dotted key, e.g. agents.mock.command (quote a name with a dot: models."gpt-4.1").',
         show_default=False,
     ),
 ]
@@ -42,7 +42,7 @@ def list_(fmt: TableFormatOpt = None) -> None:
     def rows() -> tuple[list[str], list[list[object]]]:
         from uwf.util import jsonfmt
 
-        shown = [
+        shown: list[list[object]] = [
             [key, value if isinstance(value, str) else jsonfmt.dumps(value)]
             for key, value in config.flatten(document)
         ]
