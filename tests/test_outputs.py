@@ -309,6 +309,7 @@ def test_every_command_prints_the_keys_of_its_type(
     c("setup", setup.json(), o.SetupDone)
     default = cli("setup", "--default-agent", "uwf-mock")  # a command on PATH
     c("setup --default-agent", printed(default), o.DefaultAgentSet)
+    c("config set", printed(cli("config", "set", "maxRounds", "9")), o.ConfigSet)
 
     damaged = tmp_path / "damaged"
     node = printed(cli("--store", damaged, "cas", "put-text", "to be damaged"))["hash"]

@@ -53,7 +53,7 @@ def start(
         str,
         typer.Argument(
             help="Workflow: a hash, a file path, a project-local name (.workflow/ or .workflows/ "
-            "up the tree) or a registered name.",
+            "up the tree), a registered name, or a file in workflowPaths (config.yaml).",
             show_default=False,
             autocompletion=complete_workflows,
         ),

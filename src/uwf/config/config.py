@@ -101,6 +101,8 @@ class Config(NamedTuple):
     # perMinute?}
     limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
     priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
+    # directories searched for workflow files by name (docs/format.md, "Workflow directories")
+    workflow_paths: tuple[str, ...] = ()
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -175,6 +177,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
         secrets=tuple(raw.get("secrets") or ()),
+        workflow_paths=tuple(raw.get("workflowPaths") or ()),
         root=root,
         cli_reference=raw.get("cliReference") is not False,
         cli_reference_overrides=_frozen(

@@ -74,7 +74,8 @@ class WorkflowShown(TypedDict):
 
 class WorkflowListed(TypedDict):
     """One workflow of ``workflow list``: ``origin`` is ``local`` (a project file, hash
-    ``(local)``) or ``global`` (the registry)."""
+    ``(local)``), ``global`` (the registry) or ``paths`` (a file of ``workflowPaths``, hash
+    ``(file)``)."""
 
     name: str
     hash: str
