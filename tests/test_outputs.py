@@ -164,6 +164,8 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread steps --at 2", printed(cli("thread", "steps", thread, "--at", "2")), o.StepAt)
     forked_at = printed(cli("thread", "fork", thread, "--at", "1"))
     c("thread fork --at", forked_at, o.Forked)
+    poked = cli("thread", "poke", forked_at["thread"], "-p", "Again.", "--agent", mock)
+    c("thread poke", printed(poked), o.PokeLine)
     developer = chain["steps"][2]["hash"]
     c("step artifacts", printed(cli("step", "artifacts", developer)), list[o.ArtifactListed])
     extracted = cli("step", "artifacts", developer, "--extract", tmp_path / "out")

@@ -1,5 +1,5 @@
 """`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, graph, watch,
-export; step comes from ``uwf.cli.stepping``, answer, resume and priority from
+export; step comes from ``uwf.cli.stepping``, answer, resume, poke and priority from
 ``uwf.cli.steering``, kill, stop, retry and rerun (one thread, or in bulk) from
 ``uwf.cli.thread_bulk``."""
 
@@ -516,6 +516,7 @@ def _register_steering() -> None:
     app.command("rerun")(thread_bulk.rerun)
     app.command("answer")(steering.answer)
     app.command("resume")(steering.resume)
+    app.command("poke")(steering.poke)
     app.command("retry")(thread_bulk.retry)
     app.command("priority")(steering.priority)
 

@@ -180,6 +180,15 @@ class ResumeLine(StepLine):
     resumedFrom: NotRequired[ThreadId]
 
 
+class PokeLine(StepLine):
+    """``thread poke``: the step's line; ``poked`` says what the thread was doing
+    (``waiting``, ``fanned-out``, ``failing``, ``idle``), ``redid`` the step an idle
+    thread's poke did again."""
+
+    poked: str
+    redid: NotRequired[NodeHash]
+
+
 class DryRun(StepLine):
     """``thread step --dry-run``: the plan; ``prompt`` and ``agent`` unless the thread ends,
     ``cwd`` when its agent works in a directory of its own (``--cwd``, ``location``)."""

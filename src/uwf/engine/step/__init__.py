@@ -113,11 +113,25 @@ def step(
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
     extra_prompt: str | None = None,
+    expected: NodeHash | None = None,
+    again: bool = False,
 ) -> StepResult:
-    """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
+    """Run exactly one step of ``thread``: take its step lock, then ``step_held``.
+
+    ``expected``: the head the caller decided from; a thread that moved meanwhile is a
+    Conflict (exit 1), nothing run. ``again``: the head step's role once more (``thread
+    poke``: ``plan_step``), a failure of which is not recorded as the thread's."""
     check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
     with hold(backend, tid, wait=wait) as lock:
+        if expected is not None:
+            current = backend.threads.head(tid)
+            if current is None:
+                raise not_active(backend, tid)
+            if current != expected:
+                raise Conflict(
+                    f"thread {tid} moved to {current} meanwhile (from {expected}); nothing was run"
+                )
         return step_held(
             backend,
             lock,
@@ -127,6 +141,7 @@ def step(
             runner=runner,
             edge_prompt=edge_prompt,
             extra_prompt=extra_prompt,
+            again=again,
         )
 
 
@@ -142,6 +157,7 @@ def step_held(
     should_stop: Callable[[], bool] | None = None,
     extra_prompt: str | None = None,
     head: NodeHash | None = None,
+    again: bool = False,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -152,7 +168,8 @@ def step_held(
     ``thread retry``. ``should_stop`` (a background run passes its lock's ``stop_requested``)
     is polled with the thread's head while the agent runs; when it answers True the agent's
     process group is killed and the step fails, leaving the head where it was.
-    ``extra_prompt`` follows the edge prompt (``thread resume``)."""
+    ``extra_prompt`` follows the edge prompt (``thread resume``); ``again``: the head step's
+    role runs once more (``thread poke``), and its failure is not recorded."""
     record = backend.threads.get(thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
@@ -172,6 +189,7 @@ def step_held(
                 edge_prompt=edge_prompt,
                 workdir=record.info.cwd,
                 extra_prompt=extra_prompt,
+                again=again,
             )
             log.bind(workflow=plan.workflow)
             tracing.planned(span, plan)
@@ -190,7 +208,8 @@ def step_held(
         except UwfError as exc:
             log.write("B8T5N1V6", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exit_code(exc, loop=True))
-            record_failure(backend, thread, head, plan, exc, log)
+            if not again:  # a step done again by hand is not the thread's own next attempt
+                record_failure(backend, thread, head, plan, exc, log)
             raise
         except Interrupted as exc:
             log.write("H2V7N5C9", f"step failed: {exc.message}")
