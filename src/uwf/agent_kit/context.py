@@ -12,6 +12,7 @@ really need all of it.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ class AgentContext:
         meter: Meter | None = None,
         compact: NodeHash | None = None,
         children: list[NodeHash] | None = None,
+        previous_attempts: dict[str, Any] | None = None,
     ) -> None:
         self.backend = backend
         self.thread = thread
@@ -79,6 +81,9 @@ class AgentContext:
         self.compact = compact
         # the final heads of the children this step joins (``UWF_CHILDREN``), None if none
         self.children = children
+        # the failed attempts at this head before this step (``UWF_PREVIOUS_ATTEMPTS``), which
+        # its detail keeps (docs/format.md, "Previous attempts"); None when there were none
+        self.previous_attempts = previous_attempts
         self._since: tuple[list[StepView], StepView | None] | None = None
 
     @property
@@ -188,4 +193,15 @@ def build_context(backend: Backend, thread: str, role: str, edge_prompt: str) ->
         schema=schema_node.payload if schema_node is not None else None,
         compact=compact.pending(store, tid, head_hash),
         children=children.from_env(),
+        previous_attempts=_previous_attempts(),
     )
+
+
+def _previous_attempts() -> dict[str, Any] | None:
+    """``UWF_PREVIOUS_ATTEMPTS``, checked (read only when set: most steps had none)."""
+    raw = os.environ.get("UWF_PREVIOUS_ATTEMPTS")
+    if not raw:
+        return None
+    from uwf.model import attempts
+
+    return attempts.from_env(raw)

@@ -211,6 +211,16 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     return artifacts.attach(ctx.store, detail, found) if found else detail
 
 
+def _with_previous_attempts(ctx: AgentContext, detail: str) -> str:
+    """The detail, keeping the failed attempts this step came after (docs/format.md,
+    "Previous attempts"), when there were some."""
+    if ctx.previous_attempts is None:
+        return detail
+    from uwf.model import attempts
+
+    return str(attempts.attach(ctx.store, detail, ctx.previous_attempts))
+
+
 def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
     """Run the agent, extract its output and write the StepNode; its hash."""
     from uwf.protocol import schemas
@@ -223,7 +233,7 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
         "role": ctx.role,
         "output": output_hash,
         # unlike v0.5.0 (first run only): corrections stay visible
-        "detail": _with_artifacts(ctx, last.detail),
+        "detail": _with_previous_attempts(ctx, _with_artifacts(ctx, last.detail)),
         "agent": agent.label,
         "edgePrompt": ctx.edge_prompt,
         "depth": ctx.depth + 1,

@@ -19,7 +19,7 @@ from uwf.backend.base import Backend, StepLock
 from uwf.engine.step import fanout, limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure, refuse_failed
-from uwf.engine.step.plan import StepPlan, plan_step
+from uwf.engine.step.plan import StepPlan, after_failures, plan_step
 from uwf.engine.step.run import (
     Runner,
     agent_env,
@@ -191,6 +191,8 @@ def step_held(
                 extra_prompt=extra_prompt,
                 again=again,
             )
+            if not again:
+                plan = after_failures(plan, record.failure)
             log.bind(workflow=plan.workflow)
             tracing.planned(span, plan)
             if plan.archive is not None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, Failure
 from uwf.config.config import Config, agent_alias, agent_command, load_config
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import Decision, ModeratorError
@@ -71,6 +71,9 @@ class StepPlan:
     # the retry policies the workflow file sets (docs/format.md, "Retries"): its top's, then
     # the role's, each as written ({attempts?, backoff?, maxBackoff?})
     file_retry: tuple[Mapping[str, float], ...] = ()
+    # the failed attempts at this head before this step (docs/format.md, "Previous attempts"):
+    # the agent gets them in UWF_PREVIOUS_ATTEMPTS and its step's detail keeps them
+    previous_attempts: Mapping[str, Any] | None = None
 
     def dry_run(self) -> DryRun:
         """What ``thread step --dry-run`` prints."""
@@ -210,6 +213,18 @@ def plan_step(
         else limits_of(config, base.workflow_name, decision.role, agent),
         file_retry=file_retry(workflow, decision.role),
     )
+
+
+def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
+    """``plan`` with the failed attempts the thread state records at its head, for the role
+    they were attempts of (docs/format.md, "Previous attempts")."""
+    if failure is None or failure.head != plan.head or plan.role is None:
+        return plan
+    if failure.role is not None and failure.role != plan.role:
+        return plan
+    from uwf.model import attempts
+
+    return replace(plan, previous_attempts=attempts.record(dict(failure.shown())))
 
 
 def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step) -> Decision:

@@ -37,6 +37,7 @@ TTY_ENV = "UWF_TTY"
 PROMPT_ENV = "UWF_EDGE_PROMPT"
 PROMPT_FILE_ENV = "UWF_EDGE_PROMPT_FILE"  # set instead when the prompt is too long for it
 CHILDREN_ENV = "UWF_CHILDREN"
+ATTEMPTS_ENV = "UWF_PREVIOUS_ATTEMPTS"  # uwf.model.attempts.ENV (not imported by every step)
 
 
 class Runner(Protocol):
@@ -175,6 +176,11 @@ def agent_env(
     env.pop(ARTIFACTS_ENV, None)  # never one of another step (a uwf run by an agent)
     if artifacts is not None:
         env[ARTIFACTS_ENV] = artifacts
+    env.pop(ATTEMPTS_ENV, None)  # never those of another step (a uwf run by an agent)
+    if plan.previous_attempts is not None:  # docs/format.md, "Previous attempts"
+        from uwf.util.jsonfmt import dumps  # not json: a step pays for neither otherwise
+
+        env[ATTEMPTS_ENV] = dumps(dict(plan.previous_attempts))
     return env
 
 

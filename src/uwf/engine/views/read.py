@@ -17,7 +17,7 @@ from typing import Any
 from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
-from uwf.model import artifacts, chain
+from uwf.model import artifacts, attempts, chain
 from uwf.model.threads import ThreadRef, fanned_out, locate, task_line
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
@@ -72,8 +72,10 @@ class _Blocks:
         frontmatter, then its content), then the artifacts it recorded. Agent text is fenced
         (docs/format.md, "Markdown views")."""
         edge = step.payload.get("edgePrompt")
-        out = f"\n\n**Edge prompt:**\n\n{fence(edge, 'text')}" if isinstance(edge, str) else ""
         detail = step.payload.get("detail")
+        tried = attempts.of_detail(self.store, detail)  # the failures the step came after
+        out = f"\n\n{attempts.line(tried)}" if tried is not None else ""
+        out += f"\n\n**Edge prompt:**\n\n{fence(edge, 'text')}" if isinstance(edge, str) else ""
         answer = answer_text(
             chain.output_of(self.store, step), last_assistant_content(self.store, detail)
         )
@@ -317,12 +319,15 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
         f"# Step {step_hash}\n\n**Role:** {step.role}\n"
         f"**Agent:** {one_line(str(step.payload.get('agent', '')))}"
     )
-    output = chain.output_of(store, step)
-    if output not in ({}, None):
-        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     detail = step.payload.get("detail")
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")
+    tried = attempts.of_detail(store, detail)
+    if tried is not None:
+        head += f"\n{attempts.line(tried)}"
+    output = chain.output_of(store, step)
+    if output not in ({}, None):
+        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     shown: list[tuple[int, str]] = []
     for turn in turns(store, detail):
         section = _turn_section(len(shown), turn)  # without an index: numbered as shown
