@@ -158,6 +158,7 @@ def step_held(
     extra_prompt: str | None = None,
     head: NodeHash | None = None,
     again: bool = False,
+    shut_down: Callable[[], bool] | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -169,7 +170,10 @@ def step_held(
     is polled with the thread's head while the agent runs; when it answers True the agent's
     process group is killed and the step fails, leaving the head where it was.
     ``extra_prompt`` follows the edge prompt (``thread resume``); ``again``: the head step's
-    role runs once more (``thread poke``), and its failure is not recorded."""
+    role runs once more (``thread poke``), and its failure is not recorded. ``shut_down`` (a
+    worker passes it) is asked when the agent died of a signal: True if that was the
+    shutdown of the process stepping it, and the step then fails as Stopped (no failure
+    recorded) instead of AgentFailed."""
     record = backend.threads.get(thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
@@ -204,7 +208,7 @@ def step_held(
                 log.write("F9C2T5J8", f"fan-out started late children={','.join(ids)}")
                 result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
-                result = _run(backend, lock, plan, runner, log, span, should_stop)
+                result = _run(backend, lock, plan, runner, log, span, should_stop, shut_down)
             tracing.landed(span, result)
             return result
         except UwfError as exc:
@@ -227,6 +231,7 @@ def _run(
     log: ProcessLog,
     span: otel.Span,
     should_stop: Callable[[], bool] | None,
+    shut_down: Callable[[], bool] | None = None,
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
@@ -260,6 +265,12 @@ def _run(
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:
         raise _stopped(backend, plan, "the agent was stopped")
+    if shut_down is not None and killed_by_signal(finished.code) and shut_down():
+        raise Stopped(
+            f"thread {plan.thread}: its agent was stopped by the worker's shutdown (SIGTERM "
+            "reached its process group too): the step was not recorded and counts as no "
+            "failed attempt"
+        )
     if finished.code == DEFER_EXIT and not finished.timed_out:
         raise defer(backend, plan, finished, log)
     try:
@@ -272,6 +283,16 @@ def _run(
     result = commit_step(backend, plan, h, log)
     span.event("commit", {"uwf.head": h, "uwf.status": result.status})
     return result
+
+
+#: How an agent ends when a signal stopped it: killed by it (-N), or exiting 128 + N as the
+#: agent kit and shells do (SIGHUP, SIGINT, SIGKILL, SIGTERM).
+_SIGNALLED = frozenset(code for n in (1, 2, 9, 15) for code in (-n, 128 + n))
+
+
+def killed_by_signal(code: int) -> bool:
+    """Whether an agent's exit status says a stopping signal ended it."""
+    return code in _SIGNALLED
 
 
 def _stop_when(
