@@ -22,6 +22,7 @@ import pytest
 
 import version1 as v1
 from conftest import APPROVE, BIN, DEV, PLAN, REJECT, REPO
+from llm_server import llm_fixture  # noqa: F401
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
@@ -577,3 +578,59 @@ def test_edge_labels_never_cover_each_other_or_a_node(
     check_labels(page, {"_ ×1", "_ ⇉ fan-out: dev-task", "rejected"})
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("svg.uwf-graph").screenshot(path=str(ARTIFACTS / "graph-fan-out.png"))
+
+
+# -- live turns of a step in flight ------------------------------------------------------------
+
+
+def test_the_turns_of_a_running_step_appear_as_they_are_written(
+    page: Any, server: str, root: Path, new_thread: Any, llm: Any
+) -> None:
+    """docs/ui.md, "Live turns": the page shows each turn uwf-builtin writes while its step
+    runs (server-sent `step.turn`), held between two model calls here; the step's section
+    takes their place when it lands."""
+    import threading
+
+    from llm_server import write_config
+
+    write_config(root, llm.base_url, {"builtin": {"command": "uwf-builtin", "args": []}})
+    (Path.cwd() / "notes.txt").write_text("the <b>notes</b>")
+    gate = threading.Event()
+    llm.reply(
+        {
+            "content": "Reading <i>the</i> notes first.",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+        },
+        lambda _request: gate.wait(60) and PLAN,
+    )
+    thread = new_thread("Plan it")
+    page.goto(f"{server}thread/{thread}")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    running = subprocess.Popen(
+        [str(BIN / "uwf"), "thread", "step", thread],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        page.wait_for_selector("#live-turns:not([hidden]) .turn.tool")
+        turns = page.locator("#live-turns .turn")
+        assert turns.count() == 2 and not gate.is_set()
+        assert turns.nth(0).locator("p.who").inner_text() == "turn 1 · assistant"
+        assert turns.nth(0).locator("pre").first.inner_text() == "Reading <i>the</i> notes first."
+        assert "the <b>notes</b>" in turns.nth(1).inner_text()  # shown as text, never as markup
+        assert page.locator("#live-turns b, #live-turns i").count() == 0
+        assert page.locator("#running").inner_text() == "step 1 running: planner (uwf-builtin)"
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "live-turns.png"), full_page=True)
+        gate.set()
+        assert running.wait(timeout=60) == 0
+    finally:
+        gate.set()
+        if running.poll() is None:
+            running.kill()
+        running.wait(timeout=30)
+    page.wait_for_selector("#step-1")
+    page.wait_for_selector("#live-turns", state="hidden")
+    assert page.locator("#live-turns .turn").count() == 0
+    only_local(page.requests, server)

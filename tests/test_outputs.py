@@ -166,6 +166,9 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread fork --at", forked_at, o.Forked)
     poked = cli("thread", "poke", forked_at["thread"], "-p", "Again.", "--agent", mock)
     c("thread poke", printed(poked), o.PokeLine)
+    turns = cli("step", "turns", forked_at["thread"])
+    assert turns.code == 0, turns.err
+    c("step turns", turns.jsonl(), list[o.StepTurn])
     developer = chain["steps"][2]["hash"]
     c("step artifacts", printed(cli("step", "artifacts", developer)), list[o.ArtifactListed])
     extracted = cli("step", "artifacts", developer, "--extract", tmp_path / "out")

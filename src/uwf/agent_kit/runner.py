@@ -63,7 +63,11 @@ class Agent(Protocol):
 
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
-    """Store each turn as an AgentTurn node; return their hashes in order."""
+    """Store each turn as an AgentTurn node; return their hashes in order. Turns not shown
+    live yet are published now (``agent_kit.live``)."""
+    from uwf.agent_kit import live
+
+    live.publish_new(turns)
     return model_turns.store_turns(ctx.store, turns)
 
 
@@ -263,6 +267,9 @@ def execute(agent: Agent, target: Target, backend: Backend | None = None) -> str
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
+            from uwf.agent_kit import live
+
+            live.install()  # before anything runs a command: it never inherits the file
             backend = backend if backend is not None else open_for_agent()
             secrets.install(backend.root)
             apply_dotenv(backend.root)

@@ -781,3 +781,26 @@ class ConfigSet(TypedDict):
     key: str
     value: Any
     previous: Any
+
+
+class TurnShown(TypedDict):
+    """One turn of a step (``step turns``): an AgentTurn's fields, its text bounded (and
+    ``truncated`` then)."""
+
+    index: int
+    role: str
+    content: str
+    toolCalls: NotRequired[list[dict[str, str]]]
+    reasoning: NotRequired[str]
+    truncated: NotRequired[bool]
+
+
+class StepTurn(TypedDict):
+    """``step turns``: one turn of the thread's step ``step`` (its number) of ``role``;
+    ``running`` when read from the step in flight, not from its landed detail."""
+
+    thread: str
+    step: int
+    role: str
+    running: bool
+    turn: TurnShown

@@ -27,6 +27,7 @@ from uwf.engine.step.run import (
     artifacts_dir,
     check_workdir,
     defer,
+    live_turns,
     process_runner,
     prompt_file,
 )
@@ -252,8 +253,9 @@ def _run(
         limits.held(backend, plan),
         artifacts_dir(backend, plan) as artifacts,
         prompt_file(backend, plan) as prompt,
+        live_turns(backend, plan) as turns,
     ):
-        env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
+        env = {**agent_env(backend, plan, artifacts, prompt, turns), **span.child_env()}
         stop = _stop_when(backend, plan, should_stop)
         if runner is process_runner and backend.relayed():
             from uwf.engine.step import relay  # socket: only where the store is relayed
