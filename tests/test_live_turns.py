@@ -6,7 +6,6 @@ Both backends: the step lock and the head are the store's; the file is this mach
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BIN
+from conftest import spawn_uwf
 from llm_server import LLMServer, RecordedRequest, llm_fixture, write_config  # noqa: F401
 from uwf.backend import open_backend
 from uwf.engine.views.live import TurnFollower
@@ -26,18 +25,6 @@ pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreS
 
 PLAN_FM = "---\nstatus: _\nplan: read, then plan\nsteps: [one]\n---\nThe plan."
 READ = {"name": "read_file", "arguments": {"path": "notes.txt"}}
-
-
-def spawn(*args: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.Popen(
-        [str(BIN / "uwf"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
 
 
 def read_lines(proc: subprocess.Popen[str], into: list[dict[str, Any]]) -> threading.Thread:
@@ -73,8 +60,8 @@ def test_step_turns_live_prints_each_turn_while_the_step_runs(
 
     llm.reply({"content": "Reading the notes first.", "tool_calls": [READ]}, held)
     thread = new_thread()
-    stepping = spawn("thread", "step", thread)
-    follower = spawn("step", "turns", thread, "--live", "--interval", "0.05")
+    stepping = spawn_uwf("thread", "step", thread)
+    follower = spawn_uwf("step", "turns", thread, "--live", "--interval", "0.05")
     seen: list[dict[str, Any]] = []
     pump = read_lines(follower, seen)
     try:
