@@ -79,6 +79,9 @@ class ThreadStream:
     def done(self) -> bool:
         return self.follower.done
 
+    def close(self) -> None:
+        self.turns.close()  # the live-turns file it may hold open
+
     def graph(self, status: str) -> str:
         return to_svg(with_path(self.base, self.path, status))
 
@@ -122,6 +125,9 @@ class ListStream:
 
     def poll(self) -> list[tuple[str, dict[str, Any]]]:
         return [(e["event"], {"thread": e["thread"]}) for e in self.follower.poll()]
+
+    def close(self) -> None:
+        return None
 
 
 def _page(render: Any) -> Any:
@@ -198,6 +204,7 @@ async def _events(request: Any) -> Any:
             await response(scope, receive, send)
         finally:  # however the stream ends: done, the client gone, the server stopping
             state.streams -= 1
+            stream.close()
 
     return counted
 
