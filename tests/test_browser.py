@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import version1 as v1
+from llm_server import llm_fixture  # noqa: F401
 from support import APPROVE, BIN, DEV, PLAN, REJECT, REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -461,3 +462,177 @@ def test_a_thread_page_names_its_working_directory_and_how_to_resume_it(
     assert cli("thread", "export", thread, "--html", str(target)).code == 0
     page.goto(target.as_uri())
     assert page.locator("#cwd").inner_text() == str(project)
+
+
+# -- the graph's edge labels ------------------------------------------------------------------
+
+CROWDED = (
+    """\
+name: crowded
+description: Many edges between few roles, to see where the graph puts their labels.
+roles:
+"""
+    + "".join(
+        f"""  {role}:
+    description: Role {role}.
+    goal: Go.
+    capabilities: []
+    procedure: Go.
+    output: A status.
+    meta:
+      type: object
+      properties:
+        status: {{enum: [{", ".join(statuses)}]}}
+        items: {{type: array, items: {{type: string}}}}
+      required: [status]
+"""
+        for role, statuses in (
+            ("a", ["ok", "fine", "again", "skip-the-review-entirely", "give-up"]),
+            ("b", ["approved", "rejected-by-the-reviewer", "send-back", "to-c"]),
+            ("c", ["done", "restart-from-the-beginning", "b-again"]),
+        )
+    )
+    + """graph:
+  $START:
+    _: {role: a, prompt: Go.}
+  a:
+    ok: {role: b, prompt: Go.}
+    fine: {role: b, prompt: Go.}
+    again: {role: a, prompt: Go.}
+    skip-the-review-entirely: {role: c, prompt: Go.}
+    give-up: {role: $END, prompt: Go.}
+  b:
+    approved: {role: $END, prompt: Go.}
+    rejected-by-the-reviewer: {role: a, prompt: Go.}
+    send-back: {role: a, prompt: Go.}
+    to-c: {role: c, prompt: Go.}
+  c:
+    done: {role: $END, prompt: Go.}
+    restart-from-the-beginning: {role: a, prompt: Go.}
+    b-again: {role: b, prompt: Go., fanOut: {field: items, workflow: crowded, task: "{{item}}"}}
+"""
+)
+
+BOXES = """() => {
+  const box = (el, text) => {
+    const r = el.getBoundingClientRect();
+    return {text: text, left: r.left, top: r.top, right: r.right, bottom: r.bottom};
+  };
+  const svg = document.querySelector("svg.uwf-graph");
+  return {
+    labels: [...svg.querySelectorAll("g.label")].map(g => box(g, g.textContent)),
+    nodes: [...svg.querySelectorAll("g.node")]
+      .map(g => box(g.querySelector("rect"), g.dataset.node)),
+  };
+}"""
+
+
+def crossing(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+def check_labels(page: Any, expected: set[str]) -> None:
+    """No edge label covers another, or a node, as Chromium lays them out (text included)."""
+    found = page.evaluate(BOXES)
+    labels, nodes = found["labels"], found["nodes"]
+    assert expected <= {label["text"] for label in labels}
+    for i, label in enumerate(labels):
+        assert label["right"] > label["left"] and label["bottom"] > label["top"]
+        for other in labels[i + 1 :]:
+            assert not crossing(label, other), (label, other)
+        for node in nodes:
+            assert not crossing(label, node), (label, node)
+
+
+def test_edge_labels_never_cover_each_other_or_a_node(
+    page: Any, server: str, cli: Any, scenario: Any, tmp_path: Path
+) -> None:
+    """A fan-out edge's long label and a back edge's label share the gap between two ranks:
+    the back edge goes round it (examples/plan-parallel.yaml: "_ ⇉ fan-out: dev-task" and
+    "rejected"); parallel edges' labels stack; a long edge's label stays off the nodes."""
+    import yaml
+
+    examples = REPO / "examples"
+    for name in ("dev-task", "plan-parallel"):
+        assert cli("workflow", "put", str(examples / f"{name}.yaml")).code == 0
+    crowded = tmp_path / "crowded.yaml"
+    crowded.write_text(CROWDED)
+    put = cli("workflow", "put", str(crowded))
+    assert put.code == 0, put.err
+
+    page.goto(f"{server}workflow/plan-parallel")
+    check_labels(page, {"_ ⇉ fan-out: dev-task", "rejected", "approved", "_"})
+    page.goto(f"{server}workflow/crowded")
+    check_labels(
+        page,
+        {"ok", "fine", "skip-the-review-entirely", "restart-from-the-beginning", "to-c"},
+    )
+    roles = yaml.safe_load((examples / "plan-parallel.mock.yaml").read_text())["roles"]
+    agent = scenario(roles)
+    parent = cli("thread", "start", "plan-parallel", "-p", "Three forms").json()["thread"]
+    assert cli("thread", "step", parent, "--agent", agent).code == 0
+    page.goto(f"{server}thread/{parent}")  # a taken edge's label says how often: "×1"
+    check_labels(page, {"_ ×1", "_ ⇉ fan-out: dev-task", "rejected"})
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("svg.uwf-graph").screenshot(path=str(ARTIFACTS / "graph-fan-out.png"))
+
+
+# -- live turns of a step in flight ------------------------------------------------------------
+
+
+def test_the_turns_of_a_running_step_appear_as_they_are_written(
+    page: Any, server: str, root: Path, new_thread: Any, llm: Any
+) -> None:
+    """docs/ui.md, "Live turns": the page shows each turn uwf-builtin writes while its step
+    runs (server-sent `step.turn`), held between two model calls here; the step's section
+    takes their place when it lands."""
+    import threading
+
+    from llm_server import write_config
+
+    write_config(root, llm.base_url, {"builtin": {"command": "uwf-builtin", "args": []}})
+    (Path.cwd() / "notes.txt").write_text("the <b>notes</b>")
+    gate = threading.Event()
+    llm.reply(
+        {
+            "content": "Reading <i>the</i> notes first.",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}],
+        },
+        lambda _request: gate.wait(60) and PLAN,
+    )
+    thread = new_thread("Plan it")
+    page.goto(f"{server}thread/{thread}")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    running = subprocess.Popen(
+        [str(BIN / "uwf"), "thread", "step", thread],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        page.wait_for_selector("#live-turns:not([hidden]) .turn.tool")
+        turns = page.locator("#live-turns .turn")
+        assert turns.count() == 2 and not gate.is_set()
+        assert turns.nth(0).locator("p.who").inner_text() == "turn 1 · assistant"
+        assert turns.nth(0).locator("pre").first.inner_text() == "Reading <i>the</i> notes first."
+        assert "the <b>notes</b>" in turns.nth(1).inner_text()  # shown as text, never as markup
+        assert page.locator("#live-turns b, #live-turns i").count() == 0
+        assert page.locator("#running").inner_text() == "step 1 running: planner (uwf-builtin)"
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "live-turns.png"), full_page=True)
+        gate.set()
+        assert running.wait(timeout=60) == 0
+    finally:
+        gate.set()
+        if running.poll() is None:
+            running.kill()
+        running.wait(timeout=30)
+    page.wait_for_selector("#step-1")
+    page.wait_for_selector("#live-turns", state="hidden")
+    assert page.locator("#live-turns .turn").count() == 0
+    only_local(page.requests, server)

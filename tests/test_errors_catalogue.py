@@ -980,6 +980,54 @@ CASES: list[Case] = [
         1,
         "error: invalid date: yesterday (expected YYYY-MM-DD)",
     ),
+    # -- config ---------------------------------------------------------------------------------
+    case(
+        "config-bad-key",
+        "empty",
+        "config get agents..mock",
+        2,
+        'error: invalid config key "agents..mock": expected names joined by dots, e.g. '
+        'agents.mock.command (quote a name holding a dot: models."gpt-4.1".name)',
+    ),
+    case(
+        "config-unknown-key",
+        "config-ghost",
+        "config set agents.mock.comand uwf-mock",
+        1,
+        'error: agents.mock.comand: unknown key "comand" (known keys: args, command, provider)',
+    ),
+    case(
+        "config-below-a-value",
+        "config-ghost",
+        "config set defaultAgent.name mock",
+        1,
+        "error: defaultAgent.name: defaultAgent is an alias (a non-empty string), not a mapping "
+        "of settings",
+    ),
+    case(
+        "config-bad-value",
+        "config-ghost",
+        "config set maxRounds 0",
+        1,
+        "error: cannot set maxRounds: maxRounds: expected a positive integer, got 0 "
+        "(config.yaml unchanged)",
+    ),
+    case(
+        "config-inside-a-list",
+        "config-list",
+        "config set agents.mock.command uwf-mock",
+        1,
+        "error: agents.mock.command: agents is a list in config.yaml, not a mapping (uwf config "
+        "set agents '{}' replaces it)",
+    ),
+    case(
+        "config-bomb",
+        "config-bomb",
+        "config list",
+        1,
+        "error: invalid config.yaml: invalid YAML: more than 100000 nodes (alias expansion?) "
+        "(fix or remove {root}/config.yaml)",
+    ),
     # -- setup ----------------------------------------------------------------------------------
     case("setup-partial", "empty", "setup --provider openai", 1, f"error: {PARTIAL}"),
     case(
@@ -1209,7 +1257,7 @@ def test_agent_output_capture_is_bounded(cli: Any, root: Path, tmp_path: Path) -
 # -- the catalogue document ------------------------------------------------------------------
 
 DOC = REPO / "docs" / "errors.md"
-GROUPS = ("workflow", "thread", "step", "cas", "log", "setup", "skill")
+GROUPS = ("workflow", "thread", "step", "cas", "log", "setup", "skill", "config")
 
 
 def test_at_least_60_cases_across_every_command_group() -> None:

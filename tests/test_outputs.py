@@ -164,6 +164,11 @@ def test_every_command_prints_the_keys_of_its_type(
     c("thread steps --at 2", printed(cli("thread", "steps", thread, "--at", "2")), o.StepAt)
     forked_at = printed(cli("thread", "fork", thread, "--at", "1"))
     c("thread fork --at", forked_at, o.Forked)
+    poked = cli("thread", "poke", forked_at["thread"], "-p", "Again.", "--agent", mock)
+    c("thread poke", printed(poked), o.PokeLine)
+    turns = cli("step", "turns", forked_at["thread"])
+    assert turns.code == 0, turns.err
+    c("step turns", turns.jsonl(), list[o.StepTurn])
     developer = chain["steps"][2]["hash"]
     c("step artifacts", printed(cli("step", "artifacts", developer)), list[o.ArtifactListed])
     extracted = cli("step", "artifacts", developer, "--extract", tmp_path / "out")
@@ -192,6 +197,16 @@ def test_every_command_prints_the_keys_of_its_type(
     assert cli("thread", "step", fails, "--agent", failing).code == 5
     c("thread show (failing)", printed(cli("thread", "show", fails)), o.ThreadShown)
     c("thread list (failing)", printed(cli("thread", "list")), list[o.ThreadListed])
+    for name in ("dev-task", "plan-parallel"):
+        printed(cli("workflow", "put", EXAMPLES / f"{name}.yaml"))
+    parent = printed(cli("thread", "start", "plan-parallel", "-p", "Fan out"))["thread"]
+    fanning = scenario(
+        {"planner": ["---\nstatus: _\nplan: split\nsubtasks: [one, two]\n---\nSplit."]}
+    )
+    assert cli("thread", "step", parent, "--agent", fanning).code == 0
+    c("thread list (a fan-out)", printed(cli("thread", "list")), list[o.ThreadListed])
+    c("thread show (a fan-out)", printed(cli("thread", "show", parent)), o.ThreadShown)
+    printed(cli("thread", "kill", parent))
     bulk = cli("thread", "retry", fails, waits, "--dry-run")  # waits: no failure, an error
     assert bulk.code == 1
     c("thread retry --dry-run", bulk.jsonl(), list[o.BulkLine])
@@ -300,6 +315,7 @@ def test_every_command_prints_the_keys_of_its_type(
     c("setup", setup.json(), o.SetupDone)
     default = cli("setup", "--default-agent", "uwf-mock")  # a command on PATH
     c("setup --default-agent", printed(default), o.DefaultAgentSet)
+    c("config set", printed(cli("config", "set", "maxRounds", "9")), o.ConfigSet)
 
     damaged = tmp_path / "damaged"
     node = printed(cli("--store", damaged, "cas", "put-text", "to be damaged"))["hash"]

@@ -575,7 +575,7 @@ def test_an_alias_shows_its_commands_full_help_and_the_current_name(
 def test_step_group_lists_its_commands(cli: Any) -> None:
     out = ok(cli, "step", "--help").out
     commands = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
-    assert commands == ["list", "show", "fork", "read", "artifacts"]
+    assert commands == ["list", "show", "fork", "read", "artifacts", "turns"]
 
 
 def test_history_is_untouched_by_views(cli: Any, root: Path, snapshot: Any, completed: Ran) -> None:

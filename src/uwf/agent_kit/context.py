@@ -62,6 +62,7 @@ class AgentContext:
         compact: NodeHash | None = None,
         children: list[NodeHash] | None = None,
         call: AgentCall | None = None,
+        previous_attempts: dict[str, Any] | None = None,
     ) -> None:
         self.backend = backend
         self.thread = thread
@@ -86,6 +87,9 @@ class AgentContext:
         self.children = children
         # the call of a Python agent run in uwf's process (docs/api.md), None in a process
         self.call = call
+        # the failed attempts at this head before this step (``UWF_PREVIOUS_ATTEMPTS``), which
+        # its detail keeps (docs/format.md, "Previous attempts"); None when there were none
+        self.previous_attempts = previous_attempts
         self._since: tuple[list[StepView], StepView | None] | None = None
 
     # -- where the agent runs: its process, or uwf's (``call``) -------------------------------
@@ -98,11 +102,16 @@ class AgentContext:
             return Path(self.call.cwd)
         return Path.cwd()
 
-    @property
+    @functools.cached_property
     def env(self) -> Mapping[str, str]:
         """The agent's environment: the one uwf built for this step when it runs in uwf's
-        process (``os.environ`` is uwf's own), else ``os.environ``."""
-        return self.call.env if self.call is not None else os.environ
+        process (``os.environ`` is uwf's own), else ``os.environ``; without the live-turns
+        file either way (``agent_kit.live``: a command run for a model never gets it)."""
+        if self.call is None:
+            return os.environ  # the kit took the file out of it (``live.installed``)
+        from uwf.model.live import ENV as LIVE_ENV
+
+        return {k: v for k, v in self.call.env.items() if k != LIVE_ENV}
 
     @property
     def artifacts_dir(self) -> Path | None:
@@ -254,8 +263,20 @@ def build_context(
         compact=compact.pending(store, tid, head_hash),
         children=children.from_env() if call is None else _listed(call.children),
         call=call,
+        previous_attempts=_previous_attempts(os.environ if call is None else call.env),
     )
 
 
 def _listed(heads: tuple[NodeHash, ...] | None) -> list[NodeHash] | None:
     return list(heads) if heads is not None else None
+
+
+def _previous_attempts(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """``UWF_PREVIOUS_ATTEMPTS`` of the agent's environment (its process's, or the call's of a
+    Python agent), checked (read only when set: most steps had none)."""
+    raw = env.get("UWF_PREVIOUS_ATTEMPTS")
+    if not raw:
+        return None
+    from uwf.model import attempts
+
+    return attempts.from_env(raw)

@@ -64,7 +64,11 @@ class Agent(Protocol):
 
 
 def store_turns(ctx: AgentContext, turns: list[dict[str, Any]]) -> list[str]:
-    """Store each turn as an AgentTurn node; return their hashes in order."""
+    """Store each turn as an AgentTurn node; return their hashes in order. Turns not shown
+    live yet are published now (``agent_kit.live``)."""
+    from uwf.agent_kit import live
+
+    live.publish_new(turns)
     return model_turns.store_turns(ctx.store, turns)
 
 
@@ -213,6 +217,16 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     return artifacts.attach(ctx.store, detail, found) if found else detail
 
 
+def _with_previous_attempts(ctx: AgentContext, detail: str) -> str:
+    """The detail, keeping the failed attempts this step came after (docs/format.md,
+    "Previous attempts"), when there were some."""
+    if ctx.previous_attempts is None:
+        return detail
+    from uwf.model import attempts
+
+    return str(attempts.attach(ctx.store, detail, ctx.previous_attempts))
+
+
 def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
     """Run the agent, extract its output and write the StepNode; its hash."""
     from uwf.protocol import schemas
@@ -225,7 +239,7 @@ def _step_node(agent: Agent, ctx: AgentContext, span: otel.Span) -> str:
         "role": ctx.role,
         "output": output_hash,
         # unlike v0.5.0 (first run only): corrections stay visible
-        "detail": _with_artifacts(ctx, last.detail),
+        "detail": _with_previous_attempts(ctx, _with_artifacts(ctx, last.detail)),
         "agent": agent.label,
         "edgePrompt": ctx.edge_prompt,
         "depth": ctx.depth + 1,
@@ -251,9 +265,10 @@ def execute(
     and extract.
 
     ``call``: the agent runs in uwf's process (``agent_kit.inprocess``; docs/api.md, "Python
-    agents"): the call's backend, children and artifacts directory are used, and nothing of
-    the process is changed (no ``.env`` applied to ``os.environ``: the call's environment has
-    it; no secrets registered: uwf's process did)."""
+    agents"): the call's backend, children and artifacts directory are used, and the
+    live-turns file and previous attempts its environment names; nothing of the process is
+    changed (no ``.env`` applied to ``os.environ``: the call's environment has it; no secrets
+    registered: uwf's process did)."""
     from uwf.agent_kit import prompts
     from uwf.backend import open_for_agent
     from uwf.config import secrets
@@ -263,18 +278,22 @@ def execute(
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}
     with otel.span("uwf.agent", attributes) as span:
         try:
-            if call is not None:
-                backend = call.backend
-            else:
-                backend = backend if backend is not None else open_for_agent()
-                secrets.install(backend.root)
-                apply_dotenv(backend.root)
-            ctx = build_context(backend, thread, role, edge_prompt, call)
-            if ctx.schema is not None:
-                ctx.format_instruction = prompts.build_output_format_instruction(
-                    ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None
-                )
-            h = _step_node(agent, ctx, span)
+            from uwf.agent_kit import live
+
+            # before anything runs a command: none inherits the live-turns file
+            with live.installed(call.env if call is not None else None):
+                if call is not None:
+                    backend = call.backend
+                else:
+                    backend = backend if backend is not None else open_for_agent()
+                    secrets.install(backend.root)
+                    apply_dotenv(backend.root)
+                ctx = build_context(backend, thread, role, edge_prompt, call)
+                if ctx.schema is not None:
+                    ctx.format_instruction = prompts.build_output_format_instruction(
+                        ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None
+                    )
+                h = _step_node(agent, ctx, span)
         except UwfError as exc:
             llm = sys.modules.get("uwf.adapters.llm")  # imported only by agents that call models
             if llm is not None and isinstance(exc, llm.RateLimited) and backend is not None:

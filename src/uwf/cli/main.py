@@ -51,6 +51,10 @@ COMMANDS = {
         "Read and prune the process debug log (<root>/logs/YYYY-MM-DD.jsonl, one file per UTC "
         "day).",
     ),
+    "config": (
+        "uwf.cli.config:app",
+        "Read and change config.yaml (the storage root's) by dotted key.",
+    ),
     "store": (
         "uwf.cli.store:app",
         "Create, migrate and copy stores (a directory or a postgresql:// URL).",

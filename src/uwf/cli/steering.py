@@ -1,7 +1,7 @@
-"""`uwf thread answer`, `thread resume`, `thread priority` and the edits of `thread fork
---output/--edit`: steering a thread by hand (docs/agents.md, "People as roles"). Registered
-on the thread group by ``uwf.cli.thread`` (rerun and retry, which also act in bulk: in
-``uwf.cli.thread_bulk``)."""
+"""`uwf thread answer`, `thread resume`, `thread poke`, `thread priority` and the edits of
+`thread fork --output/--edit`: steering a thread by hand (docs/agents.md, "People as
+roles"). Registered on the thread group by ``uwf.cli.thread`` (rerun and retry, which also
+act in bulk: in ``uwf.cli.thread_bulk``)."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
@@ -145,6 +145,45 @@ def resume(
     text = read_input("-", "prompt") if prompt == "-" else prompt
     with loop_contract():
         emit_stream(resume_thread(backend(), thread, text, agent=agent, timeout=timeout), fmt)
+
+
+def poke(
+    thread: ThreadArg,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="What the person adds: a hint, what to change ('-' reads stdin). Needed to "
+            "poke an idle thread.",
+            show_default=False,
+        ),
+    ] = None,
+    agent: AgentOpt = None,
+    timeout: TimeoutOpt = None,
+    wait: WaitOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Nudge a thread now: run again what it waits for, or its last step.
+
+    A waiting thread (its agent suspended or deferred the step): the role it waits for runs
+    again now, re-checking what it waited for. A fan-out parent: its children are checked
+    again, and the joining role runs if every one has ended. A failing thread: the step runs
+    again now, before its back-off ends (a failed one needs `thread retry`). An idle thread:
+    its last step's role runs once more with the prompt it was given and -p TEXT (required),
+    and the new step follows it (the chain keeps both). -p TEXT follows the step's prompt
+    under "## Poked". The step lock is taken as by `thread step` (busy: exit 4, or --wait),
+    and nothing runs if the thread moved meanwhile. Prints the step's line, as thread step
+    does, plus "poked" (waiting, fanned-out, failing, idle) and "redid" (the step done again),
+    with the same exit codes (6: it waits again).
+    """
+    from uwf.engine.threads.poke import poke as poke_thread
+
+    text = read_input("-", "prompt") if prompt == "-" else prompt
+    with loop_contract():
+        emit_stream(
+            poke_thread(backend(), thread, text, agent=agent, timeout=timeout, wait=wait), fmt
+        )
 
 
 def priority(

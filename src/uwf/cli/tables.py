@@ -30,8 +30,26 @@ def _now() -> int:
     return now_ms()
 
 
+ACTIVE = ("idle", "running", "waiting", "failing", "failed")  # a child still to end
+
+
+def fanned_out(children: int, active: int) -> str:
+    """A fan-out parent's status: not a thread waiting for a person."""
+    noun = "child" if children == 1 else "children"
+    left = f"{active} active" if active else "all ended"
+    return f"fanned out ({children} {noun}, {left})"
+
+
 def _status(item: "ThreadListed | ThreadShown") -> str:
-    """The status, with who a waiting thread waits for."""
+    """The status, with who a waiting thread waits for; a fan-out parent's, with its
+    children."""
+    shown = cast("Mapping[str, Any]", item)
+    fan = shown.get("fanOut")
+    if fan is not None:  # thread list
+        return fanned_out(fan["children"], fan["active"])
+    children = shown.get("children")
+    if children is not None:  # thread show
+        return fanned_out(len(children), sum(1 for c in children if c["status"] in ACTIVE))
     waiting = item.get("waiting")
     return f"{item['status']} ({waiting['role']})" if waiting else str(item["status"])
 

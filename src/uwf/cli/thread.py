@@ -1,5 +1,5 @@
 """`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, graph, watch,
-export; step comes from ``uwf.cli.stepping``, answer, resume and priority from
+export; step comes from ``uwf.cli.stepping``, answer, resume, poke and priority from
 ``uwf.cli.steering``, kill, stop, retry and rerun (one thread, or in bulk) from
 ``uwf.cli.thread_bulk``."""
 
@@ -56,7 +56,7 @@ def start(
         str,
         typer.Argument(
             help="Workflow: a hash, a file path, a project-local name (.workflow/ or .workflows/ "
-            "up the tree) or a registered name.",
+            "up the tree), a registered name, or a file in workflowPaths (config.yaml).",
             show_default=False,
             autocompletion=complete_workflows,
         ),
@@ -188,8 +188,10 @@ def list_(
 
     Each: {"thread","workflow","head","status","task","createdAt"}, where task is the first
     line of the thread's task (up to 100 characters) and createdAt its creation time (unix
-    ms); plus "waiting" and "failure" as `thread show` prints them. --format table prints
-    aligned columns: thread, age, status, workflow, task, last failure. The filters (--status,
+    ms); plus "waiting" and "failure" as `thread show` prints them, and "fanOut"
+    ({"children","active"}) for a parent waiting for its fan-out's children. --format table
+    prints aligned columns: thread, age, status (a fan-out parent's: "fanned out (3 children,
+    1 active)"), workflow, task, last failure. The filters (--status,
     --workflow, --after, --before, --parent) select the threads of the bulk actions too
     (thread kill, stop, retry, rerun).
     """
@@ -281,7 +283,9 @@ def read(
 ) -> None:
     """Render a thread as markdown, newest steps first to fit the quota.
 
-    Each step shows its role's goal (once per role), the edge prompt it was given, its output
+    A thread that is running, waiting (for a person, or for its fan-out's children), failing
+    or failed says so on a State line at the top, with what continues it. Each step shows
+    its role's goal (once per role), the edge prompt it was given, its output
     (the last assistant turn of its detail) and the artifacts it recorded. Walking back, the
     first step that carries a compaction summary ends the walk: the summary is shown in place
     of the steps before it, with where it is (--full shows those steps instead, marking where
@@ -531,6 +535,7 @@ def _register_steering() -> None:
     app.command("rerun")(thread_bulk.rerun)
     app.command("answer")(steering.answer)
     app.command("resume")(steering.resume)
+    app.command("poke")(steering.poke)
     app.command("retry")(thread_bulk.retry)
     app.command("priority")(steering.priority)
 

@@ -90,7 +90,9 @@ def worker(
     \b
     SIGTERM drains: the step in flight may finish within --drain-timeout seconds, then its
     agent is stopped and the thread's head does not move; no other step starts, and it
-    exits 0. SIGINT (or a second SIGTERM) stops the agent at once. It also exits 0 after
+    exits 0. SIGINT (or a second SIGTERM, a second or more after the first) stops the agent
+    at once. An agent killed by a signal with the worker (systemd's KillMode=control-group;
+    use KillMode=mixed) is a shutdown: no failed attempt is counted. It also exits 0 after
     --max-steps steps or --idle-exit seconds without work; 1 on an error before it could
     start; 2 on a usage error.
     """

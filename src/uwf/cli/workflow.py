@@ -22,6 +22,7 @@ from uwf.cli.options import (
     emit,
     emit_graph,
     emit_listing,
+    root,
 )
 
 app = App(
@@ -43,7 +44,8 @@ FileArg = Annotated[
     typer.Argument(
         metavar="FILE",
         help="Workflow YAML file (its stem, or its stem less .workflow, must equal its name), "
-        "or a folder with index.yaml.",
+        "or a folder with index.yaml; a bare name that is no file here is looked up in "
+        ".workflows/ up the tree, then in workflowPaths (config.yaml).",
         show_default=False,
     ),
 ]
@@ -65,7 +67,10 @@ def put(file: FileArg, fmt: FormatOpt = None) -> None:
     """
     from uwf.engine.workflows import stored as workflows
 
-    result = workflows.put_workflow(backend(), file)
+    storage = backend()
+    result = workflows.put_workflow(
+        storage, workflows.workflow_file(storage.root, str(file), Path.cwd())
+    )
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     emit(result.output(), fmt)
@@ -79,7 +84,7 @@ FilesArg = Annotated[
     typer.Argument(
         metavar="FILE...",
         help="Workflow YAML files (each stem, or stem less .workflow, must equal its name), or "
-        "folders with index.yaml.",
+        "folders with index.yaml; bare names are looked up as for put.",
         show_default=False,
     ),
 ]
@@ -96,7 +101,11 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
     """
     from uwf.engine.workflows import stored as workflows
 
-    results = [workflows.check_workflow(file) for file in files]
+    here = root()
+    results = [
+        workflows.check_workflow(workflows.workflow_file(here, str(file), Path.cwd()))
+        for file in files
+    ]
     for result in results:
         for warning in result.warnings:
             typer.echo(f"warning: {result.file}: {warning}", err=True)
@@ -153,7 +162,8 @@ def list_(fmt: TableFormatOpt = None) -> None:
     Project workflows come first (hash "(local)", origin "local", files not read): the
     .workflow/ and .workflows/ *.yaml|yml files of the current directory and every directory
     above it, the closest winning, as `thread start NAME` finds them. Then the registry
-    entries they do not shadow (origin "global").
+    entries they do not shadow (origin "global"), then the files of the workflowPaths
+    directories of config.yaml that neither shadows (hash "(file)", origin "paths").
     """
     from uwf.engine.workflows import stored as workflows
 

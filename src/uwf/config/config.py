@@ -117,6 +117,8 @@ class Config(NamedTuple):
     # children below its root, and threads it starts in all
     fan_out_depth: int = DEFAULT_FAN_OUT_DEPTH
     fan_out_threads: int = DEFAULT_FAN_OUT_THREADS
+    # directories searched for workflow files by name (docs/format.md, "Workflow directories")
+    workflow_paths: tuple[str, ...] = ()
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -202,6 +204,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         context_budget=_integer(raw, "contextBudget") or DEFAULT_CONTEXT_BUDGET,
         artifact_max_bytes=_integer(raw, "artifactMaxBytes") or DEFAULT_ARTIFACT_MAX_BYTES,
         secrets=tuple(raw.get("secrets") or ()),
+        workflow_paths=tuple(raw.get("workflowPaths") or ()),
         root=root,
         cli_reference=raw.get("cliReference") is not False,
         cli_reference_overrides=_frozen(

@@ -163,6 +163,11 @@ CONFIG: dict[str, Any] = {
                 EXPECTED: "an environment variable name",
             },
         },
+        "workflowPaths": {
+            "type": ["array", "null"],
+            EXPECTED: "a list of directories",
+            "items": _text("a directory"),
+        },
         "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
         "cliReferenceOverrides": _entries(
             {

@@ -239,10 +239,15 @@ def write_step(
     detail: dict[str, Any],
     duration_ms: int | None = None,
     children: tuple[NodeHash, ...] | None = None,
+    previous_attempts: dict[str, Any] | None = None,
 ) -> NodeHash:
-    """Store a person's step after ``prev``: its detail (``store_detail``) and the StepNode;
-    the StepNode's hash."""
+    """Store a person's step after ``prev``: its detail (``store_detail``, with the failed
+    attempts it came after: ``uwf.model.attempts``) and the StepNode; the StepNode's hash."""
     detail_hash = store_detail(store, prev, body, detail, duration_ms)
+    if previous_attempts is not None:
+        from uwf.model import attempts
+
+        detail_hash = attempts.attach(store, detail_hash, previous_attempts)
     start = chain.start_of(store, prev)
     step = {
         "start": start.hash,

@@ -52,6 +52,16 @@ def active_status(waiting: Waiting | None, running: bool, failure: Failure | Non
     return "failed" if failure.exhausted else "failing"
 
 
+def fanned_out(waiting: Waiting) -> bool:
+    """Whether a wait is a fan-out's: the parent waits for its children (docs/format.md,
+    "Fan-out and join"), not a joining role that deferred."""
+    return waiting.children is not None and waiting.reason == FAN_OUT_REASON
+
+
+#: The reason of a fan-out parent's wait mark (``uwf.engine.step.fanout``).
+FAN_OUT_REASON = "children"
+
+
 def waiting_json(waiting: Waiting) -> WaitingShown:
     """What ``thread show`` and ``thread list`` say of a wait: ``{role, since, reason?}``."""
     out: WaitingShown = {"role": waiting.role, "since": waiting.since}

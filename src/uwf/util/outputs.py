@@ -74,7 +74,8 @@ class WorkflowShown(TypedDict):
 
 class WorkflowListed(TypedDict):
     """One workflow of ``workflow list``: ``origin`` is ``local`` (a project file, hash
-    ``(local)``) or ``global`` (the registry)."""
+    ``(local)``), ``global`` (the registry) or ``paths`` (a file of ``workflowPaths``, hash
+    ``(file)``)."""
 
     name: str
     hash: str
@@ -177,6 +178,15 @@ class ResumeLine(StepLine):
     (the line is then the new thread's)."""
 
     resumedFrom: NotRequired[ThreadId]
+
+
+class PokeLine(StepLine):
+    """``thread poke``: the step's line; ``poked`` says what the thread was doing
+    (``waiting``, ``fanned-out``, ``failing``, ``idle``), ``redid`` the step an idle
+    thread's poke did again."""
+
+    poked: str
+    redid: NotRequired[NodeHash]
 
 
 class DryRun(StepLine):
@@ -324,6 +334,14 @@ class ThreadShown(TypedDict):
     chain: NotRequired[list[StartEntry | StepEntry]]
 
 
+class FanOutShown(TypedDict):
+    """A parent waiting for the children its fan-out started (``thread list``): how many, and
+    how many of them are still active."""
+
+    children: int
+    active: int
+
+
 class ThreadListed(TypedDict):
     """One thread of ``thread list``: ``task`` is the first line of its task (null when it
     cannot be read), ``createdAt`` unix ms from its id."""
@@ -337,6 +355,7 @@ class ThreadListed(TypedDict):
     waiting: NotRequired[WaitingShown]
     failure: NotRequired[FailureShown]
     priority: NotRequired[int]  # when not 0
+    fanOut: NotRequired[FanOutShown]  # a fan-out parent (its "waiting" role joins them)
 
 
 class ThreadSteps(TypedDict):
@@ -753,3 +772,35 @@ class EvalExported(TypedDict):
     report: str
     file: str
     bytes: int
+
+
+class ConfigSet(TypedDict):
+    """``config set``: the key as problems name it, the value it now holds (null: removed)
+    and the one it held before (null: unset), secrets masked."""
+
+    key: str
+    value: Any
+    previous: Any
+
+
+class TurnShown(TypedDict):
+    """One turn of a step (``step turns``): an AgentTurn's fields, its text bounded (and
+    ``truncated`` then)."""
+
+    index: int
+    role: str
+    content: str
+    toolCalls: NotRequired[list[dict[str, str]]]
+    reasoning: NotRequired[str]
+    truncated: NotRequired[bool]
+
+
+class StepTurn(TypedDict):
+    """``step turns``: one turn of the thread's step ``step`` (its number) of ``role``;
+    ``running`` when read from the step in flight, not from its landed detail."""
+
+    thread: str
+    step: int
+    role: str
+    running: bool
+    turn: TurnShown

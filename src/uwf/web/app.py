@@ -4,8 +4,9 @@ Routes (GET only; anything else is 405): ``/`` the thread list (the filters of
 ``thread list``), ``/thread/<id>``, ``/workflow/<name or hash>``, ``/step/<hash>/detail`` (a
 fragment, loaded when a step's detail is opened), ``/step/<hash>/artifact/<path>`` (a file
 the step produced: text as text/plain, anything else as a download), ``/fragment/threads``
-(the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.completed``,
-``thread.archived``, ``children.changed`` and, for the list, ``thread.opened``),
+(the list's rows), ``/events`` (server-sent events: ``step.started``, ``step.turn`` (a turn
+of the step in flight, as its agent writes it), ``step.completed``, ``thread.archived``,
+``children.changed`` and, for the list, ``thread.opened``),
 ``/step/<hash>/output`` (a folded output, whole: loaded when asked) and ``/static/…`` (the
 stylesheet and the one script, shipped in the package). Every response forbids outside
 requests by its Content-Security-Policy.
@@ -28,6 +29,7 @@ from uwf.backend.base import Backend
 from uwf.engine.views import timeline as view
 from uwf.engine.views.follow import AllFollower, Follower
 from uwf.engine.views.graph import of_workflow, with_path
+from uwf.engine.views.live import TurnFollower
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError
 from uwf.util.ulid import ThreadId, check_thread_id
@@ -60,6 +62,7 @@ class ThreadStream:
         self.path = [(s["role"], s["status"]) for s in line["steps"][:upto]]
         self.base = of_workflow(view.workflow_payload(backend, line["workflow"]))
         self.follower = Follower(backend, thread, since)
+        self.turns = TurnFollower(backend, thread)  # the live turns of a step in flight
         self.backend, self.thread = backend, thread
         self.children: list[Any] | None = None  # what the children section shows
 
@@ -75,6 +78,9 @@ class ThreadStream:
     @property
     def done(self) -> bool:
         return self.follower.done
+
+    def close(self) -> None:
+        self.turns.close()  # the live-turns file it may hold open
 
     def graph(self, status: str) -> str:
         return to_svg(with_path(self.base, self.path, status))
@@ -99,6 +105,10 @@ class ThreadStream:
             elif kind == "thread.archived":
                 data = {"status": event["status"], "graph": self.graph(event["status"])}
                 out.append((kind, data))
+        for line in self.turns.poll():  # docs/ui.md, "Live turns": only while a step runs
+            if line["running"]:
+                data = {"number": line["step"], "html": pages.turn_fragment(line["turn"])}
+                out.append(("step.turn", data))
         record = self.backend.threads.get(ThreadId(self.thread))
         if record is not None and record.waiting is not None and record.waiting.children:
             out += self._children()  # only while it waits for them: a cheap check otherwise
@@ -115,6 +125,9 @@ class ListStream:
 
     def poll(self) -> list[tuple[str, dict[str, Any]]]:
         return [(e["event"], {"thread": e["thread"]}) for e in self.follower.poll()]
+
+    def close(self) -> None:
+        return None
 
 
 def _page(render: Any) -> Any:
@@ -191,6 +204,7 @@ async def _events(request: Any) -> Any:
             await response(scope, receive, send)
         finally:  # however the stream ends: done, the client gone, the server stopping
             state.streams -= 1
+            stream.close()
 
     return counted
 

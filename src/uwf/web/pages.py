@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -203,6 +204,11 @@ def output_fragment(backend: Backend, step_hash: str) -> str:
     step = chain.require_step(backend.nodes, step_hash)
     text = last_assistant_content(backend.nodes, step.payload.get("detail"))
     return str(markdown(view.body_text(text or "")))
+
+
+def turn_fragment(turn: Mapping[str, Any]) -> str:
+    """One turn of a step in flight (``step.turn``), as the detail shows turns."""
+    return render("turn.html", t=turn)
 
 
 def detail_fragment(backend: Backend, step_hash: str) -> str:

@@ -43,7 +43,10 @@ class _Layout:
     loops: list[int] = field(default_factory=list)
 
     def y(self, key: Any) -> float:
-        return MARGIN + self.rank[key] * (NODE_H + RANK_GAP) + NODE_H / 2
+        return self.y_of_rank(self.rank[key])
+
+    def y_of_rank(self, rank: int) -> float:
+        return MARGIN + rank * (NODE_H + RANK_GAP) + NODE_H / 2
 
 
 def _walk(graph: Graph) -> tuple[list[str], set[int]]:
@@ -169,15 +172,35 @@ def _place(lay: _Layout, rounds: int = 6) -> None:
 # -- drawing ------------------------------------------------------------------------------
 
 
-def _label(x: float, y: float, text: str) -> tuple[float, float, str]:
-    w = text_width(text, FONT - 1) + 8
+LABEL_H = 18  # a label's box: the text's width plus 8, this high, centred on its point
+LABEL_GAP = 4  # the least room between two labels, or a label and a node
+
+
+def _label_width(text: str) -> float:
+    return text_width(text, FONT - 1) + 8
+
+
+def _label(x: float, y: float, text: str) -> str:
+    w = _label_width(text)
     return (
-        x - w / 2,
-        x + w / 2,
-        (
-            f'<g class="label"><rect x="{x - w / 2:.1f}" y="{y - 9:.1f}" width="{w:.1f}" '
-            f'height="18" rx="4"/><text x="{x:.1f}" y="{y + 4:.1f}">{escape(text)}</text></g>'
-        ),
+        f'<g class="label"><rect x="{x - w / 2:.1f}" y="{y - LABEL_H / 2:.1f}" width="{w:.1f}" '
+        f'height="{LABEL_H}" rx="4"/><text x="{x:.1f}" y="{y + 4:.1f}">{escape(text)}</text></g>'
+    )
+
+
+Box = tuple[float, float, float, float]  # left, top, right, bottom
+
+
+def _box(x: float, y: float, w: float, h: float = LABEL_H) -> Box:
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return (
+        a[0] < b[2] + LABEL_GAP
+        and b[0] < a[2] + LABEL_GAP
+        and a[1] < b[3] + LABEL_GAP
+        and b[1] < a[3] + LABEL_GAP
     )
 
 
@@ -199,26 +222,67 @@ def _forward(lay: _Layout, graph: Graph, i: int, shift: float) -> tuple[str, flo
     for (x0, y0), (x1, y1) in itertools.pairwise(pts):
         dy = (y1 - y0) / 2
         d += f" C{x0:.1f},{y0 + dy:.1f} {x1:.1f},{y1 - dy:.1f} {x1:.1f},{y1:.1f}"
-    if len(pts) % 2:
-        lx, ly = pts[len(pts) // 2]
-    else:
-        (ax, ay), (bx, by) = pts[len(pts) // 2 - 1], pts[len(pts) // 2]
-        lx, ly = (ax + bx) / 2, (ay + by) / 2
+    # the label sits halfway along the middle stretch between two ranks, never on a bend
+    # point (a bend lies in a rank, beside its nodes)
+    (ax, ay), (bx, by) = pts[(len(pts) - 2) // 2], pts[(len(pts) - 2) // 2 + 1]
+    lx, ly = (ax + bx) / 2, (ay + by) / 2
     return d, lx, ly
 
 
-def _arc(lay: _Layout, graph: Graph, i: int, stack: int) -> tuple[str, float, float]:
+def _arc(
+    lay: _Layout, graph: Graph, i: int, stack: int, placed: list[Box]
+) -> tuple[str, float, float]:
+    """A back edge (or a loop) as an arc on the right, out past the nodes of the ranks it
+    spans and past the labels already placed there (a forward edge's long label sits between
+    the same ranks); its label, on the arc's outermost point, clears every placed label."""
     e = graph.edges[i]
     lo, hi = sorted((lay.rank[e.source], lay.rank[e.target]))
-    extent = max(lay.x[k] + lay.width[k] / 2 for k in lay.rank if lo <= lay.rank[k] <= hi)
-    out = extent + 40 + 56 * stack
     sx, sy = lay.x[e.source] + lay.width[e.source] / 2, lay.y(e.source)
     tx, ty = lay.x[e.target] + lay.width[e.target] / 2, lay.y(e.target)
     if e.source == e.target:
         sy, ty = sy + 6, ty - 6
         out = sx + 46
+    else:
+        top, bottom = lay.y_of_rank(lo) - NODE_H / 2, lay.y_of_rank(hi) + NODE_H / 2
+        extent = max(lay.x[k] + lay.width[k] / 2 for k in lay.rank if lo <= lay.rank[k] <= hi)
+        extent = max([extent, *(b[2] for b in placed if b[1] < bottom and b[3] > top)])
+        out = extent + 40 + 56 * stack
+    w, ly = _label_width(graph.label(i)), (sy + ty) / 2
+    # the label is centred on the arc's middle, at x = (sx + tx) / 8 + 0.75 * out
+    band = (ly - LABEL_H / 2 - LABEL_GAP, ly + LABEL_H / 2 + LABEL_GAP)
+    clear = [b[2] for b in placed if b[1] < band[1] and b[3] > band[0]]
+    if clear:
+        out = max(out, (max(clear) + LABEL_GAP + w / 2 - (sx + tx) / 8) / 0.75)
     d = f"M{sx:.1f},{sy:.1f} C{out:.1f},{sy:.1f} {out:.1f},{ty:.1f} {tx:.1f},{ty:.1f}"
-    return d, (sx + tx) / 8 + out * 0.75, (sy + ty) / 2
+    return d, (sx + tx) / 8 + out * 0.75, ly
+
+
+def _free(x: float, y: float, w: float, placed: list[Box]) -> tuple[float, float]:
+    """The point nearest (``x``, ``y``) where a label of width ``w`` covers no node and no
+    placed label: a little up or down in the gap between the ranks, or aside; else further
+    down until clear (parallel edges' labels stack)."""
+    step = LABEL_H + LABEL_GAP
+    offsets = [
+        (dx, dy)
+        for dy in (0.0, step, -step, 2 * step, -2 * step)
+        for dx in (
+            0.0,
+            w / 2 + LABEL_GAP,
+            -(w / 2 + LABEL_GAP),
+            w + 2 * LABEL_GAP,
+            -(w + 2 * LABEL_GAP),
+        )
+    ]
+    offsets.sort(key=lambda o: abs(o[0]) + 2 * abs(o[1]))  # moving up or down costs more
+    for dx, dy in offsets:
+        if not any(_overlaps(b, _box(x + dx, y + dy, w)) for b in placed):
+            return x + dx, y + dy
+    for _ in range(len(placed) + 1):
+        hit = [b for b in placed if _overlaps(b, _box(x, y, w))]
+        if not hit:
+            break
+        y = max(b[3] for b in hit) + LABEL_GAP + LABEL_H / 2
+    return x, y
 
 
 def _node(lay: _Layout, graph: Graph, node: str) -> str:
@@ -247,16 +311,32 @@ def to_svg(graph: Graph, ident: str = "g") -> str:
     for i in lay.chains:
         e = graph.edges[i]
         pairs.setdefault((e.source, e.target), []).append(i)
-    labels: list[str] = []
+    labels: dict[int, str] = {}
     bounds = [lay.x[k] + side * lay.width[k] / 2 for k in lay.rank for side in (-1, 1)]
-    for i in range(len(graph.edges)):
-        if i in lay.chains:
-            e = graph.edges[i]
-            group = pairs[(e.source, e.target)]
-            shift = (group.index(i) - (len(group) - 1) / 2) * 16
-            d, lx, ly = _forward(lay, graph, i, shift)
-        else:
-            d, lx, ly = _arc(lay, graph, i, lay.back.index(i) if i in lay.back else 0)
+    # what a label must not cover: the nodes, then the labels placed so far (forward edges'
+    # first: the arcs route around them)
+    placed: list[Box] = [
+        _box(lay.x[n], lay.y(n), lay.width[n], NODE_H) for n in graph.nodes if n in lay.rank
+    ]
+    drawn: dict[int, str] = {}
+    for i in lay.chains:
+        e = graph.edges[i]
+        group = pairs[(e.source, e.target)]
+        shift = (group.index(i) - (len(group) - 1) / 2) * 16
+        d, lx, ly = _forward(lay, graph, i, shift)
+        w = _label_width(graph.label(i))
+        lx, ly = _free(lx, ly, w, placed)
+        drawn[i] = d
+        placed.append(_box(lx, ly, w))
+        labels[i] = _label(lx, ly, graph.label(i))
+    arcs = [i for i in range(len(graph.edges)) if i not in lay.chains]
+    for i in arcs:
+        stack = lay.back.index(i) if i in lay.back else 0
+        d, lx, ly = _arc(lay, graph, i, stack, placed)
+        drawn[i] = d
+        placed.append(_box(lx, ly, _label_width(graph.label(i))))
+        labels[i] = _label(lx, ly, graph.label(i))
+    for i, d in sorted(drawn.items()):
         cls = _edge_class(graph, i)
         marker = cls.split()[-1]
         e = graph.edges[i]
@@ -264,12 +344,10 @@ def to_svg(graph: Graph, ident: str = "g") -> str:
             f'<g class="{cls}" data-edge="{escape(e.source)} {escape(e.status)}">'
             f'<path d="{d}" marker-end="url(#{ident}-{marker})"/></g>'
         )
-        left, right, label = _label(lx, ly, graph.label(i))
-        labels.append(label)
-        bounds += [left, right]
+    bounds += [edge for b in placed for edge in (b[0], b[2])]
     nodes = [_node(lay, graph, node) for node in graph.nodes]
     left, width = min(bounds) - MARGIN, max(bounds) - min(bounds) + 2 * MARGIN
-    height = max(lay.y(k) for k in lay.rank) + NODE_H / 2 + MARGIN
+    height = max([max(lay.y(k) for k in lay.rank) + NODE_H / 2, *(b[3] for b in placed)]) + MARGIN
     markers = "".join(
         f'<marker id="{ident}-{m}" class="arrow {m}" viewBox="0 0 10 10" refX="9" refY="5" '
         f'markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
@@ -282,5 +360,5 @@ def to_svg(graph: Graph, ident: str = "g") -> str:
         f'<svg class="uwf-graph" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'aria-label="{title}" viewBox="{left:.0f} 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
         f'height="{height:.0f}"><defs>{markers}</defs>'
-        f"{''.join(parts)}{''.join(nodes)}{''.join(labels)}</svg>"
+        f"{''.join(parts)}{''.join(nodes)}{''.join(labels[i] for i in sorted(labels))}</svg>"
     )

@@ -16,6 +16,7 @@ from typing import Any
 from uwf.adapters import llm
 from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
+from uwf.agent_kit.live import Turns
 from uwf.agents.builtin.loop import CORRECTION_TURNS, MAX_TURNS, final_output, run_loop, say
 from uwf.agents.builtin.messages import build_messages
 from uwf.agents.builtin.tools import COMMAND_TIMEOUT, TOOLS, Tools, command_env
@@ -127,8 +128,8 @@ class BuiltinAgent:
         known = self.sessions.get(session or "")
         if known is None or self.chat is None or self.tools is None or session is None:
             raise UwfError(f"uwf-builtin: unknown session {session}")
-        messages, turns = list(known.messages), list(known.turns)
-        say(messages, turns, message)
+        messages, turns = list(known.messages), Turns(known.turns)
+        say(messages, turns, message)  # published before the turns of the loop below
         result = run_loop(
             self.chat, messages, tools_on=False, max_turns=CORRECTION_TURNS, run_tool=self.tools
         )

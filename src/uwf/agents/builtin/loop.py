@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uwf.adapters.llm import Reply, ToolCall
+from uwf.agent_kit.live import Turns
 
 MAX_TURNS = 30
 CORRECTION_TURNS = 1  # a correction runs without tools: one call answers it
@@ -123,7 +124,7 @@ def run_loop(
     caller's list is not changed: the result holds the continued conversation.
     """
     convo = [dict(m) for m in messages]
-    turns: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = Turns()  # each turn published as it is made (live turns)
     remaining = max_turns
     warned = False
     while remaining > 0:

@@ -19,7 +19,7 @@ from uwf.backend.base import Backend, StepLock
 from uwf.engine.step import fanout, limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure, refuse_failed
-from uwf.engine.step.plan import StepPlan, plan_step
+from uwf.engine.step.plan import StepPlan, after_failures, plan_step
 from uwf.engine.step.run import (
     Runner,
     agent_env,
@@ -27,6 +27,7 @@ from uwf.engine.step.run import (
     artifacts_dir,
     check_workdir,
     defer,
+    live_turns,
     process_runner,
     prompt_file,
 )
@@ -113,11 +114,25 @@ def step(
     runner: Runner = process_runner,
     edge_prompt: str | None = None,
     extra_prompt: str | None = None,
+    expected: NodeHash | None = None,
+    again: bool = False,
 ) -> StepResult:
-    """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
+    """Run exactly one step of ``thread``: take its step lock, then ``step_held``.
+
+    ``expected``: the head the caller decided from; a thread that moved meanwhile is a
+    Conflict (exit 1), nothing run. ``again``: the head step's role once more (``thread
+    poke``: ``plan_step``), a failure of which is not recorded as the thread's."""
     check_timeout(timeout)
     tid, _ = require_active(backend, thread)  # refused before waiting for the lock
     with hold(backend, tid, wait=wait) as lock:
+        if expected is not None:
+            current = backend.threads.head(tid)
+            if current is None:
+                raise not_active(backend, tid)
+            if current != expected:
+                raise Conflict(
+                    f"thread {tid} moved to {current} meanwhile (from {expected}); nothing was run"
+                )
         return step_held(
             backend,
             lock,
@@ -127,6 +142,7 @@ def step(
             runner=runner,
             edge_prompt=edge_prompt,
             extra_prompt=extra_prompt,
+            again=again,
         )
 
 
@@ -142,6 +158,8 @@ def step_held(
     should_stop: Callable[[], bool] | None = None,
     extra_prompt: str | None = None,
     head: NodeHash | None = None,
+    again: bool = False,
+    shut_down: Callable[[], bool] | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -152,7 +170,11 @@ def step_held(
     ``thread retry``. ``should_stop`` (a background run passes its lock's ``stop_requested``)
     is polled with the thread's head while the agent runs; when it answers True the agent's
     process group is killed and the step fails, leaving the head where it was.
-    ``extra_prompt`` follows the edge prompt (``thread resume``)."""
+    ``extra_prompt`` follows the edge prompt (``thread resume``); ``again``: the head step's
+    role runs once more (``thread poke``), and its failure is not recorded. ``shut_down`` (a
+    worker passes it) is asked when the agent died of a signal: True if that was the
+    shutdown of the process stepping it, and the step then fails as Stopped (no failure
+    recorded) instead of AgentFailed."""
     record = backend.threads.get(thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
@@ -172,7 +194,10 @@ def step_held(
                 edge_prompt=edge_prompt,
                 workdir=record.info.cwd,
                 extra_prompt=extra_prompt,
+                again=again,
             )
+            if not again:
+                plan = after_failures(plan, record.failure)
             log.bind(workflow=plan.workflow)
             tracing.planned(span, plan)
             if plan.archive is not None:
@@ -185,13 +210,14 @@ def step_held(
                 result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
                 check_workdir(plan, record.info.cwd)
-                result = _run(backend, lock, plan, runner, log, span, should_stop)
+                result = _run(backend, lock, plan, runner, log, span, should_stop, shut_down)
             tracing.landed(span, result)
             return result
         except UwfError as exc:
             log.write("B8T5N1V6", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exit_code(exc, loop=True))
-            record_failure(backend, thread, head, plan, exc, log)
+            if not again:  # a step done again by hand is not the thread's own next attempt
+                record_failure(backend, thread, head, plan, exc, log)
             raise
         except Interrupted as exc:
             log.write("H2V7N5C9", f"step failed: {exc.message}")
@@ -207,6 +233,7 @@ def _run(
     log: ProcessLog,
     span: otel.Span,
     should_stop: Callable[[], bool] | None,
+    shut_down: Callable[[], bool] | None = None,
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
@@ -231,8 +258,9 @@ def _run(
         limits.held(backend, plan),
         artifacts_dir(backend, plan) as artifacts,
         prompt_file(backend, plan) as prompt,
+        live_turns(backend, plan) as turns,
     ):
-        env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
+        env = {**agent_env(backend, plan, artifacts, prompt, turns), **span.child_env()}
         stop = _stop_when(backend, plan, should_stop)
         if runner is process_runner and backend.relayed():
             from uwf.engine.step import relay  # socket: only where the store is relayed
@@ -244,6 +272,12 @@ def _run(
     span.set("uwf.agent.exit_code", finished.code)
     if finished.stopped:
         raise _stopped(backend, plan, "the agent was stopped")
+    if shut_down is not None and killed_by_signal(finished.code) and shut_down():
+        raise Stopped(
+            f"thread {plan.thread}: its agent was stopped by the worker's shutdown (SIGTERM "
+            "reached its process group too): the step was not recorded and counts as no "
+            "failed attempt"
+        )
     if finished.code == DEFER_EXIT and not finished.timed_out:
         raise defer(backend, plan, finished, log)
     try:
@@ -256,6 +290,16 @@ def _run(
     result = commit_step(backend, plan, h, log)
     span.event("commit", {"uwf.head": h, "uwf.status": result.status})
     return result
+
+
+#: How an agent ends when a signal stopped it: killed by it (-N), or exiting 128 + N as the
+#: agent kit and shells do (SIGHUP, SIGINT, SIGKILL, SIGTERM).
+_SIGNALLED = frozenset(code for n in (1, 2, 9, 15) for code in (-n, 128 + n))
+
+
+def killed_by_signal(code: int) -> bool:
+    """Whether an agent's exit status says a stopping signal ended it."""
+    return code in _SIGNALLED
 
 
 def _stop_when(

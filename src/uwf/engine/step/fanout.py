@@ -14,7 +14,7 @@ from uwf.backend import tree
 from uwf.backend.base import ActiveThread, Backend, ThreadInfo, Waiting
 from uwf.backend.tree import FanOutLimits
 from uwf.model import chain
-from uwf.model.threads import task_line
+from uwf.model.threads import FAN_OUT_REASON, task_line
 from uwf.moderator import fanout
 from uwf.moderator.evaluate import Decision, ModeratorError
 from uwf.protocol import schemas
@@ -22,7 +22,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import Deferred, NotFound, UwfError
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
-REASON = "children"  # the reason of a parent's wait mark
+REASON = FAN_OUT_REASON  # the reason of a parent's wait mark
 
 
 def child_workflow(backend: Backend, spec: dict[str, Any]) -> NodeHash:

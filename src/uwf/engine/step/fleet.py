@@ -13,6 +13,7 @@ head's compare-and-swap lets exactly one of them record its step.
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from uwf.backend.base import ActiveThread, Backend
 from uwf.engine.step import StepResult, step_held
 from uwf.engine.step.run import Runner, process_runner
-from uwf.model.threads import ThreadRef, workflow_of
+from uwf.model.threads import ThreadRef, fanned_out, workflow_of
 from uwf.util import clock as clocks
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import (
@@ -88,10 +89,9 @@ def _still_runnable(backend: Backend, record: ActiveThread) -> bool:
     waiting = record.waiting
     if waiting is None:
         return True
-    children = waiting.children
-    if children is None or waiting.reason != "children":  # e.g. the joining role deferred
+    if not fanned_out(waiting):  # e.g. the joining role deferred
         return False
-    return all(backend.threads.head(c) is None for c in children)
+    return all(backend.threads.head(c) is None for c in waiting.children or ())
 
 
 def by_priority(records: list[ActiveThread], aging: int, now: int) -> list[ActiveThread]:
@@ -127,6 +127,7 @@ def step_next(
     runner: Runner = process_runner,
     worker: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    shut_down: Callable[[], bool] | None = None,
 ) -> StepResult:
     """One step of the first thread, in priority order (``by_priority``), that is active,
     not waiting, not failed, not backing off and not being stepped.
@@ -134,7 +135,7 @@ def step_next(
     ``versions`` limits it to threads of those workflows, ``only`` to those threads and
     their fan-outs' children (``family``); ``skip`` leaves threads out; ``worker`` names the
     ``uwf worker`` in the step lock's holder record; ``should_stop`` is polled while the
-    agent runs (``step_held``).
+    agent runs, ``shut_down`` asked when it died of a signal (``step_held``).
     A thread a fleet limit holds back is passed over for the next one; NothingToStep when
     there is none, HeldBack (the last reason) when every candidate was held back.
     """
@@ -168,6 +169,7 @@ def step_next(
                     runner=runner,
                     head=current.head,
                     should_stop=should_stop,
+                    shut_down=shut_down,
                 )
         except HeldBack as exc:
             held = exc  # its agent or provider is at a limit: try a thread it may step
@@ -176,6 +178,13 @@ def step_next(
     if held is not None:
         raise held
     raise NothingToStep("nothing to step: no active thread is idle and not waiting")
+
+
+#: Seconds within which a second SIGTERM is the first one again (``timeout`` sends it to the
+#: worker and to its process group), and within which an agent's death by a signal and the
+#: worker's own SIGTERM are one shutdown (docs/scale-out.md, "Where to run workers").
+#: Measured on the system clock, not ``uwf.util.clock``'s: signals come in real time.
+SIGNAL_ECHO = 1.0
 
 
 @dataclass
@@ -216,16 +225,35 @@ class Worker:
     drain_since: float | None = None  # when SIGTERM asked it to drain (``clock``)
     drain_said: bool = False
     drain_stopped: bool = False  # the drain ran out of time and stopped the step
+    agent_signalled: bool = False  # the shutdown's signal reached the agent too
+    term_at: float | None = None  # when the first SIGTERM came (time.monotonic())
 
     def take_signal(self, signum: int) -> bool:
-        """A signal handler's question: take a first SIGTERM during a step (drain), else not
-        (the signal stops the worker at once)."""
-        if signum != signal.SIGTERM or self.stepping is None or self.drain_since is not None:
+        """A signal handler's question: take a first SIGTERM during a step (drain), and its
+        echo within ``SIGNAL_ECHO`` seconds (``timeout`` signals the worker, then its process
+        group); else not (the signal stops the worker at once)."""
+        if signum != signal.SIGTERM:
+            return False
+        now = time.monotonic()
+        if self.term_at is not None and now - self.term_at < SIGNAL_ECHO:
+            return self.drain_since is not None  # the same request, sent twice
+        self.term_at = self.term_at if self.term_at is not None else now
+        if self.stepping is None or self.drain_since is not None:
             return False
         if not self.drain_timeout > 0:
             return False
         self.drain_since = self.clock()
         return True
+
+    def _shut_down(self) -> bool:
+        """Asked when the agent died of a signal: whether that was this worker's shutdown —
+        a SIGTERM it got, or gets within ``SIGNAL_ECHO`` seconds (systemd's
+        ``KillMode=control-group`` signals every process of the service at once)."""
+        deadline = time.monotonic() + SIGNAL_ECHO
+        while self.term_at is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the handler runs between two bytecodes of this loop
+        self.agent_signalled = self.term_at is not None
+        return self.agent_signalled
 
     def _overdue(self) -> bool:
         """Polled while an agent runs: whether a drain ran out of time."""
@@ -284,6 +312,11 @@ class Worker:
     def _drained(self) -> str:
         if self.drain_stopped:
             return "SIGTERM: stopped after --drain-timeout; the step in flight was not recorded"
+        if self.agent_signalled:
+            return (
+                "SIGTERM: the agent was stopped with the worker; the step in flight was not "
+                "recorded"
+            )
         return "SIGTERM: the step in flight ended; stopped"
 
     def _pick(self, thread: ThreadId) -> None:
@@ -303,6 +336,7 @@ class Worker:
                 runner=self.runner,
                 worker=self.id,
                 should_stop=self._overdue,
+                shut_down=self._shut_down,
             )
         except (NothingToStep, HeldBack):  # held back: idle until a limit has room
             return False
@@ -310,7 +344,11 @@ class Worker:
             if self.stepping is None:  # the store itself failed (e.g. unreachable): back off
                 self.say(f"error: {exc.message}")
                 return False
-            if isinstance(exc, Stopped) and self.drain_since is not None:
+            if (
+                isinstance(exc, Stopped)
+                and self.drain_since is not None
+                and not (self.agent_signalled)
+            ):
                 self.drain_stopped = True
                 exc = Stopped(
                     f"thread {self.stepping}: the step outlived --drain-timeout "

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, Failure
 from uwf.config.config import (
     PYTHON_PREFIX,
     Config,
@@ -77,6 +77,9 @@ class StepPlan:
     # the retry policies the workflow file sets (docs/format.md, "Retries"): its top's, then
     # the role's, each as written ({attempts?, backoff?, maxBackoff?})
     file_retry: tuple[Mapping[str, float], ...] = ()
+    # the failed attempts at this head before this step (docs/format.md, "Previous attempts"):
+    # the agent gets them in UWF_PREVIOUS_ATTEMPTS and its step's detail keeps them
+    previous_attempts: Mapping[str, Any] | None = None
 
     @property
     def python(self) -> str | None:
@@ -142,20 +145,23 @@ def plan_step(
     by: tuple[str, ...] | None = None,
     workdir: str | None = None,
     extra_prompt: str | None = None,
+    again: bool = False,
 ) -> StepPlan:
     """Decide the step of ``thread`` at ``head``. Reads a handful of nodes, writes nothing.
 
     ``edge_prompt`` replaces the rendered edge prompt (``thread rerun --edge-prompt``);
     ``extra_prompt`` follows it (``thread resume``: why the step waited and the answer);
     ``by`` is who writes the step instead of a configured agent (``thread answer``);
-    ``workdir`` is the thread's working directory (``thread start --cwd``)."""
+    ``workdir`` is the thread's working directory (``thread start --cwd``); ``again``: the
+    head step's role runs once more, with the prompt it was given (and the children it
+    joined), instead of the role the moderator routes to (``thread poke``)."""
     store = backend.nodes
     node = chain.load_head(store, head)
     start = chain.start_of(store, node)
     workflow = chain.load_workflow(store, start.workflow)
     blank: BlankPrompt | None = None  # the role gets no instruction from its edge
     try:
-        decision = decide(store, workflow, node)
+        decision = decide(store, workflow, node) if not again else _again(store, workflow, node)
     except BlankPrompt as exc:
         decision, blank = exc.decision, exc
     except ModeratorError as exc:
@@ -182,7 +188,11 @@ def plan_step(
     if base.limit is not None and base.depth - base.rounds_before >= base.limit:
         return replace(base, archive="max_rounds")
     children = None
-    if decision.fan_out is not None:
+    if again:
+        assert isinstance(node, chain.Step)
+        joined = node.payload.get("children")
+        children = tuple(NodeHash(c) for c in joined) if isinstance(joined, list) else None
+    elif decision.fan_out is not None:
         record = backend.threads.get(thread)
         waiting = record.waiting if record is not None else None
         if waiting is None or waiting.children is None:  # a fork, or a crash after the move
@@ -226,6 +236,34 @@ def plan_step(
         else limits_of(config, base.workflow_name, decision.role, agent),
         file_retry=file_retry(workflow, decision.role),
     )
+
+
+def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
+    """``plan`` with the failed attempts the thread state records at its head, for the role
+    they were attempts of (docs/format.md, "Previous attempts")."""
+    if failure is None or failure.head != plan.head or plan.role is None:
+        return plan
+    if failure.role is not None and failure.role != plan.role:
+        return plan
+    from uwf.model import attempts
+
+    return replace(plan, previous_attempts=attempts.record(dict(failure.shown())))
+
+
+def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step) -> Decision:
+    """The decision that made the step at ``node`` (``thread poke``): its role again, with the
+    edge prompt it recorded, and the edge's location when the routing before it still leads
+    to that role."""
+    if not isinstance(node, chain.Step):
+        raise InvalidInput("there is no step to do again: the thread has no steps yet")
+    try:
+        before = decide(store, workflow, chain.load_head(store, node.prev or node.start))
+    except BlankPrompt as exc:  # the step ran with the prompt it recorded (and poke's text)
+        before = exc.decision
+    prompt = node.payload.get("edgePrompt")
+    location = before.location if before.role == node.role else None
+    text = prompt if isinstance(prompt, str) else before.prompt
+    return Decision(node.role, text, before.status, location)
 
 
 def file_retry(workflow: dict[str, Any], role: str | None) -> tuple[Mapping[str, float], ...]:

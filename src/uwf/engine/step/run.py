@@ -26,6 +26,7 @@ from uwf.adapters.process import Finished
 from uwf.backend.base import Backend, Waiting
 from uwf.config.config import load_dotenv
 from uwf.engine.step.plan import StepPlan
+from uwf.model import live
 from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import AgentFailed, Deferred, UwfError, oneline
@@ -37,6 +38,7 @@ TTY_ENV = "UWF_TTY"
 PROMPT_ENV = "UWF_EDGE_PROMPT"
 PROMPT_FILE_ENV = "UWF_EDGE_PROMPT_FILE"  # set instead when the prompt is too long for it
 CHILDREN_ENV = "UWF_CHILDREN"
+ATTEMPTS_ENV = "UWF_PREVIOUS_ATTEMPTS"  # uwf.model.attempts.ENV (not imported by every step)
 
 
 class Runner(Protocol):
@@ -158,6 +160,31 @@ def _remove(path: Path) -> None:
 
 
 @contextlib.contextmanager
+def live_turns(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
+    """The file the agent appends its turns to as it goes (``uwf.model.live``): created
+    fresh, private, with its first line naming the step, and removed after the run. None when
+    it cannot be made: a live view is never a reason for a step to fail."""
+    from uwf.util.jsonfmt import dumps
+
+    path = live.path_of(backend.root, plan.thread)
+    first = {"head": plan.head, "role": plan.role, "step": plan.depth + 1}
+    try:
+        _private_dir(path.parent)
+        _remove(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(dumps(first) + "\n")
+    except OSError:
+        yield None
+        return
+    try:
+        yield str(path)
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+@contextlib.contextmanager
 def prompt_file(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
     """The path of a file holding the edge prompt when it is too long for an environment
     variable (Linux takes at most 128 KiB per ``NAME=value``), else None; the file is private
@@ -183,11 +210,16 @@ def prompt_file(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
 
 
 def agent_env(
-    backend: Backend, plan: StepPlan, artifacts: str | None = None, prompt: str | None = None
+    backend: Backend,
+    plan: StepPlan,
+    artifacts: str | None = None,
+    prompt: str | None = None,
+    turns: str | None = None,
 ) -> dict[str, str]:
     """uwf's environment, plus ``<root>/.env`` where unset, plus the step's own variables
     (``artifacts``: the run's directory from ``artifacts_dir``; ``prompt``: the file of an
-    edge prompt too long for ``UWF_EDGE_PROMPT``, from ``prompt_file``)."""
+    edge prompt too long for ``UWF_EDGE_PROMPT``, from ``prompt_file``; ``turns``: the file
+    of its live turns, from ``live_turns``)."""
     env = dict(os.environ)
     for key, value in load_dotenv(backend.root).items():
         env.setdefault(key, value)
@@ -210,6 +242,14 @@ def agent_env(
     env.pop(ARTIFACTS_ENV, None)  # never one of another step (a uwf run by an agent)
     if artifacts is not None:
         env[ARTIFACTS_ENV] = artifacts
+    env.pop(live.ENV, None)  # never the file of another step (a uwf run by an agent)
+    if turns is not None:
+        env[live.ENV] = turns
+    env.pop(ATTEMPTS_ENV, None)  # never those of another step (a uwf run by an agent)
+    if plan.previous_attempts is not None:  # docs/format.md, "Previous attempts"
+        from uwf.util.jsonfmt import dumps  # not json: a step pays for neither otherwise
+
+        env[ATTEMPTS_ENV] = dumps(dict(plan.previous_attempts))
     return env
 
 

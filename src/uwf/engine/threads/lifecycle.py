@@ -16,6 +16,7 @@ from uwf.model.threads import (
     ThreadRef,
     active_status,
     failure_json,
+    fanned_out,
     locate,
     require_active,
     task_line,
@@ -303,7 +304,9 @@ def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
     """The active threads as listed; the workflow is read from nodes only when not recorded."""
     running = backend.locks.running()
     items: list[ThreadListed] = []
-    for record in backend.threads.active():
+    records = backend.threads.active()
+    live = {record.thread for record in records}
+    for record in records:
         workflow: str | None = record.info.workflow
         task = record.info.task
         if workflow is None:
@@ -316,6 +319,9 @@ def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
         item = _item(record.thread, workflow, record.head, status, task)
         if record.waiting is not None:
             item["waiting"] = waiting_json(record.waiting)
+            if fanned_out(record.waiting):
+                kids = record.waiting.children or ()
+                item["fanOut"] = {"children": len(kids), "active": len(live.intersection(kids))}
         if record.failure is not None:
             item["failure"] = failure_json(record.failure)
         if record.info.priority:

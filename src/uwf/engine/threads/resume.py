@@ -50,7 +50,8 @@ def resume_note(waiting: Waiting, text: str | None) -> str:
     return f"## Resumed\n\n{why}\n{answer}"
 
 
-def _check_text(text: str | None) -> None:
+def check_text(text: str | None) -> None:
+    """A person's text (``-p``): UTF-8, at most ``MAX_TEXT_BYTES``."""
     if text is None:
         return
     try:
@@ -71,7 +72,7 @@ def resume(
     runner: Runner = process_runner,
 ) -> ResumeLine:
     """Resume ``thread`` with ``text`` and run one step; the step's line."""
-    _check_text(text)
+    check_text(text)
     tid = check_thread_id(thread)
     record = backend.threads.get(tid)
     if record is not None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uwf.backend.base import Backend
 from uwf.engine.step import StepResult, step
 from uwf.engine.step.commit import commit_step
-from uwf.engine.step.plan import plan_step
+from uwf.engine.step.plan import after_failures, plan_step
 from uwf.engine.step.run import Runner, process_runner
 from uwf.engine.threads import lifecycle as threads
 from uwf.model import answer, chain
@@ -175,7 +175,9 @@ def answer_step(
         head = backend.threads.head(tid)
         if head is None:
             raise not_active(backend, tid)
+        record = backend.threads.get(tid)
         plan = plan_step(backend, tid, head, by=("uwf thread answer",))
+        plan = after_failures(plan, record.failure if record is not None else None)
         if plan.role is None:
             raise InvalidInput(
                 f"thread {tid} has no role to answer: it ends here ({plan.archive}); "
@@ -196,6 +198,7 @@ def answer_step(
             body=body,
             detail={"via": "thread answer"},
             children=plan.children,
+            previous_attempts=dict(plan.previous_attempts) if plan.previous_attempts else None,
         )
         log = ProcessLog(backend.root, thread=tid, workflow=plan.workflow)
         log.write("E3N8V5Q1", f"answered role={plan.role} step={h}")

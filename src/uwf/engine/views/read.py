@@ -17,8 +17,8 @@ from typing import Any
 from uwf.backend.base import Backend
 from uwf.cas import refs
 from uwf.cas.store import Store
-from uwf.model import artifacts, chain
-from uwf.model.threads import locate, task_line
+from uwf.model import artifacts, attempts, chain
+from uwf.model.threads import ThreadRef, fanned_out, locate, task_line
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
 from uwf.util.base32 import check_hash
@@ -72,8 +72,10 @@ class _Blocks:
         frontmatter, then its content), then the artifacts it recorded. Agent text is fenced
         (docs/format.md, "Markdown views")."""
         edge = step.payload.get("edgePrompt")
-        out = f"\n\n**Edge prompt:**\n\n{fence(edge, 'text')}" if isinstance(edge, str) else ""
         detail = step.payload.get("detail")
+        tried = attempts.of_detail(self.store, detail)  # the failures the step came after
+        out = f"\n\n{attempts.line(tried)}" if tried is not None else ""
+        out += f"\n\n**Edge prompt:**\n\n{fence(edge, 'text')}" if isinstance(edge, str) else ""
         answer = answer_text(
             chain.output_of(self.store, step), last_assistant_content(self.store, detail)
         )
@@ -160,6 +162,56 @@ def answer_text(output: Any, content: str | None) -> str:
     return "\n".join(parts)
 
 
+def _attempts(n: int) -> str:
+    return f"{n} failed attempt{'s' if n != 1 else ''}"
+
+
+def state_line(backend: Backend, ref: ThreadRef) -> str | None:
+    """What ``thread read`` says of an active thread that is not simply idle, under its
+    title: running, waiting (for a person, or for its fan-out's children), failing or failed,
+    with what to run next. None for an idle or an ended thread (their task section is as
+    v0.5.0 printed it). Agent text (a reason, an error line) is in a code span."""
+    if not ref.active:
+        return None
+    tid = ref.thread
+    holder = backend.locks.holder(tid)
+    if holder is not None:
+        who = f" of {holder.role}" if holder.role else ""
+        since = f" since {_time(holder.since)}" if holder.since is not None else ""
+        where = f" on {one_line(holder.host)}" if holder.host else ""
+        return f"running: a step{who}{since}{where}"
+    waiting = ref.waiting
+    if waiting is not None and fanned_out(waiting):
+        children = waiting.children or ()
+        active = sum(1 for child in children if backend.threads.head(child) is not None)
+        noun = "child thread" if len(children) == 1 else "child threads"
+        left = f"{active} still active" if active else "all ended: it joins at its next step"
+        return (
+            f"fanned out since {_time(waiting.since)}: {len(children)} {noun}, {left}; "
+            f"{waiting.role} joins them (`uwf thread list --parent {tid}`)"
+        )
+    if waiting is not None:
+        said = f": {code_span(waiting.reason)}" if waiting.reason else ""
+        return (
+            f"waiting for {waiting.role} since {_time(waiting.since)}{said} "
+            f"(`uwf thread resume {tid} -p …` runs it again with your text, "
+            f"`uwf thread answer {tid}` writes its step)"
+        )
+    failure = ref.failure
+    if failure is None:
+        return None
+    role = f" of {failure.role}" if failure.role else ""
+    last = code_span(f"exit {failure.code}: {failure.error}")
+    since = _time(failure.since if failure.since is not None else failure.at)
+    if failure.exhausted:
+        return (
+            f"failed: {_attempts(failure.attempts)}{role} since {since}, the last: {last} "
+            f"(`uwf thread retry {tid}` steps it again)"
+        )
+    after = f"; next attempt after {_time(failure.retry_at)}" if failure.retry_at else ""
+    return f"failing: {_attempts(failure.attempts)}{role} since {since}, the last: {last}{after}"
+
+
 def read_thread(
     backend: Backend,
     thread: str,
@@ -181,9 +233,11 @@ def read_thread(
     blocks = _Blocks(store, workflow.get("roles", {}))
 
     include_start = before is None or show_start
+    state = state_line(backend, ref) if include_start else None
     start_section = (
         f"# Thread `{thread}`\n\n**Workflow:** {workflow.get('name')} (`{start.workflow}`)"
-        f"\n\n## Task\n\n{start.prompt}"
+        + (f"\n\n**State:** {state}" if state is not None else "")
+        + f"\n\n## Task\n\n{start.prompt}"
     )
     candidates = chain.iter_steps(store, head)
     if before is not None:
@@ -265,12 +319,15 @@ def read_step(backend: Backend, step_hash: str, quota: int = DEFAULT_QUOTA) -> s
         f"# Step {step_hash}\n\n**Role:** {step.role}\n"
         f"**Agent:** {one_line(str(step.payload.get('agent', '')))}"
     )
-    output = chain.output_of(store, step)
-    if output not in ({}, None):
-        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     detail = step.payload.get("detail")
     if isinstance(detail, str) and detail and store.get(detail) is None:
         raise NotFound(f"detail node not found: {detail}")
+    tried = attempts.of_detail(store, detail)
+    if tried is not None:
+        head += f"\n{attempts.line(tried)}"
+    output = chain.output_of(store, step)
+    if output not in ({}, None):
+        head += f"\n\n**Output:**\n\n{fence(output_yaml(output), 'yaml')}"
     shown: list[tuple[int, str]] = []
     for turn in turns(store, detail):
         section = _turn_section(len(shown), turn)  # without an index: numbered as shown

@@ -16,7 +16,7 @@ from uwf.model import artifacts, chain, routing
 from uwf.model.threads import active_status, failure_json, locate, waiting_json
 from uwf.model.turns import last_assistant_content
 from uwf.moderator.evaluate import V05, ModeratorError, Rules, rules_of, status_of
-from uwf.util.errors import UwfError
+from uwf.util.errors import NotFound, UwfError
 
 
 def body_text(text: str) -> str:
@@ -186,7 +186,8 @@ def workflow_names(backend: Backend, hashes: set[str]) -> dict[str, str]:
 
 
 def workflow_graph(backend: Backend, ident: str) -> Any:
-    """The routing graph of a workflow file (a path), a registered name or a Workflow hash."""
+    """The routing graph of a workflow file (a path), a registered name, a Workflow hash, or
+    the file of a name that is not stored (a project workflow, one of ``workflowPaths``)."""
     from uwf.engine.views import graph
     from uwf.engine.workflows import discovery
     from uwf.engine.workflows import files as workflow_file
@@ -194,7 +195,15 @@ def workflow_graph(backend: Backend, ident: str) -> Any:
 
     if discovery.looks_like_path(ident):
         return graph.of_workflow(workflow_file.load_file(Path(ident)))
-    return graph.of_workflow(workflows.show_workflow(backend, ident)["payload"])
+    try:
+        return graph.of_workflow(workflows.show_workflow(backend, ident)["payload"])
+    except NotFound:  # not stored: a project workflow, or one of workflowPaths
+        found = discovery.find(ident, Path.cwd()) or discovery.find_in(
+            ident, discovery.paths(backend.root)
+        )
+        if found is None:
+            raise
+        return graph.of_workflow(workflow_file.load_file(found))
 
 
 def thread_graph(backend: Backend, thread: str) -> Any:

@@ -7,19 +7,32 @@ directory ``.workflow/`` comes before ``.workflows/``, a file before a folder an
 before ``.yml``. Only stems that are workflow names count (``schemas.is_workflow_name``):
 only those can be started by name. A project workflow shadows a registered one of the same
 name.
+
+``workflowPaths`` in config.yaml (docs/format.md, "Workflow directories") names more
+directories, each holding workflow files directly (``<dir>/<name>.yaml``, ``<dir>/<name>/
+index.yaml``): searched in order, after the project and — for ``thread start`` — after the
+registry (``paths``, ``find_in``, ``directory_workflows``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from uwf.engine.workflows.files import INDEX, LOCAL_DIRS
 from uwf.moderator.validate import EXTENSIONS, stem
 from uwf.protocol.schemas import is_workflow_name
 
-__all__ = ["LOCAL_DIRS", "find", "looks_like_path", "project_workflows"]
+__all__ = [
+    "LOCAL_DIRS",
+    "directory_workflows",
+    "find",
+    "find_in",
+    "looks_like_path",
+    "paths",
+    "project_workflows",
+]
 
 
 def looks_like_path(ident: str) -> bool:
@@ -37,9 +50,14 @@ def _directories(cwd: Path) -> Iterator[Path]:
 
 def find(name: str, cwd: Path) -> Path | None:
     """The project workflow file for ``name``, or None."""
+    return find_in(name, _directories(cwd))
+
+
+def find_in(name: str, directories: Iterable[Path]) -> Path | None:
+    """The workflow file for ``name`` in the first of ``directories`` that has one, or None."""
     if not is_workflow_name(name):
         return None
-    for directory in _directories(cwd):
+    for directory in directories:
         for ext in EXTENSIONS:
             candidate = directory / f"{name}{ext}"
             if candidate.is_file():
@@ -78,8 +96,25 @@ def _names_in(directory: Path) -> list[tuple[str, Path]]:
 
 def project_workflows(cwd: Path) -> dict[str, Path]:
     """Every name ``find`` resolves from ``cwd``, with its file, sorted by name (files not read)."""
+    return directory_workflows(_directories(cwd))
+
+
+def directory_workflows(directories: Iterable[Path]) -> dict[str, Path]:
+    """Every name ``find_in`` resolves in ``directories``, with its file, sorted by name."""
     out: dict[str, Path] = {}
-    for directory in _directories(cwd):
+    for directory in directories:
         for name, path in _names_in(directory):
             out.setdefault(name, path)
     return dict(sorted(out.items()))
+
+
+def paths(root: Path) -> list[Path]:
+    """The directories ``workflowPaths`` of ``<root>/config.yaml`` names, in its order: ``~``
+    is the home directory, a relative path is relative to the storage root."""
+    from uwf.config.config import load_config
+
+    found = []
+    for entry in load_config(root).workflow_paths:
+        path = Path(os.path.expanduser(entry.strip()))
+        found.append(Path(os.path.abspath(root / path)))
+    return found

@@ -155,13 +155,34 @@ def workflow_source(backend: Backend, ident: str) -> str:
 
 def list_workflows(backend: Backend, cwd: Path) -> list[WorkflowListed]:
     """Project workflows first (``uwf.engine.workflows.discovery``), then the registry entries
-    they do not shadow. Project files are listed by name, not read."""
+    they do not shadow, then the files of ``workflowPaths`` neither shadows (the order
+    ``thread start <name>`` looks in). Files are listed by name, not read."""
     local = discovery.project_workflows(cwd)
     out: list[WorkflowListed] = [{"name": n, "hash": "(local)", "origin": "local"} for n in local]
-    for name, h in backend.registry.read().items():
+    registry = backend.registry.read()
+    for name, h in registry.items():
         if name not in local:
             out.append({"name": name, "hash": h, "origin": "global"})
+    for name in discovery.directory_workflows(discovery.paths(backend.root)):
+        if name not in local and name not in registry:
+            out.append({"name": name, "hash": "(file)", "origin": "paths"})
     return out
+
+
+def workflow_file(root: Path, ident: str, cwd: Path) -> Path:
+    """The file ``workflow put``/``check`` read for ``ident``: the path given, or — for a bare
+    workflow name that names no file here — the project workflow of that name, else the one
+    in ``workflowPaths`` (``uwf.engine.workflows.discovery``)."""
+    path = Path(ident)
+    if discovery.looks_like_path(ident) or not is_workflow_name(ident) or path.exists():
+        return path
+    found = discovery.find(ident, cwd) or discovery.find_in(ident, discovery.paths(root))
+    if found is None:
+        raise NotFound(
+            f"file not found: {_shown(ident)} (nor a workflow of that name in .workflows/ up "
+            "the tree or in workflowPaths)"
+        )
+    return found
 
 
 def workflow_versions(store: Store) -> list[NodeHash]:
@@ -220,8 +241,8 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
 
     In order: a well-formed hash (must be a stored Workflow); an explicit file path (contains
     ``/`` or ``\\``, or ends in ``.yaml``/``.yml``; relative to ``cwd``); a project workflow
-    (``uwf.engine.workflows.discovery``); the registry. Files are validated and stored, never
-    registered.
+    (``uwf.engine.workflows.discovery``); the registry; a file of ``workflowPaths``. Files
+    are validated and stored, never registered.
     """
     ident = ident.strip()
     if not ident:
@@ -242,4 +263,7 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     if h is not None:
         workflow_node(store, h)
         return h
+    found = discovery.find_in(ident, discovery.paths(backend.root))
+    if found is not None:  # workflowPaths: a name that is not stored
+        return _store_file(backend, found)
     raise NotFound(f"workflow not found: {_shown(ident)}")

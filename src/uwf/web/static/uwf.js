@@ -39,8 +39,24 @@
     running.textContent = "step " + d.number + " running: " + (d.role || "?") +
       (d.agent ? " (" + d.agent + ")" : "");
     running.hidden = false;
+    const live = $("live-turns");
+    if (live && live.dataset.step !== String(d.number)) endLiveTurns();
     setStatus("running");
   });
+
+  source.addEventListener("step.turn", function (ev) {
+    const d = JSON.parse(ev.data);
+    const live = $("live-turns");
+    if (!live) return;
+    if (live.dataset.step !== String(d.number)) { live.innerHTML = ""; live.dataset.step = d.number; }
+    live.insertAdjacentHTML("beforeend", d.html);
+    live.hidden = false;
+  });
+
+  function endLiveTurns() {
+    const live = $("live-turns");
+    if (live) { live.hidden = true; live.innerHTML = ""; delete live.dataset.step; }
+  }
 
   source.addEventListener("step.completed", function (ev) {
     const d = JSON.parse(ev.data);
@@ -52,6 +68,7 @@
     $("graph").innerHTML = d.graph;
     $("count").textContent = d.count;
     $("running").hidden = true;
+    endLiveTurns();
     const next = $("next");
     if (next) next.remove();
     setStatus(d.status);
@@ -71,6 +88,7 @@
     const d = JSON.parse(ev.data);
     if (body.dataset.live === "list") { refreshList(); return; }
     $("running").hidden = true;
+    endLiveTurns();
     setStatus(d.status);
     if (d.graph) $("graph").innerHTML = d.graph;
     source.close();
