@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from conftest import BIN, EXAMPLES
+from support import BIN, EXAMPLES
 
 
 def config_file(root: Path) -> Path:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from conftest import spawn_uwf
 from llm_server import LLMServer, RecordedRequest, llm_fixture, write_config  # noqa: F401
+from support import spawn_uwf
 from uwf.backend import open_backend
 from uwf.engine.views.live import TurnFollower
 from uwf.model import live

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import APPROVE, DEV, EXAMPLES, PLAN, REJECT
+from support import APPROVE, DEV, EXAMPLES, PLAN, REJECT
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import APPROVE, DEV, PLAN, REJECT
+from support import APPROVE, DEV, PLAN, REJECT
 from uwf.model import attempts
 from uwf.util.errors import InvalidInput
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conftest import EXAMPLES, REPO
+from support import EXAMPLES, REPO
 
 README = REPO / "README.md"
 REJECTION = "a rejection names the field: "

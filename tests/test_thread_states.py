@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES, PLAN
+from support import EXAMPLES, PLAN
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import EXAMPLES
+from support import EXAMPLES
 
 pytestmark = pytest.mark.usefixtures("any_store")  # the filesystem and PostgreSQL
 
