@@ -171,6 +171,11 @@ def _visit(ctx: AgentContext, label: str) -> int:
     return ctx.visit
 
 
+def role_visit(ctx: AgentContext, label: str) -> int:
+    """This run's visit of its role, past the visits that suspended."""
+    return _after_suspended(ctx, ctx.role, _visit(ctx, label))
+
+
 def _step_number(ctx: AgentContext, label: str) -> int:
     """This step's number in a scenario played in the thread's order: one more than the one
     its previous step recorded (which counts the runs that suspended), else its depth."""
@@ -253,18 +258,7 @@ class MockAgent:
     def run(self, ctx: AgentContext) -> runner.RunResult:
         from uwf.agent_kit import session_cache
 
-        roles, steps = self.scenario()
-        if steps is not None:
-            who = IN_ORDER
-            visit = _after_suspended(ctx, who, _step_number(ctx, self.label))
-            entry = self._step(steps, visit, ctx.role)
-        else:
-            entries = roles.get(ctx.role)
-            if entries is None:
-                raise UwfError(f"scenario {self.name} has no entries for role {ctx.role}")
-            who = ctx.role
-            visit = _after_suspended(ctx, who, _visit(ctx, self.label))
-            entry = entries[min(visit, len(entries)) - 1]
+        who, visit, entry = self.pick(ctx)
         record: dict[str, Any] = {"scenario": self.name, "visit": visit}
         if isinstance(entry, dict) and "attempts" in entry:
             key = f"{ctx.thread}:{ctx.role}:{visit}"
@@ -286,6 +280,20 @@ class MockAgent:
         total = runner.cost_fields(ctx, duration=False)
         detail = ctx.store.put(ctx.store.put_schema(DETAIL), {**record, **total, "turns": turns})
         return runner.RunResult(played, detail, output_hash=output_hash)
+
+    def pick(self, ctx: AgentContext) -> tuple[str, int, Any]:
+        """Whose visit this run is (the role, or the thread for a steps scenario), its
+        number, and the scenario's entry for it (a role's last entry repeats). A subclass
+        with generated answers overrides this (benchmarks/mock_agent.py)."""
+        roles, steps = self.scenario()
+        if steps is not None:
+            visit = _after_suspended(ctx, IN_ORDER, _step_number(ctx, self.label))
+            return IN_ORDER, visit, self._step(steps, visit, ctx.role)
+        entries = roles.get(ctx.role)
+        if entries is None:
+            raise UwfError(f"scenario {self.name} has no entries for role {ctx.role}")
+        visit = role_visit(ctx, self.label)
+        return ctx.role, visit, entries[min(visit, len(entries)) - 1]
 
     def _step(self, steps: list[tuple[str, Any]], number: int, role: str) -> Any:
         """Step ``number`` of a scenario of uwf 0.8, which must be for ``role``."""
