@@ -15,8 +15,10 @@ for its life (a cold ``thread step``: one; a ``uwf worker``: one for all its ste
 * when the pipe ends — uwf exited, whatever killed it — the watchdog SIGKILLs every group
   still listed, and exits. After a normal exit the list is empty and it just exits.
 
-Why a shell and not a parent-death signal or a fork of uwf: docs/architecture.md, "Where a
-step happens" (the candidates, measured). Where no ``/bin/sh`` can run (a container image
+Why a shell and not a parent-death signal or a Python interpreter per spawn:
+docs/performance.md, "Processes and start-up" (the candidates, measured). One gap remains: a
+uwf killed between the agent's start and the ``+`` line (microseconds) leaves that agent
+unwatched (docs/reliability.md, invariant 6). Where no ``/bin/sh`` can run (a container image
 with Python alone), the same watchdog runs in Python (``PYTHON``). If neither can start, the
 groups run unwatched, as an agent always could outlive a killed uwf harmlessly
 (docs/reliability.md, invariant 6).
