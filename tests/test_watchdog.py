@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from support import pid_alive, reap, wait_dead
+from support import pid_alive, reap, spawn_uwf, wait_dead
 from uwf.adapters import watchdog
 
 # argv: <directory> <watchdog: sh|python> <then: hang|fork-then-hang|kill-watchdog-then-hang|
-# three-runs>. Writes <directory>/watchdog (its pid and argv[0]) once it runs, then
+# three-runs|hang-unwatched>. Writes <directory>/watchdog (its pid and argv[0]) once it runs, then
 # <directory>/group (the hanging group's pids) once the group is up.
 STARTER = """
 import os, sys, time
@@ -56,6 +56,8 @@ if then == "fork-then-hang":
         time.sleep(300)
         os._exit(0)
     note("forked", str(child))
+if then == "hang-unwatched":  # dies, as it were, between the group's start and its "+" line
+    watchdog.watch = lambda pgid, token=None: None
 if then == "three-runs":
     seen = []
     for _ in range(3):
@@ -123,6 +125,26 @@ def test_sigkill_of_the_starter_kills_its_group_and_the_watchdog_ends(
     wait_dead(int(pid), timeout=5)  # its work done, the watchdog is gone too
 
 
+@pytest.mark.parametrize("kind", ["sh", "python"])
+def test_a_group_started_but_not_yet_watched_is_found_by_its_token(
+    tmp_path: Path, kind: str
+) -> None:
+    """uwf killed after its agent started and before it named the agent's group to the
+    watchdog: the group's leader carries the pending token in its environment, and the
+    watchdog finds it there."""
+    proc = start(tmp_path, kind, "hang-unwatched")
+    try:
+        group = group_of(tmp_path, proc)
+        pid = int(wait_for(tmp_path / "watchdog", proc).split()[0])
+        environ = Path(f"/proc/{group[0]}/environ").read_bytes().split(bytes(1))
+        assert sum(v.startswith(watchdog.ENV.encode() + b"=") for v in environ) == 1
+        proc.kill()
+    finally:
+        reap(proc)
+    assert_gone(group)
+    wait_dead(pid, timeout=5)
+
+
 def test_one_watchdog_serves_every_group_of_a_process_and_ends_with_it(tmp_path: Path) -> None:
     proc = start(tmp_path, "sh", "three-runs")
     _out, err = proc.communicate(timeout=60)
@@ -188,3 +210,37 @@ def test_a_step_starts_one_watchdog_for_all_its_runs(
     assert len(res.out.splitlines()) == 3
     programs = [argv[0] for argv in started]
     assert programs == ["/bin/sh", *["uwf-mock"] * 3]
+
+
+def test_sigkill_of_a_real_step_kills_its_agent_and_the_watchdog_ends(
+    new_thread: Any, tmp_path: Path
+) -> None:
+    """``uwf thread step`` killed with SIGKILL while its agent (and a child of the agent)
+    run: its one watchdog — a ``/bin/sh``, not a Python interpreter — kills the agent's group
+    and exits; nothing of the step is left in the process table."""
+    thread = new_thread()
+    ready = tmp_path / "agent.pids"
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        f"#!/bin/sh\nsleep 300 &\necho $$ $! > '{ready}.tmp'\nmv '{ready}.tmp' '{ready}'\nwait\n"
+    )
+    agent.chmod(0o755)
+    proc = spawn_uwf("thread", "step", thread, "--agent", str(agent))
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.01)
+        group = [int(p) for p in ready.read_text().split()]
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        others = [int(c) for c in children if int(c) != group[0]]
+        assert len(others) == 1  # the agent and one watchdog, nothing else
+        (watcher,) = others
+        assert Path(f"/proc/{watcher}/exe").resolve() == Path(watchdog.SHELL).resolve()
+        proc.kill()
+    finally:
+        reap(proc)
+    assert proc.returncode == -signal.SIGKILL
+    assert_gone(group)
+    wait_dead(watcher, timeout=5)

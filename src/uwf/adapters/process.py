@@ -355,8 +355,13 @@ def run(
     began = time.monotonic()
     with deferred():  # a signal now would leave a child that nobody kills
         watchdog.start()
-        proc = _start(argv, env, stdin is not None, what, cwd, pass_fds)
-        watchdog.watch(proc.pid)
+        token = watchdog.spawning()
+        try:
+            proc = _start(argv, watchdog.marked(env, token), stdin is not None, what, cwd, pass_fds)
+        except BaseException:
+            watchdog.watch(None, token)
+            raise
+        watchdog.watch(proc.pid, token)
     try:
         out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
         timed_out, stopped = _wait(proc, timeout, should_stop, serve)

@@ -7,19 +7,24 @@ a wrapped command, a tool's command) has one watchdog, started with its first gr
 for its life (a cold ``thread step``: one; a ``uwf worker``: one for all its steps):
 
 * a small ``/bin/sh`` (``SCRIPT``) in a session of its own (a signal to uwf's group or its
-  terminal never reaches it; it ignores SIGINT, SIGTERM and SIGHUP), with an empty
-  environment, ``/`` as its directory, and as its stdin the read end of a pipe whose write
+  terminal never reaches it; it ignores SIGINT, SIGTERM and SIGHUP), with ``PATH``
+  alone in its environment, ``/`` as its directory, and as its stdin the read end of a pipe whose write
   end only this process holds (close-on-exec, and closed in a child forked without exec);
-* uwf writes ``+ <pgid>`` when a group starts and ``- <pgid>`` when it is done with it —
+* uwf writes ``? <token>`` before it starts a group, ``+ <pgid> <token>`` once the group
+  started (its leader's pid is known only then), and ``- <pgid>`` when it is done with it —
   before reaping the group's leader, so the number cannot name another group by then;
 * when the pipe ends — uwf exited, whatever killed it — the watchdog SIGKILLs every group
   still listed, and exits. After a normal exit the list is empty and it just exits.
 
+A uwf killed between a group's start and its ``+`` line (a moment, but a moment that a busy
+machine's scheduler can stretch to milliseconds) leaves a token pending: the group's leader
+was started with ``ENV=<token>`` in its environment (``marked``), so the watchdog finds it,
+and what it started in that moment, in ``/proc/<pid>/environ`` and kills their groups too.
+
 Why a shell and not a parent-death signal or a Python interpreter per spawn:
-docs/performance.md, "Processes and start-up" (the candidates, measured). One gap remains: a
-uwf killed between the agent's start and the ``+`` line (microseconds) leaves that agent
-unwatched (docs/reliability.md, invariant 6). Where no ``/bin/sh`` can run (a container image
-with Python alone), the same watchdog runs in Python (``PYTHON``). If neither can start, the
+docs/performance.md, "Processes and start-up" (the candidates, measured). Where no
+``/bin/sh`` can run (a container image with Python alone), the same watchdog runs in Python
+(``PYTHON``); where no ``grep`` is, a pending token finds nothing. If neither can start, the
 groups run unwatched, as an agent always could outlive a killed uwf harmlessly
 (docs/reliability.md, invariant 6).
 """
@@ -31,39 +36,70 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 
-__all__ = ["SHELL", "release", "running", "start", "watch"]
+__all__ = ["ENV", "SHELL", "marked", "release", "running", "spawning", "start", "watch"]
 
 SHELL = "/bin/sh"
+ENV = "UWF_WATCHDOG_TOKEN"  # in a watched group leader's environment (docs/format.md)
+PATH = "/usr/bin:/bin"  # the watchdog's only variable: where ``grep`` is, for a pending token
 
-# POSIX sh (dash, bash, busy box's ash): the groups are a space-separated list; at the end
-# of the pipe, each is killed. `read` returns non-zero at end of input.
+# POSIX sh (dash, bash, busy box's ash): the groups and the pending tokens are
+# space-separated lists; at the end of the pipe, each group is killed, and each process whose
+# environment holds a pending token (its group too). `read` returns non-zero at end of input.
 SCRIPT = """trap '' INT TERM HUP
-g=' '
-while read -r op p; do
+g=' ' t=' '
+drop() { case $2 in *" $1 "*) r="${2%%" $1 "*} ${2#*" $1 "}" ;; *) r=$2 ;; esac; }
+while read -r op p k; do
   case $op in
-    +) g="$g$p " ;;
-    -) case $g in *" $p "*) g="${g%%" $p "*} ${g#*" $p "}" ;; esac ;;
+    '?') t="$t$p " ;;
+    +) g="$g$p "; drop "$k" "$t"; t=$r ;;
+    -) drop "$p" "$g"; g=$r ;;
+    x) drop "$p" "$t"; t=$r ;;
   esac
 done
 for p in $g; do kill -KILL "-$p" 2>/dev/null; done
+for k in $t; do
+  for f in $(grep -lsF "UWF_WATCHDOG_TOKEN=$k" /proc/[0-9]*/environ); do
+    p=${f#/proc/}; p=${p%/environ}
+    kill -KILL "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+  done
+done
 """
 
 # The same in Python (``python -I -S``), where no shell can run.
 PYTHON = """import os, signal
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
-groups, rest = set(), b""
+groups, tokens, rest = set(), set(), b""
 while chunk := os.read(0, 4096):
     *lines, rest = (rest + chunk).split(b"\\n")
     for line in lines:
-        op, pgid = line.split()
-        (groups.add if op == b"+" else groups.discard)(int(pgid))
-for pgid in groups:
+        op, *args = line.split()
+        if op == b"?":
+            tokens.add(args[0])
+        elif op == b"+":
+            groups.add(int(args[0]))
+            tokens.discard(args[1])
+        elif op == b"-":
+            groups.discard(int(args[0]))
+        else:
+            tokens.discard(args[0])
+pids = []
+for name in [n for n in os.listdir("/proc") if n.isdigit()] if tokens else ():
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+        with open(f"/proc/{name}/environ", "rb") as fh:
+            env = fh.read().split(bytes(1))
+    except (OSError, ValueError):
+        continue
+    if any(b"UWF_WATCHDOG_TOKEN=" + k in env for k in tokens):
+        pids.append(int(name))
+for kill, ids in ((os.killpg, [*groups, *pids]), (os.kill, pids)):
+    for i in ids:
+        try:
+            kill(i, signal.SIGKILL)
+        except OSError:
+            pass
 """
 
 
@@ -75,6 +111,7 @@ class _Watchdog:
         self.proc: subprocess.Popen[bytes] | None = None
         self.fd: int | None = None
         self.groups: set[int] = set()
+        self.tokens: set[str] = set()  # groups being started (``spawning``)
 
     def tell(self, line: bytes) -> None:
         """Write ``line`` to the watchdog; one that no longer reads (killed: EPIPE; stopped,
@@ -93,7 +130,9 @@ class _Watchdog:
         if self._start():
             assert self.fd is not None
             with contextlib.suppress(OSError):
-                os.write(self.fd, b"".join(b"+ %d\n" % g for g in sorted(self.groups)))
+                told = [b"+ %d -\n" % g for g in sorted(self.groups)]
+                told += [b"? %s\n" % k.encode() for k in sorted(self.tokens)]
+                os.write(self.fd, b"".join(told))
 
     def _start(self) -> bool:
         read_end, write_end = os.pipe()
@@ -108,7 +147,7 @@ class _Watchdog:
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL,
                         start_new_session=True,
-                        env={},
+                        env={"PATH": PATH},
                         cwd="/",
                     )
                 except OSError:
@@ -147,11 +186,36 @@ def start() -> None:
             _WATCHDOG.restart()
 
 
-def watch(pgid: int) -> None:
-    """Have the watchdog kill group ``pgid`` should this process die before ``release``."""
+def spawning() -> str | None:
+    """A token for a group about to start, already told to the watchdog (None when no
+    watchdog runs): start the group's leader with ``marked`` environment, then ``watch``."""
     with _WATCHDOG.mutex:
-        _WATCHDOG.groups.add(pgid)
-        _WATCHDOG.tell(b"+ %d\n" % pgid)
+        if _WATCHDOG.fd is None:
+            return None
+        token = os.urandom(8).hex()
+        _WATCHDOG.tokens.add(token)
+        _WATCHDOG.tell(b"? %s\n" % token.encode())
+        return token
+
+
+def marked(env: Mapping[str, str] | None, token: str | None) -> dict[str, str] | None:
+    """``env`` (None: ours) with ``token`` in it, for the leader of a group being started."""
+    if token is None:
+        return None if env is None else dict(env)
+    return {**(os.environ if env is None else env), ENV: token}
+
+
+def watch(pgid: int | None, token: str | None = None) -> None:
+    """Have the watchdog kill group ``pgid`` should this process die before ``release``;
+    ``token`` (from ``spawning``) is no longer pending. ``pgid`` None: the group did not
+    start."""
+    with _WATCHDOG.mutex:
+        _WATCHDOG.tokens.discard(token or "")
+        if pgid is not None:
+            _WATCHDOG.groups.add(pgid)
+            _WATCHDOG.tell(b"+ %d %s\n" % (pgid, (token or "-").encode()))
+        elif token is not None:
+            _WATCHDOG.tell(b"x %s\n" % token.encode())
 
 
 def release(pgid: int) -> None:
