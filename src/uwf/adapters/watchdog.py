@@ -7,9 +7,10 @@ a wrapped command, a tool's command) has one watchdog, started with its first gr
 for its life (a cold ``thread step``: one; a ``uwf worker``: one for all its steps):
 
 * a small ``/bin/sh`` (``SCRIPT``) in a session of its own (a signal to uwf's group or its
-  terminal never reaches it; it ignores SIGINT, SIGTERM and SIGHUP), with ``PATH``
-  alone in its environment, ``/`` as its directory, and as its stdin the read end of a pipe whose write
-  end only this process holds (close-on-exec, and closed in a child forked without exec);
+  terminal never reaches it; it ignores SIGINT, SIGTERM and SIGHUP), with ``PATH`` alone in
+  its environment, ``/`` as its directory, and as its stdin the read end of a pipe whose
+  write end only this process holds (close-on-exec, and closed in a child forked without
+  exec);
 * uwf writes ``? <token>`` before it starts a group, ``+ <pgid> <token>`` once the group
   started (its leader's pid is known only then), and ``- <pgid>`` when it is done with it —
   before reaping the group's leader, so the number cannot name another group by then;
