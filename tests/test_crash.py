@@ -196,8 +196,8 @@ def test_sigkill_of_the_agent_process_group(root: Path, tmp_path: Path, kills: i
 def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
     root: Path, tmp_path: Path
 ) -> None:
-    """The agent runs in its own session, so a signal to uwf's group does not reach it; on
-    Linux its parent-death signal does: SIGKILL of uwf kills the agent too (no orphan in the
+    """The agent runs in its own session, so a signal to uwf's group does not reach it; uwf's
+    watchdog process does: SIGKILL of uwf kills the agent too (no orphan in the
     process table). The lock is free at once, the head does not move, and the next step runs
     the role again."""
     agent, marker = crashkit.marker_agent(tmp_path, crashkit.loop_roles(0.6))
@@ -210,7 +210,7 @@ def test_uwf_killed_while_its_agent_runs_takes_the_agent_with_it(
     (pid,) = crashkit.marker_pids(marker, proc.pid)
     res = crashkit.sigkill(proc)
     assert res.code == -signal.SIGKILL
-    wait_dead(pid, timeout=2)  # the parent-death signal killed the agent
+    wait_dead(pid, timeout=2)  # the watchdog killed the agent's group
     with RootFiles(root).hold_step(thread):
         pass  # the step lock died with uwf
 

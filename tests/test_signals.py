@@ -155,8 +155,8 @@ def test_timeout_leaves_no_orphan(root: Path, thread: str, hang: Hang) -> None:
 def test_sigkill_of_uwf_takes_the_agent_and_its_children(
     root: Path, thread: str, hang: Hang
 ) -> None:
-    """uwf cannot catch SIGKILL: the agent's parent-death signal kills it, and a watchdog
-    process that outlives uwf kills the rest of the agent's process group."""
+    """uwf cannot catch SIGKILL: its watchdog process (``adapters.watchdog``), which
+    outlives it, kills the agent's whole process group."""
     head = RootFiles(root).head(thread)
     proc = spawn_uwf("thread", "step", thread, "--agent", hang.command)
     pids = hang.wait_running(proc)

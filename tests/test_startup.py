@@ -149,8 +149,30 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "dataclasses",  # the read path's records are NamedTuples (backend/base.py)
         "uwf.api",  # the Python API wraps the engine the CLI calls: never on the CLI's path
         "uwf.util.clock",  # show reads no clock
+        # write-side parts of the backend: the fleet's limits, the worker registry
+        "uwf.backend.fs.limits",
+        "uwf.backend.fs.workers",
+        "uwf.backend.workers",
+        "hashlib",  # a limit's file name: only where a limit is configured
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
+
+
+def test_the_cli_collects_garbage_after_its_start_up() -> None:
+    """``uwf.cli.main`` pauses the collector while Typer is imported (docs/performance.md,
+    "Processes and start-up") and resumes it: a long-lived command (``uwf worker``) and a
+    program that imports the CLI keep collecting."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gc, uwf.cli.main; print(gc.isenabled(), gc.get_freeze_count() > 0)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout.split() == ["True", "True"], proc.stderr
 
 
 def test_thread_step_loads_only_what_it_needs_before_spawning(

@@ -4,11 +4,9 @@ Every process uwf or an agent starts (an agent, a wrapped command, a tool's comm
 through ``run``:
 
 * its own process group (session), so that it and all its children are killed as one;
-* on Linux, a parent-death signal: if the process that spawned it dies, even of SIGKILL,
-  the child gets SIGKILL too;
-* a watchdog: a tiny process of its own session that holds one end of a pipe from us and,
-  should we die without finishing (SIGKILL, the OOM killer), kills the child's whole group —
-  the children the child started included, which no parent-death signal reaches;
+* a watchdog (``adapters.watchdog``: one small process per uwf process) that kills the
+  group, the children the child started included, should we die without doing it ourselves
+  (SIGKILL, the OOM killer);
 * stdin closed or fed from a string; stdout captured up to a bound (the tail is kept) or
   whole; stderr copied live, line by line, to ours (with a prefix; a line cut at
   ``LINE_SHOWN`` bytes, secrets masked, control characters escaped) while its tail is kept,
@@ -20,7 +18,8 @@ through ``run``:
 ``spawn_detached`` is the other way to start a process: one meant to outlive us (a background
 run), in its own session, reporting once on a pipe that it started. ``start_child`` starts one
 that runs beside us and dies with us (``uwf eval run --local-workers``' workers): its own
-session, the parent-death signal, stdout discarded, stderr to a file; ``kill_group`` ends it.
+session, on Linux a parent-death signal, stdout discarded, stderr to a file; ``kill_group``
+ends it.
 
 ``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
 :class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
@@ -44,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from uwf.adapters import watchdog
 from uwf.adapters.pipes import Tail, feed, pump_stderr, pump_stdout
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
@@ -57,22 +57,6 @@ KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
 READY_FD = "UWF_READY_FD"  # where a detached child finds the write end of its ready pipe
-
-# The watchdog: waits for the end of its stdin, a pipe whose other end only we hold. The end
-# comes when we die (nobody writes to it): it then kills the group. When we finish with the
-# group ourselves, we SIGKILL the watchdog first.
-WATCHDOG = """
-import os, signal, sys
-for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(s, signal.SIG_IGN)
-while os.read(0, 512):
-    pass
-try:
-    os.killpg(int(sys.argv[1]), signal.SIGKILL)
-except OSError:
-    pass
-"""
-
 
 # The epitaph of a detached process: waits for the end of its stdin, a pipe whose write end
 # only that process holds. A process that ends as it should writes to it first; one that dies
@@ -147,27 +131,54 @@ def _parent_death_hook() -> Callable[[], None] | None:
 
 
 def kill_group(proc: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there.
+    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there; reap
+    ``proc``.
 
     A signal to us in the meantime waits until the group is gone (a second Ctrl-C must not
     leave the children running)."""
     with deferred():
         _kill_group(proc, grace)
+        _reap(proc, grace)
 
 
 def _kill_group(proc: subprocess.Popen[Any], grace: float) -> None:
+    """The group's end, its leader left unreaped where it can be (``_ended``)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             break
-        try:
-            proc.wait(timeout=grace)
+        if _ended(proc, grace):
             break
-        except subprocess.TimeoutExpired:
-            continue
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their leader
+
+
+def _ended(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
+    """Whether ``proc`` exited within ``timeout`` seconds. On Linux 5.3+ (a pidfd) it is
+    left unreaped: its pid, so the id of its group, stays its own — nothing else can be
+    given that number — until ``_reap``; elsewhere waiting reaps it."""
+    if proc.returncode is not None:
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
+def _reap(proc: subprocess.Popen[Any], timeout: float | None = None) -> None:
+    """Collect ``proc``'s exit status (it has exited, or was sent SIGKILL: ``timeout``
+    bounds the wait for a process the kernel is slow to end)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout)
 
 
 def terminate(pid: int) -> None:
@@ -192,8 +203,7 @@ def _start(
         stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
-        start_new_session=True,
-        preexec_fn=_parent_death_hook(),
+        start_new_session=True,  # no preexec_fn: Python starts it with vfork, not fork
         pass_fds=tuple(pass_fds),
     )
 
@@ -237,7 +247,8 @@ def _wait(
     should_stop: Callable[[], bool] | None,
     serve: Serve | None = None,
 ) -> tuple[bool, bool]:
-    """Wait for ``proc``; (timed out, stopped). The group is killed in either case."""
+    """Wait for ``proc`` to exit (unreaped where it can be, ``_ended``); (timed out,
+    stopped). The group is killed in either case."""
     deadline = None if timeout is None else time.monotonic() + timeout
     with _exit_event(proc, serve) as exited:
         while True:
@@ -248,10 +259,12 @@ def _wait(
             if exited(None if step is None else max(step, 0)):
                 return False, False
             if deadline is not None and time.monotonic() >= deadline:
-                kill_group(proc)
+                with deferred():
+                    _kill_group(proc, KILL_GRACE)
                 return True, False
             if should_stop is not None and should_stop():
-                kill_group(proc, STOP_GRACE)
+                with deferred():
+                    _kill_group(proc, STOP_GRACE)
                 return False, True
 
 
@@ -270,9 +283,10 @@ def can_serve() -> bool:
 def _exit_event(
     proc: subprocess.Popen[bytes], serve: Serve | None = None
 ) -> Iterator[Callable[[float | None], bool]]:
-    """A function that waits up to ``timeout`` seconds for ``proc`` to exit (reaping it) and
-    says whether it did; meanwhile, each time ``serve``'s descriptor is readable, it calls
-    ``serve``'s function (until that answers False).
+    """A function that waits up to ``timeout`` seconds for ``proc`` to exit (leaving it
+    unreaped where it can, ``_ended``) and says whether it did; meanwhile, each time
+    ``serve``'s descriptor is readable, it calls ``serve``'s function (until that answers
+    False).
 
     On Linux it waits on a pidfd, which becomes readable the moment the process exits.
     ``Popen.wait(timeout)`` polls instead, sleeping up to 50 ms between two looks: every step
@@ -293,8 +307,7 @@ def _exit_event(
                 watch = [pidfd, *(fd for fd, _ in serving)]
                 ready = select.select(watch, [], [], left)[0]
                 if pidfd in ready:
-                    proc.wait()  # it has exited: this only reaps it
-                    return True
+                    return True  # exited; reaped by ``run`` once the watchdog let it go
                 if not ready:
                     return False
                 if not serving[0][1]():
@@ -310,39 +323,6 @@ def _exit_event(
     finally:
         if pidfd is not None:
             os.close(pidfd)
-
-
-def _watchdog(pgid: int) -> tuple[subprocess.Popen[bytes], int] | None:
-    """Start the watchdog of group ``pgid``; (its process, our end of its pipe)."""
-    if not sys.executable:  # an embedding interpreter that cannot start Python: no watchdog
-        return None
-    read_end, write_end = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", WATCHDOG, str(pgid)],
-            stdin=read_end,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        os.close(write_end)
-        return None
-    finally:
-        os.close(read_end)
-    return proc, write_end
-
-
-def _release(watchdog: tuple[subprocess.Popen[bytes], int] | None) -> None:
-    """We finished with the group ourselves: stop the watchdog (before its pipe closes, so
-    that it never kills anything), then reap it."""
-    if watchdog is None:
-        return
-    proc, write_end = watchdog
-    with deferred():
-        proc.kill()
-        proc.wait()
-        os.close(write_end)
 
 
 def run(
@@ -374,18 +354,27 @@ def run(
     """
     began = time.monotonic()
     with deferred():  # a signal now would leave a child that nobody kills
-        proc = _start(argv, env, stdin is not None, what, cwd, pass_fds)
-        watchdog = _watchdog(proc.pid)
+        watchdog.start()
+        token = watchdog.spawning()
+        try:
+            proc = _start(argv, watchdog.marked(env, token), stdin is not None, what, cwd, pass_fds)
+        except BaseException:
+            watchdog.watch(None, token)
+            raise
+        watchdog.watch(proc.pid, token)
     try:
         out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
         timed_out, stopped = _wait(proc, timeout, should_stop, serve)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
     except BaseException:
-        kill_group(proc)
+        with deferred():
+            _kill_group(proc, KILL_GRACE)
         raise
     finally:
-        _release(watchdog)
+        with deferred():  # the group is gone: the watchdog lets it go, then the leader is reaped
+            watchdog.release(proc.pid)
+            _reap(proc, KILL_GRACE)
     for worker in workers:
         worker.join(timeout=5)
     kept = out if stdout_limit is None else out[-stdout_limit:]

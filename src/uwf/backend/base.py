@@ -21,16 +21,18 @@ import abc
 import contextlib
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.backend.failure import Failure as Failure
 from uwf.backend.failure import RetryPolicy as RetryPolicy
 from uwf.backend.tree import FanOutLimits
-from uwf.backend.workers import Workers
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict, NotActive, NotFound, UwfError
 from uwf.util.ulid import ThreadId
+
+if TYPE_CHECKING:  # the worker registry's module: only where workers are read or written
+    from uwf.backend.workers import Workers
 
 HISTORY_STATUSES = ("completed", "killed", "max_rounds")
 

@@ -12,12 +12,22 @@ import signal
 import sys
 from typing import Annotated, Any
 
-import typer
+# Typer's import makes ~100,000 objects that live as long as the process, and the collector
+# would walk them again and again while they are made (~12 M instructions, ~5 % of every
+# call: docs/performance.md, "Processes and start-up"). So it pauses for the imports below;
+# what they made is then frozen (never walked again) and the collector resumes as it was.
+_COLLECTING = gc.isenabled()
+gc.disable()
+import typer  # noqa: E402
 
-from uwf import __version__
-from uwf.cli.lazy import HelpInstead, Root
-from uwf.cli.options import Format, begin_invocation
-from uwf.util.errors import Interrupted, UwfError, report
+from uwf import __version__  # noqa: E402
+from uwf.cli.lazy import HelpInstead, Root  # noqa: E402
+from uwf.cli.options import Format, begin_invocation  # noqa: E402
+from uwf.util.errors import Interrupted, UwfError, report  # noqa: E402
+
+gc.freeze()
+if _COLLECTING:
+    gc.enable()
 
 HELP = """Stateless workflow engine for teams of LLM agents.
 

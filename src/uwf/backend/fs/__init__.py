@@ -17,18 +17,25 @@ damage (``damage``).
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
-from uwf.backend.fs.limits import FsLimits
 from uwf.backend.fs.locks import FsLocks
 from uwf.backend.fs.nodes import FsStore
 from uwf.backend.fs.state import FsRegistry, FsThreads
-from uwf.backend.fs.workers import FsWorkers
+
+if TYPE_CHECKING:
+    from uwf.backend.fs.limits import FsLimits
+    from uwf.backend.fs.workers import FsWorkers
 
 
 class FsBackend(Backend):
-    """Everything under one directory. Opening it reads and creates nothing."""
+    """Everything under one directory. Opening it reads and creates nothing.
+
+    The fleet's limits and the worker registry are built (and their modules imported) on
+    first use: a read command such as ``thread show`` needs neither (tests/test_startup.py)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -36,8 +43,18 @@ class FsBackend(Backend):
         self.threads: FsThreads = FsThreads(root, self.nodes)
         self.registry = FsRegistry(root)
         self.locks = FsLocks(root / "locks")
-        self.limits: FsLimits = FsLimits(root / "locks")
-        self.workers = FsWorkers(root / "workers")
+
+    @cached_property
+    def limits(self) -> FsLimits:  # type: ignore[override]  # an attribute, built on first use
+        from uwf.backend.fs.limits import FsLimits
+
+        return FsLimits(self.root / "locks")
+
+    @cached_property
+    def workers(self) -> FsWorkers:  # type: ignore[override]  # an attribute, built on first use
+        from uwf.backend.fs.workers import FsWorkers
+
+        return FsWorkers(self.root / "workers")
 
     @property
     def name(self) -> str:

@@ -1,7 +1,7 @@
 """Running a planned step's agent, and reading what it answered.
 
 The default runner spawns the agent through ``uwf.adapters.process`` (no shell, own process
-group, parent-death signal, live stderr, bounded stdout, timeout). Tests pass a runner of
+group, watched by uwf's watchdog, live stderr, bounded stdout, timeout). Tests pass a runner of
 their own (any callable with the same signature) to drive the step in-process.
 
 Each run gets a fresh, empty directory in ``$UWF_ARTIFACTS_DIR`` (``artifacts_dir``): the
