@@ -994,7 +994,8 @@ CASES: list[Case] = [
         "config-ghost",
         "config set agents.mock.comand uwf-mock",
         1,
-        'error: agents.mock.comand: unknown key "comand" (known keys: args, command, provider, python)',
+        'error: agents.mock.comand: unknown key "comand" '
+        "(known keys: args, command, provider, python)",
     ),
     case(
         "config-below-a-value",
