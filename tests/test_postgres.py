@@ -135,7 +135,7 @@ def test_the_password_is_never_printed_logged_or_stored(
 
 def test_a_missing_extra_is_one_clear_error(pg_url: str, root: Path) -> None:
     code = (
-        "import sys; sys.modules['psycopg'] = None\n"
+        "import sys; sys.modules['psycopg2'] = None\n"
         "from uwf.cli.main import run\n"
         f"sys.exit(run(['--store', {pg_url!r}, 'thread', 'list']))\n"
     )
@@ -311,7 +311,7 @@ def test_a_store_url_uwf_cannot_open_is_an_error(cli_proc: Any, tmp_path: Path, 
         assert r.err == (
             f"error: cannot open the store {url.replace(':secret@', ':***@')}: unknown URL "
             f"scheme {scheme}:// (a store is a directory path, or a PostgreSQL URL: "
-            "postgresql://, postgres://, postgresql+psycopg://)\n"
+            "postgresql://, postgres://, postgresql+psycopg://, postgresql+psycopg2://)\n"
         )
     assert list(Path.cwd().iterdir()) == []  # nothing created where uwf runs
 

@@ -31,7 +31,7 @@ offered = os.environ.get("UWF_STORE_RELAY")
 atexit.register(
     lambda: sys.stderr.write(
         f"offered={{offered}} after={{os.environ.get('UWF_STORE_RELAY')}} "
-        f"psycopg={{'psycopg' in sys.modules}}\\n"
+        f"psycopg={{'psycopg2' in sys.modules or 'psycopg' in sys.modules}}\\n"
     )
 )
 from uwf.agents.mock import main

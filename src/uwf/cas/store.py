@@ -166,6 +166,15 @@ class Store(abc.ABC):
         """
         return contextlib.nullcontext()
 
+    def staging(self) -> contextlib.AbstractContextManager[None]:
+        """Around a step: this process's puts may be held (validated, readable here, written
+        nowhere) until the step's head moves, and then be stored in the same transaction as
+        the compare-and-swap (``ThreadTable.move``: PostgreSQL's one commit per step,
+        docs/format.md, "The PostgreSQL backend"); puts after the move are written at once.
+        When the step ends without a move, what was held is dropped: nothing referenced it.
+        By default puts are written at once."""
+        return contextlib.nullcontext()
+
     # -- shared behaviour ---------------------------------------------------------------
     def has(self, h: str) -> bool:
         if not is_hash(h):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
-from uwf.backend.base import Backend, StepLock
+from uwf.backend.base import ActiveThread, Backend, StepLock
 from uwf.engine.step import fanout, limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure, refuse_failed
@@ -142,6 +142,7 @@ def step_held(
     should_stop: Callable[[], bool] | None = None,
     extra_prompt: str | None = None,
     head: NodeHash | None = None,
+    record: ActiveThread | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -152,8 +153,10 @@ def step_held(
     ``thread retry``. ``should_stop`` (a background run passes its lock's ``stop_requested``)
     is polled with the thread's head while the agent runs; when it answers True the agent's
     process group is killed and the step fails, leaving the head where it was.
-    ``extra_prompt`` follows the edge prompt (``thread resume``)."""
-    record = backend.threads.get(thread)
+    ``extra_prompt`` follows the edge prompt (``thread resume``). ``record``: the thread's
+    record the caller read under the lock (a worker's claim), else it is read here."""
+    if record is None or record.thread != thread:
+        record = lock.current(backend.threads, thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
     refuse_failed(record.failure, thread)  # under the lock: a dead letter is never stepped
@@ -184,7 +187,8 @@ def step_held(
                 log.write("F9C2T5J8", f"fan-out started late children={','.join(ids)}")
                 result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
-                result = _run(backend, lock, plan, runner, log, span, should_stop)
+                with backend.nodes.staging():  # the agent's puts land with the head
+                    result = _run(backend, lock, plan, runner, log, span, should_stop)
             tracing.landed(span, result)
             return result
         except UwfError as exc:
@@ -233,7 +237,7 @@ def _run(
         prompt_file(backend, plan) as prompt,
     ):
         env = {**agent_env(backend, plan, artifacts, prompt), **span.child_env()}
-        stop = _stop_when(backend, plan, should_stop)
+        stop = _stop_when(backend, lock, plan, should_stop)
         if runner is process_runner and backend.relayed():
             from uwf.engine.step import relay  # socket: only where the store is relayed
 
@@ -259,12 +263,15 @@ def _run(
 
 
 def _stop_when(
-    backend: Backend, plan: StepPlan, asked: Callable[[], bool] | None
+    backend: Backend, lock: StepLock, plan: StepPlan, asked: Callable[[], bool] | None
 ) -> Callable[[], bool]:
     """True once the thread's head is no longer the plan's (``thread kill`` archived it), or
-    once ``asked`` says so (``thread stop``)."""
+    once ``asked`` says so (``thread stop``). The head is read only when the lock cannot
+    tell that it did not move (``StepLock.moved``: PostgreSQL is told, and asks nothing)."""
 
     def gone() -> bool:
+        if lock.moved() is False:
+            return False
         return backend.threads.head(plan.thread) != plan.head
 
     return gone if asked is None else lambda: gone() or asked()

@@ -152,7 +152,7 @@ def step_next(
             continue
         try:
             with backend.locks.step(record.thread, wait=False, worker=worker) as lock:
-                current = backend.threads.get(record.thread)
+                current = lock.current(backend.threads, record.thread)  # read under the lock
                 if current is None or not _still_runnable(backend, current):
                     continue  # archived or deferred since the listing
                 if current.failure is not None and not current.failure.ready(now_ms()):
@@ -168,6 +168,7 @@ def step_next(
                     runner=runner,
                     head=current.head,
                     should_stop=should_stop,
+                    record=current,  # no second read of the row
                 )
         except HeldBack as exc:
             held = exc  # its agent or provider is at a limit: try a thread it may step
