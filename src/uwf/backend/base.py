@@ -517,14 +517,22 @@ class Locks(abc.ABC):
 
     @abc.abstractmethod
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> contextlib.AbstractContextManager[StepLock]:
         """Hold the step lock of ``thread`` for the block.
 
         ``wait=False`` raises :class:`~uwf.util.errors.Busy` (``thread <id> is busy``) at once
         when another holder has it. ``log`` marks the holder as a background run writing its
-        log there (``Holder.log``), ``worker`` as that ``uwf worker`` (``Holder.worker``).
-        Releasing the lock removes the holder record and any stop request made for it.
+        log there (``Holder.log``), ``worker`` as that ``uwf worker`` (``Holder.worker``);
+        ``note``, the (role, agent) of a step planned before the lock was taken, is recorded
+        with the holder as ``StepLock.note`` would (the record is then written once).
+        Releasing the lock ends the holder record and any stop request made for it.
         """
 
     @abc.abstractmethod

@@ -273,7 +273,13 @@ class _NoRegistry(Registry):
 
 class _NoLocks(Locks):
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> Any:
         raise _refused("a step lock")
 

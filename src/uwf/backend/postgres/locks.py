@@ -9,8 +9,9 @@ second step of the same thread in the same process is refused as busy, as anothe
 process's would be).
 
 Taking it is one round trip (``uwf_claim``, schema version 13): the lock, the holder row in
-``uwf_holders`` (its pid, host, since, the log of a background run, the worker, and the
-server process id of its session), a ``LISTEN`` on the thread's channel (a head move or an
+``uwf_holders`` (its pid, host, since, the role and agent when the step planned before it
+took the lock, the log of a background run, the worker, and the server process id of its
+session), a ``LISTEN`` on the thread's channel (a head move or an
 archive notifies it: ``moved``), and the thread's row read under the lock, handed to the
 step (``StepLock.current``). ``note`` adds the role and agent once the step knows them.
 ``uwf_holders`` is unlogged: a row counts only while ``pg_locks`` shows that very session
@@ -50,7 +51,7 @@ JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = h.backend_p
  AND l.classid::bigint = h.lock_hi AND l.objid::bigint = h.lock_lo AND l.objsubid = 1
 """
 HELD_THREADS = f"SELECT held.thread FROM ({_HELD}) AS held"
-_CLAIM = f"SELECT {COLUMNS} FROM uwf_claim(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_CLAIM = f"SELECT {COLUMNS} FROM uwf_claim(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 def _holder(row: tuple[Any, ...]) -> Holder:
@@ -205,10 +206,17 @@ class PgLocks(Locks):
     # -- the interface --------------------------------------------------------------------
     @contextlib.contextmanager
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> Iterator[StepLock]:
-        """Take the lock, write the holder row, listen and read the thread's row in one
-        round trip (``uwf_claim``); release in one (``uwf_release``)."""
+        """Take the lock, read the thread's row, write the holder row (with ``note``'s role
+        and agent: then it is written once) and listen, in one round trip (``uwf_claim``);
+        release in one (``uwf_release``)."""
         key = lock_key(thread)
         conn = self.db.conn()
         if key in conn.held:  # re-entrant in a session: refused like another holder
@@ -218,7 +226,8 @@ class PgLocks(Locks):
         try:
             with self.db.errors():
                 try:
-                    rows = run(conn, _CLAIM, (*args, log, worker)).fetchall()
+                    role, agent = note if note is not None else (None, None)
+                    rows = run(conn, _CLAIM, (*args, role, agent, log, worker)).fetchall()
                 except driver.Error as exc:
                     if getattr(exc, "pgcode", None) == BUSY:
                         raise Busy(f"thread {thread} is busy") from None
@@ -230,7 +239,10 @@ class PgLocks(Locks):
             raise
         conn.held.add(key)
         conn.listening = True
+        channel = f"uwf_{thread}"  # a notification of an earlier holding is not for us
+        conn.notifies[:] = [n for n in conn.notifies if n.channel != channel]
         lock = _PgStepLock(self.db, conn, thread, rows[0] if rows else None)
+        lock.noted = note
         try:
             yield lock
         finally:

@@ -33,7 +33,7 @@ from uwf.backend.postgres.schema import SWEEP_KEY
 from uwf.cas import codec
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import Collision, CorruptNode, NotFound
+from uwf.util.errors import Collision, CorruptNode, NotFound, UwfError
 from uwf.util.jsonfmt import dumps
 
 CACHE = 4096  # nodes a process keeps (content addressing: a node never changes)
@@ -41,6 +41,37 @@ CACHE = 4096  # nodes a process keeps (content addressing: a node never changes)
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
+
+
+# What a step reads first (``PgStore.prefetch_step``): %s the head, %s the workflow recorded
+# with the thread (else the start's), %s the meta-schema. JSON is read only where it is an
+# object; a payload that is not JSON makes the query fail, and the step reads one by one.
+_STEP_NODES = """
+WITH given AS (SELECT %s::text AS head, %s::text AS workflow, %s::text AS meta),
+h AS (SELECT n.payload::json AS p FROM uwf_nodes n, given WHERE n.hash = given.head),
+ho AS (SELECT p FROM h WHERE json_typeof(p) = 'object'),
+s AS (SELECT n.payload::json AS p FROM uwf_nodes n, ho
+      WHERE n.hash = ho.p->>'start' OR n.hash = ho.p->>'workflow'),
+wf AS (SELECT coalesce(given.workflow,
+                       (SELECT s.p->>'workflow' FROM s WHERE json_typeof(s.p) = 'object'
+                        LIMIT 1)) AS hash FROM given),
+w AS (SELECT n.payload::json AS p FROM uwf_nodes n, wf WHERE n.hash = wf.hash),
+d AS (SELECT n.payload::json AS p FROM uwf_nodes n, ho WHERE n.hash = ho.p->>'detail'
+      AND n.payload LIKE '{%%'),
+wanted AS (
+    SELECT head AS hash FROM given UNION SELECT meta FROM given UNION SELECT hash FROM wf
+    UNION SELECT p->>k FROM ho, unnest(ARRAY['start', 'prev', 'output', 'detail',
+                                             'workflow']) AS k
+    UNION SELECT r.value->>'meta' FROM w, json_each(
+        CASE WHEN json_typeof(w.p) = 'object' AND json_typeof(w.p->'roles') = 'object'
+             THEN w.p->'roles' ELSE '{}'::json END) AS r
+        WHERE json_typeof(r.value) = 'object'
+    UNION SELECT n.type FROM uwf_nodes n, given WHERE n.hash = given.head
+    UNION SELECT n.type FROM uwf_nodes n, ho WHERE n.hash = ho.p->>'detail'
+    UNION SELECT n.type FROM uwf_nodes n, d WHERE n.hash = d.p->'turns'->>0
+)
+SELECT n.hash, n.type, n.payload, n.ts FROM uwf_nodes n WHERE n.hash IN (SELECT hash FROM wanted)
+"""
 
 
 def collision(h: str) -> Collision:
@@ -90,13 +121,23 @@ class PgStore(Store):
         for h, node in nodes:
             self._keep(h, node)
 
-    def prefetch(self, hashes: Sequence[str]) -> None:
-        """Read the nodes of ``hashes`` not yet kept, in one query (a step's plan reads its
-        head, start and workflow one after the other otherwise)."""
-        wanted = [h for h in dict.fromkeys(hashes) if h not in self._seen]
-        if wanted:
-            for h, node in self.get_many(wanted).items():
-                self._keep(h, node)
+    def prefetch_step(self, head: str, workflow: str | None) -> None:
+        """Read, in one query, the nodes a step of a thread at ``head`` reads one after the
+        other otherwise (``_STEP_NODES``): the head, its workflow, what the head names
+        (start, previous step, output, detail), the meta-schema, the schemas of the
+        workflow's roles, and the types of the head, of its detail and of the detail's first
+        turn (the schemas the step puts again). Kept as any read; a row that is
+        not JSON is left for the reads to report. A head this process has kept already (a
+        worker's last step) needs nothing."""
+        from uwf.cas.schema import meta_hash
+
+        if head in self._seen:
+            return
+        with contextlib.suppress(UwfError):  # the step's own reads report what went wrong
+            rows = self.db.all(_STEP_NODES, (head, workflow, meta_hash()))
+            for h, type_hash, payload, ts in rows:
+                if h not in self._seen:
+                    self._keep(h, self._decode(h, (type_hash, payload, ts)))
 
     def _decode(self, h: str, row: tuple[Any, ...]) -> Node:
         type_hash, payload, ts = row
@@ -113,6 +154,9 @@ class PgStore(Store):
         if h in self._seen or h in self._present or self._held(h) is not None:
             return True
         found = self.db.one("SELECT 1 FROM uwf_nodes WHERE hash = %s", (h,)) is not None
+        import os
+        import sys
+
         if found:
             self._found([h])
         return found
@@ -136,6 +180,9 @@ class PgStore(Store):
         if held is not None:
             return held
         row = self.db.one("SELECT type, payload, ts FROM uwf_nodes WHERE hash = %s", (h,))
+        import os
+        import sys
+
         return None if row is None else self._keep(h, self._decode(h, row))
 
     def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:

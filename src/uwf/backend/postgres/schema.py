@@ -35,8 +35,8 @@ UNDEFINED_TABLE = "42P01"
 # are believed only while their session holds the lock, so they need no WAL, and a commit that
 # wrote only them is flushed asynchronously. A head move or an archive notifies the channel
 # ``uwf_<thread>`` (a step listening there learns at once that its thread moved, without
-# polling the head). ``uwf_claim``: the step lock, the holder row and the listen, then the
-# thread's row read under the lock (a function's statements each read a fresh snapshot), in
+# polling the head). ``uwf_claim``: the step lock, the holder row, the listen, then the
+# thread's row read under the lock (each statement of a function reads a fresh snapshot), in
 # one round trip; ``uwf_release``: unlisten, drop a background run's row, unlock.
 # ``uwf_land``: the step's nodes (inserted unless stored, each stored one compared), its
 # head's compare-and-swap and, at the end, the archive, in one transaction.
@@ -57,7 +57,7 @@ CREATE TRIGGER uwf_threads_moved AFTER UPDATE OF head OR DELETE ON uwf_threads
 
 CREATE FUNCTION uwf_claim(p_thread text, p_key bigint, p_hi bigint, p_lo bigint,
                           p_wait boolean, p_pid integer, p_host text, p_since bigint,
-                          p_log text, p_worker text)
+                          p_role text, p_agent text, p_log text, p_worker text)
 RETURNS SETOF uwf_threads LANGUAGE plpgsql AS $$
 BEGIN
     IF p_wait THEN
@@ -67,13 +67,13 @@ BEGIN
     END IF;
     INSERT INTO uwf_holders (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role,
                              agent, log, worker, stop_requested)
-        VALUES (p_thread, p_hi, p_lo, pg_backend_pid(), p_pid, p_host, p_since, NULL, NULL,
-                p_log, p_worker, false)
+        VALUES (p_thread, p_hi, p_lo, pg_backend_pid(), p_pid, p_host, p_since, p_role,
+                p_agent, p_log, p_worker, false)
         ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi,
             lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,
-            pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since, role = NULL,
-            agent = NULL, log = EXCLUDED.log, worker = EXCLUDED.worker,
-            stop_requested = false;
+            pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,
+            role = EXCLUDED.role, agent = EXCLUDED.agent, log = EXCLUDED.log,
+            worker = EXCLUDED.worker, stop_requested = false;
     EXECUTE format('LISTEN %I', 'uwf_' || p_thread);
     RETURN QUERY SELECT * FROM uwf_threads WHERE thread = p_thread;
 END

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.adapters import otel
 from uwf.backend.base import ActiveThread, Backend, StepLock
@@ -46,7 +46,7 @@ from uwf.util.errors import (
     exit_code,
 )
 from uwf.util.log import ProcessLog
-from uwf.util.ulid import ThreadId
+from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:
     from uwf.util.outputs import DryRun
@@ -58,6 +58,7 @@ __all__ = [
     "check_timeout",
     "dry_run",
     "hold",
+    "preplan",
     "step",
     "step_held",
     "step_many",
@@ -66,14 +67,22 @@ __all__ = [
 
 @contextlib.contextmanager
 def hold(
-    backend: Backend, thread: ThreadId, *, wait: bool, log: str | None = None
+    backend: Backend,
+    thread: ThreadId,
+    *,
+    wait: bool,
+    log: str | None = None,
+    note: tuple[str, str] | None = None,
 ) -> Iterator[StepLock]:
-    """The thread's step lock for the block; when a background run has it, the Busy error
-    says so and how to end it."""
+    """The thread's step lock for the block (``note``: the role and agent of a step planned
+    before it, for the holder record); when a background run has it, the Busy error says so
+    and how to end it."""
     with contextlib.ExitStack() as stack:
         try:
-            lock = stack.enter_context(backend.locks.step(thread, wait=wait, log=log))
+            lock = stack.enter_context(backend.locks.step(thread, wait=wait, log=log, note=note))
         except Busy:
+            if backend.threads.head(thread) is None:  # ended: its last step is letting go
+                raise not_active(backend, thread) from None
             holder = backend.locks.holder(thread)
             if holder is None or not holder.background:
                 raise
@@ -114,10 +123,16 @@ def step(
     edge_prompt: str | None = None,
     extra_prompt: str | None = None,
 ) -> StepResult:
-    """Run exactly one step of ``thread``: take its step lock, then ``step_held``."""
+    """Run exactly one step of ``thread``: plan it (``preplan``), take its step lock, then
+    ``step_held``."""
     check_timeout(timeout)
-    tid, _ = require_active(backend, thread)  # refused before waiting for the lock
-    with hold(backend, tid, wait=wait) as lock:
+    tid = check_thread_id(thread)
+    record = backend.threads.get(tid)
+    if record is None:  # refused before waiting for the lock
+        raise not_active(backend, tid)
+    prompts = {"edge_prompt": edge_prompt, "extra_prompt": extra_prompt}
+    planned = preplan(backend, record, agent=agent, timeout=timeout, **prompts)
+    with hold(backend, tid, wait=wait, note=noted(planned)) as lock:
         return step_held(
             backend,
             lock,
@@ -127,7 +142,61 @@ def step(
             runner=runner,
             edge_prompt=edge_prompt,
             extra_prompt=extra_prompt,
+            planned=planned,
         )
+
+
+class Planned(NamedTuple):
+    """A step planned before its lock was taken, and the record it was planned from."""
+
+    record: ActiveThread
+    plan: StepPlan
+
+
+def preplan(
+    backend: Backend,
+    record: ActiveThread,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    edge_prompt: str | None = None,
+    extra_prompt: str | None = None,
+) -> Planned | None:
+    """The step of ``record`` planned before its lock is taken, so that the lock's holder
+    record names the role and agent from the start (written once: docs/architecture.md,
+    "Where a step happens"). Planning writes nothing; under the lock ``step_held`` uses the
+    plan only if the record it reads there is the same, else plans again. None when planning
+    fails: ``step_held`` plans again under the lock and records the failure."""
+    try:
+        backend.nodes.prefetch_step(record.head, record.info.workflow)
+        plan = plan_step(
+            backend,
+            record.thread,
+            record.head,
+            agent=agent,
+            timeout=timeout,
+            edge_prompt=edge_prompt,
+            workdir=record.info.cwd,
+            extra_prompt=extra_prompt,
+        )
+    except UwfError:
+        return None
+    return Planned(record, plan)
+
+
+def noted(planned: Planned | None) -> tuple[str, str] | None:
+    """The (role, agent) a planned step runs, for its holder record; None when it runs none."""
+    plan = planned.plan if planned is not None else None
+    if plan is None or plan.role is None or plan.archive is not None or not plan.argv:
+        return None
+    if plan.fan_out is not None:
+        return None
+    return plan.role, plan.argv[0]
+
+
+def _same_record(a: ActiveThread, b: ActiveThread) -> bool:
+    """Whether a plan made from ``a`` is the plan of ``b``."""
+    return (a.thread, a.head, a.info, a.waiting) == (b.thread, b.head, b.info, b.waiting)
 
 
 def step_held(
@@ -143,6 +212,7 @@ def step_held(
     extra_prompt: str | None = None,
     head: NodeHash | None = None,
     record: ActiveThread | None = None,
+    planned: Planned | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -154,7 +224,9 @@ def step_held(
     is polled with the thread's head while the agent runs; when it answers True the agent's
     process group is killed and the step fails, leaving the head where it was.
     ``extra_prompt`` follows the edge prompt (``thread resume``). ``record``: the thread's
-    record the caller read under the lock (a worker's claim), else it is read here."""
+    record the caller read under the lock (a worker's claim), else it is read here;
+    ``planned``: the step planned before the lock (``preplan``), used when the record is
+    still the one it was planned from."""
     if record is None or record.thread != thread:
         record = lock.current(backend.threads, thread)
     if record is None:  # archived while we waited, or between two steps of a run
@@ -166,16 +238,20 @@ def step_held(
     plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
         try:
-            plan = plan_step(
-                backend,
-                thread,
-                head,
-                agent=agent,
-                timeout=timeout,
-                edge_prompt=edge_prompt,
-                workdir=record.info.cwd,
-                extra_prompt=extra_prompt,
-            )
+            if planned is not None and _same_record(planned.record, record):
+                plan = planned.plan
+            else:
+                backend.nodes.prefetch_step(head, record.info.workflow)
+                plan = plan_step(
+                    backend,
+                    thread,
+                    head,
+                    agent=agent,
+                    timeout=timeout,
+                    edge_prompt=edge_prompt,
+                    workdir=record.info.cwd,
+                    extra_prompt=extra_prompt,
+                )
             log.bind(workflow=plan.workflow)
             tracing.planned(span, plan)
             if plan.archive is not None:
