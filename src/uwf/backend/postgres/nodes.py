@@ -154,9 +154,6 @@ class PgStore(Store):
         if h in self._seen or h in self._present or self._held(h) is not None:
             return True
         found = self.db.one("SELECT 1 FROM uwf_nodes WHERE hash = %s", (h,)) is not None
-        import os
-        import sys
-
         if found:
             self._found([h])
         return found
@@ -180,9 +177,6 @@ class PgStore(Store):
         if held is not None:
             return held
         row = self.db.one("SELECT type, payload, ts FROM uwf_nodes WHERE hash = %s", (h,))
-        import os
-        import sys
-
         return None if row is None else self._keep(h, self._decode(h, row))
 
     def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
