@@ -64,7 +64,7 @@ class PgBackend(Backend):
         return self.threads.runnable(now, f"thread NOT IN ({HELD_THREADS})")
 
     def relayed(self) -> bool:
-        return True  # psycopg's import and a connection cost an agent more than its step
+        return True  # psycopg2's import and a connection cost an agent more than its step
 
     def env(self) -> dict[str, str]:
         return {"UWF_STORE": self.url, "WORKFLOW_STORAGE_ROOT": str(self.root)}
