@@ -37,6 +37,9 @@ from uwf.util.errors import Collision, CorruptNode, NotFound, UwfError
 from uwf.util.jsonfmt import dumps
 
 CACHE = 4096  # nodes a process keeps (content addressing: a node never changes)
+# What a step may hold for its commit: beyond it, what is held is written at once (an agent
+# writing without end fills the database, as before, not this process; a step writes a few KB)
+STAGE_BYTES = 32 * 1024 * 1024
 
 
 def _now() -> int:
@@ -87,6 +90,7 @@ class PgStore(Store):
         self._seen: dict[str, Node] = {}
         self._present: set[str] = set()  # hashes found stored (``missing``)
         self._stage: dict[str, Node] | None = None  # a step's puts (``staging``)
+        self._staged = 0  # their JSON's bytes
 
     def _keep(self, h: str, node: Node) -> Node:
         if len(self._seen) >= CACHE:
@@ -104,7 +108,7 @@ class PgStore(Store):
     def staging(self) -> Iterator[None]:
         outer = self._stage
         if outer is None:
-            self._stage = {}
+            self._stage, self._staged = {}, 0
         try:
             yield
         finally:
@@ -187,6 +191,11 @@ class PgStore(Store):
         if self._stage is not None:
             if h not in self._stage:
                 self._stage[h] = Node(type_hash, payload, _now())
+                self._staged += len(dumps(payload))
+                if self._staged > STAGE_BYTES:  # written now: a node before its head is inert
+                    self._write_many(list(self._stage.items()))
+                    self._stage.clear()
+                    self._staged = 0
             return
         now = _now()
         row = self.db.one(
