@@ -33,7 +33,7 @@ PEER_SCRIPTS = {
 }
 # the packages the run's header names, of each side's `pip freeze` (recorded whole in the run)
 KEY_PACKAGES = {
-    "uwf": ("typer", "psycopg", "xxhash", "PyYAML"),
+    "uwf": ("typer", "psycopg2-binary", "xxhash", "PyYAML"),
     "LangGraph": (
         "langgraph",
         "langgraph-checkpoint",

@@ -64,14 +64,11 @@ def start_server() -> Any:
 
 def settings(server: Any) -> dict[str, str]:
     """The server's version and the settings that make a commit durable."""
-    import psycopg
+    from pgserver import connect
 
     names = ("server_version", *DURABLE, "wal_sync_method", "shared_buffers")
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        return {
-            name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
-            for name in names
-        }
+    with connect(server.url(), autocommit=True) as conn:
+        return {name: str(conn.execute(f"SHOW {name}").fetchone()[0]) for name in names}
 
 
 def pg_env(root: Path, url: str) -> dict[str, str]:
@@ -191,11 +188,11 @@ def _limit_stepped(url: str, limited: bool) -> Any:
     """The step landed, and counted a start of its limit exactly when configured to."""
 
     def check(out: str) -> None:
-        import psycopg
+        from pgserver import connect
 
         if json.loads(out)["role"] is None:
             raise harness.CommandFailed(f"uwf's step ran no role: {out.strip()}")
-        with psycopg.connect(url, autocommit=True) as conn:
+        with connect(url, autocommit=True) as conn:
             row = conn.execute("SELECT count(*) FROM uwf_limit_starts").fetchone()
         if (row is not None and row[0] > 0) != limited:
             raise harness.CommandFailed(f"the limit was {'not ' if limited else ''}checked")

@@ -58,9 +58,9 @@ class Counter:
     (its own statements are counted under that database, never the measured one)."""
 
     def __init__(self, admin_url: str) -> None:
-        import psycopg
+        from pgserver import connect  # tests/pgserver.py (pg_bench puts tests/ on the path)
 
-        self.conn: Any = psycopg.connect(admin_url, autocommit=True)
+        self.conn: Any = connect(admin_url, autocommit=True)
         self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
 

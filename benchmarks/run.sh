@@ -36,7 +36,7 @@ BURR=(
 )
 CONSTRAINTS=benchmarks/peers/constraints.txt
 
-if [ ! -x .venv/bin/uwf ] || ! .venv/bin/python -c "import psycopg" 2>/dev/null; then
+if [ ! -x .venv/bin/uwf ] || ! .venv/bin/python -c "import psycopg2" 2>/dev/null; then
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -e '.[postgres]'
 fi

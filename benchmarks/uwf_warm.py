@@ -91,13 +91,12 @@ def op_steps(args: argparse.Namespace) -> Any:
 
 
 def op_own(args: argparse.Namespace) -> Any:
-    import psycopg
-
+    from pgserver import connect
     from uwf.engine.step.fleet import step_next
 
     backend = open_backend(args.store)
     database = args.store.rsplit("/", 1)[1].split("?", 1)[0]
-    stats = psycopg.connect(args.stats, autocommit=True)
+    stats = connect(args.stats, autocommit=True)
 
     def statements() -> int:
         row = stats.execute(
@@ -166,4 +165,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # pgserver
     main()

@@ -26,9 +26,47 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 USER = "uwf"
 PASSWORD = "s3cret-pw-9f2k"  # never printed, logged or stored by uwf: tests grep for it
+
+
+class Conn:
+    """A psycopg2 connection for the tests' own statements: ``execute`` returns the cursor
+    (``fetchone``, ``fetchall``, ``rowcount``); as a context manager it commits (when not in
+    autocommit) and closes."""
+
+    def __init__(self, url: str, autocommit: bool = False) -> None:
+        import psycopg2
+
+        self.raw = psycopg2.connect(url)
+        self.raw.autocommit = autocommit
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        cur = self.raw.cursor()
+        cur.execute(sql, tuple(params) if params else None)
+        return cur
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> Conn:
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        try:
+            if not self.raw.autocommit and self.raw.closed == 0:
+                if kind is None:
+                    self.raw.commit()
+                else:
+                    self.raw.rollback()
+        finally:
+            self.close()
+
+
+def connect(url: str, autocommit: bool = False) -> Conn:
+    return Conn(url, autocommit)
 
 
 def pg_bin() -> Path:
@@ -143,10 +181,8 @@ class PgServer:
         return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{db}"
 
     def admin(self, sql: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(sql)  # type: ignore[arg-type]
+        with connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql)
 
     def fresh(self) -> str:
         """The URL of a new, empty database."""
@@ -159,8 +195,6 @@ class PgServer:
         current schema, every other session ended first (a worker a test left behind, a lock
         holder). A database at another version or missing a table — a test that migrated,
         damaged or dropped it — is dropped and made anew. Returns the URL to use."""
-        import psycopg
-
         from uwf.backend.postgres import schema
 
         name = url.rsplit("/", 1)[1]
@@ -168,7 +202,7 @@ class PgServer:
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
         )
-        with psycopg.connect(url, autocommit=True) as conn:
+        with connect(url, autocommit=True) as conn:
             tables = [
                 str(row[0])
                 for row in conn.execute(
@@ -183,7 +217,7 @@ class PgServer:
                 found = row[0] if row else None
             if found == schema.VERSION and set(tables) == self._tables(conn):
                 wiped = ", ".join(t for t in tables if t != "uwf_schema")
-                conn.execute(f"TRUNCATE {wiped} RESTART IDENTITY")  # type: ignore[arg-type]
+                conn.execute(f"TRUNCATE {wiped} RESTART IDENTITY")
                 return url
         self.drop(url)
         self.admin(f"CREATE DATABASE {name} TEMPLATE template0")
@@ -194,14 +228,12 @@ class PgServer:
     def _tables(self, conn: object) -> set[str]:
         """The tables of a store at the current schema, read once from a store made for it."""
         if self._known is None:
-            import psycopg
-
             from uwf.backend import open_backend
 
             probe = self.fresh()
             with open_backend(probe) as backend:
                 backend.threads.active()  # the first statement migrates the store
-            with psycopg.connect(probe, autocommit=True) as c:
+            with connect(probe, autocommit=True) as c:
                 rows = c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
                 self._known = {str(r[0]) for r in rows}
             self.drop(probe)

@@ -292,7 +292,8 @@ def test_durable_server_counts_statements_commits_and_flushes(
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     import pg_bench
     import pgcount
-    import psycopg
+
+    from pgserver import connect
 
     server = pg_bench.start_server()
     assert server is not None
@@ -300,12 +301,12 @@ def test_durable_server_counts_statements_commits_and_flushes(
         found = pg_bench.settings(server)
         assert {k: found[k] for k in pg_bench.DURABLE} == pg_bench.DURABLE
         url = server.fresh()
-        with psycopg.connect(url, autocommit=True) as conn:
+        with connect(url, autocommit=True) as conn:
             conn.execute("CREATE TABLE t (x int)")
         counter = pgcount.Counter(server.url())
 
         def client(commits: int) -> None:
-            with psycopg.connect(url, autocommit=True) as conn:
+            with connect(url, autocommit=True) as conn:
                 for i in range(commits):
                     conn.execute("INSERT INTO t VALUES (%s)", (i,))
                 conn.execute("SELECT count(*) FROM t")

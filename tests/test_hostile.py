@@ -137,9 +137,9 @@ def test_a_model_never_sees_store_credentials_or_listed_secrets(
     assert f"UWF_STORE={pg_url.replace(':' + PG_PASSWORD, '')}\n" in seen  # no password
     assert "token=\n" in seen and f"{TEST_KEY_ENV}=***" in seen  # `.env` read: key masked
     export = ok(cli_proc, "thread", "export", thread, "--html", "-")
-    import psycopg
+    from pgserver import connect
 
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url) as conn:
         for secret in (PG_PASSWORD, TEST_KEY, TOKEN):
             assert secret not in seen and secret not in export
             stored = conn.execute(
@@ -303,11 +303,11 @@ def test_a_deleted_head_node_fails_verify_and_stops_gc(
 def test_a_head_that_is_not_a_hash_in_postgresql_is_an_error(
     cli_proc: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import psycopg
+    from pgserver import connect
 
     monkeypatch.setenv("UWF_STORE", pg_url)
     thread = start(cli_proc)
-    with psycopg.connect(pg_url) as conn:
+    with connect(pg_url) as conn:
         conn.execute("UPDATE uwf_threads SET head = 'oops' WHERE thread = %s", (thread,))
     r = cli_proc("thread", "list")
     line = f'error: table uwf_threads is damaged: the head of thread {thread} is not a hash: "oops"'

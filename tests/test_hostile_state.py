@@ -87,9 +87,9 @@ class Nodes:
 
     @staticmethod
     def _connect() -> Any:
-        import psycopg
+        from pgserver import connect
 
-        return psycopg.connect(os.environ["UWF_STORE"])
+        return connect(os.environ["UWF_STORE"])
 
 
 # -- 17: a node lost in the middle of a live chain stops gc ----------------------------------
@@ -257,13 +257,12 @@ def test_a_location_that_is_a_file_is_named_for_what_it_is(cli_proc: Any, tmp_pa
 def test_a_schema_row_set_back_is_refused_with_a_clear_line(
     cli_proc: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, row: str
 ) -> None:
-    import psycopg
-
+    from pgserver import connect
     from uwf.backend.postgres.db import shown
 
     monkeypatch.setenv("UWF_STORE", pg_url)
     ok(cli_proc, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with connect(pg_url, autocommit=True) as conn:
         latest = conn.execute("SELECT version FROM uwf_schema").fetchone()[0]
         if row == "older":
             conn.execute("UPDATE uwf_schema SET version = 1")
@@ -280,7 +279,7 @@ def test_a_schema_row_set_back_is_refused_with_a_clear_line(
     for args in (["thread", "list"], ["store", "init"], ["cas", "verify"]):
         r = cli_proc(*args)
         assert (r.code, r.out, r.err) == (1, "", line), args
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with connect(pg_url, autocommit=True) as conn:
         if row == "older":
             conn.execute("UPDATE uwf_schema SET version = %s", (latest,))
         else:

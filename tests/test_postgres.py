@@ -69,6 +69,57 @@ def test_first_use_creates_the_schema_and_migrations_run_once(pg_fresh_url: str)
     )
 
 
+# What migration 12 -> 13 adds, taken away again: a store as uwf at schema 12 left it.
+BACK_TO_12 = """
+DROP TRIGGER uwf_threads_moved ON uwf_threads;
+DROP FUNCTION uwf_head_moved(), uwf_claim(text, bigint, bigint, bigint, boolean, integer, text,
+    bigint, text, text, text, text), uwf_release(text, bigint, boolean),
+    uwf_land(text, text, text, bigint, text[], text[], text[], bigint[], text[], text, text),
+    uwf_put_many(text[], text[], text[], bigint, bigint, boolean[]);
+ALTER TABLE uwf_holders SET LOGGED;
+UPDATE uwf_schema SET version = 12;
+"""
+
+
+def test_a_store_that_lived_at_schema_12_migrates_to_13_and_steps_on(
+    cli_proc: Any, pg_url: str, scenario: Any
+) -> None:
+    """Schema 13 (one commit per step: docs/format.md, "The PostgreSQL backend") on a store
+    with threads, nodes, an archive and a holder row: the first command of a new uwf migrates
+    it, nothing is lost, the holders turn unlogged, and steps go on from the same heads."""
+    from uwf.backend.postgres.db import Db
+
+    agent = scenario(ONE_REJECTION)
+    done = run_thread(cli_proc, agent, "--store", pg_url)  # completed: in the archive
+    store = ("--store", pg_url)
+    thread = cli_proc(*store, "thread", "start", "solve-issue", "-p", "Go on").json()["thread"]
+    assert cli_proc(*store, "thread", "step", thread, "--agent", agent).code == 0
+    with pgserver.connect(pg_url, autocommit=True) as conn:
+        conn.execute(BACK_TO_12)
+        held = {row[0] for row in conn.execute("SELECT thread FROM uwf_holders").fetchall()}
+        assert held == {done, thread}  # finished foreground steps leave their (unbelieved) rows
+    db = Db(pg_url)
+    try:
+        assert schema.tables_version(db) == 12  # the markers read it as 12
+    finally:
+        db.close()
+    r = cli_proc(*store, "thread", "step", thread, "--agent", agent)  # migrates, then steps
+    assert r.code == 0, r.err
+    assert r.json()["thread"] == thread and r.json()["status"] == "active"
+    with pgserver.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM uwf_schema").fetchall() == [(schema.VERSION,)]
+        kind = conn.execute("SELECT relpersistence FROM pg_class WHERE relname = 'uwf_holders'")
+        assert kind.fetchone() == ("u",)
+        rows = conn.execute("SELECT thread FROM uwf_holders").fetchall()
+        assert {row[0] for row in rows} == held  # kept through the migration
+    shown_thread = cli_proc(*store, "thread", "show", thread).json()
+    assert shown_thread["status"] == "idle" and shown_thread["steps"] == 2
+    assert cli_proc(*store, "thread", "show", done).json()["status"] == "completed"
+    finish = cli_proc(*store, "thread", "step", thread, "-c", "10", "--agent", agent)
+    assert finish.code == 0, finish.err
+    assert cli_proc(*store, "thread", "show", thread).json()["status"] == "completed"
+
+
 def test_the_store_is_chosen_by_option_environment_or_config(
     cli: Any, root: Path, pg_url: str, scenario: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -135,7 +186,7 @@ def test_the_password_is_never_printed_logged_or_stored(
 
 def test_a_missing_extra_is_one_clear_error(pg_url: str, root: Path) -> None:
     code = (
-        "import sys; sys.modules['psycopg'] = None\n"
+        "import sys; sys.modules['psycopg2'] = None\n"
         "from uwf.cli.main import run\n"
         f"sys.exit(run(['--store', {pg_url!r}, 'thread', 'list']))\n"
     )
@@ -311,7 +362,7 @@ def test_a_store_url_uwf_cannot_open_is_an_error(cli_proc: Any, tmp_path: Path, 
         assert r.err == (
             f"error: cannot open the store {url.replace(':secret@', ':***@')}: unknown URL "
             f"scheme {scheme}:// (a store is a directory path, or a PostgreSQL URL: "
-            "postgresql://, postgres://, postgresql+psycopg://)\n"
+            "postgresql://, postgres://, postgresql+psycopg://, postgresql+psycopg2://)\n"
         )
     assert list(Path.cwd().iterdir()) == []  # nothing created where uwf runs
 

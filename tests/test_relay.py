@@ -31,7 +31,7 @@ offered = os.environ.get("UWF_STORE_RELAY")
 atexit.register(
     lambda: sys.stderr.write(
         f"offered={{offered}} after={{os.environ.get('UWF_STORE_RELAY')}} "
-        f"psycopg={{'psycopg' in sys.modules}}\\n"
+        f"psycopg={{'psycopg2' in sys.modules or 'psycopg' in sys.modules}}\\n"
     )
 )
 from uwf.agents.mock import main
@@ -122,6 +122,14 @@ def test_the_relay_serves_what_an_agent_does(served: Served) -> None:
     with pytest.raises(SchemaViolation) as info:
         agent.nodes.put(schema, {"m": 1})
     assert str(info.value).startswith(f"payload does not match schema {schema}: ")
+    # a step's nodes in one message, each validated as a put
+    many = agent.nodes.put_many([(h.text, "one"), (schema, {"n": 2})])
+    assert [store.require(x).payload for x in many] == ["one", {"n": 2}]
+    with pytest.raises(SchemaViolation):
+        agent.nodes.put_many([(h.text, "two"), (schema, {"m": 2})])
+    with pytest.raises(UwfError) as shape:
+        relay.RelayClient(agent.fd).call("put_many", [["not a pair"]])
+    assert str(shape.value) == "put_many takes a list of [type, payload] pairs"
     assert agent.nodes.get("0000000000000") is None
     with pytest.raises(UwfError) as bad:  # a hash is checked before it is used
         relay.RelayClient(agent.fd).call("missing", ["../../etc/passwd"])

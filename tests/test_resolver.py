@@ -48,7 +48,7 @@ def _env(bare: Path) -> dict[str, str]:
 
 def test_the_user_facing_tests_pass_without_the_extras(bare: Path) -> None:
     missing = subprocess.run(
-        [str(bare / "python"), "-c", "import psycopg"], capture_output=True, timeout=60
+        [str(bare / "python"), "-c", "import psycopg2"], capture_output=True, timeout=60
     )
     assert missing.returncode != 0  # no extra came in through another door
     run = subprocess.run(

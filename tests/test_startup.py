@@ -31,7 +31,8 @@ HEAVY = (
     "rich",
     "chevron_blue",  # the template library
     "liquid",  # only for the prompts of a version-1 workflow
-    "psycopg",  # only for a postgresql:// store
+    "psycopg2",  # only for a postgresql:// store
+    "psycopg",
     "uwf.agent_kit",
     "uwf.agents",
 )
@@ -224,7 +225,7 @@ def test_config_yaml_is_checked_without_jsonschema(
 
 # No agent needs the CLI, the engine, the web view, or a heavy library it does not use.
 AGENT_HEAVY = [
-    *("jsonschema", "httpx", "pydantic", "rich", "chevron_blue", "psycopg", "opentelemetry"),
+    *("jsonschema", "httpx", "pydantic", "rich", "chevron_blue", "psycopg2", "opentelemetry"),
     *("typer", "uwf.cli", "uwf.engine", "uwf.web"),
 ]
 

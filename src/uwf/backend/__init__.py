@@ -14,10 +14,10 @@ from uwf.backend.base import Backend
 STORE_ENV = "UWF_STORE"
 RELAY_ENV = "UWF_STORE_RELAY"  # uwf.backend.relay
 
-# The URL schemes of a PostgreSQL store; SQLAlchemy's spelling of the driver uwf uses
-# (``postgresql+psycopg://``) is taken too, as the same URL.
+# The URL schemes of a PostgreSQL store; SQLAlchemy's spellings of the drivers uwf used and
+# uses (``postgresql+psycopg://``, ``postgresql+psycopg2://``) are taken too, as the same URL.
 PG_SCHEMES = ("postgresql://", "postgres://")
-PG_ALIASES = ("postgresql+psycopg://",)
+PG_ALIASES = ("postgresql+psycopg://", "postgresql+psycopg2://")
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"  # compiled on first use, not at import
 
 

@@ -111,6 +111,14 @@ class ActiveThread(NamedTuple):
     failure: Failure | None = None
 
 
+class Ending(NamedTuple):
+    """How a step ends its thread (``ThreadTable.move``'s ``end``): the archive's arguments."""
+
+    workflow: NodeHash
+    status: str  # one of HISTORY_STATUSES
+    at_ms: int
+
+
 class HistoryEntry(NamedTuple):
     """One archived thread:
     ``{"thread","workflow","head","completedAt","status","task"?,"cwd"?}``.
@@ -212,7 +220,9 @@ class ThreadTable(abc.ABC):
     # active, then a head other than the expected one, then (``move``) a new head that is not
     # stored.
 
-    def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
+    def move(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash, *, end: Ending | None = None
+    ) -> bool:
         """Compare-and-swap the head: ``expected`` -> ``new``, ending any wait and failure.
 
         Raises :class:`~uwf.util.errors.NotActive` when the thread is no longer active,
@@ -220,10 +230,23 @@ class ThreadTable(abc.ABC):
         :class:`~uwf.util.errors.NotFound` (``CAS node not found``) when ``new`` is not a
         stored node: a head always names a node (docs/format.md, "Thread state"). Nothing
         changes then.
+
+        ``end``: the step ends the thread; a backend that can archive it in the same atomic
+        change does and answers True (PostgreSQL: one commit per step); False: the caller
+        archives it (``archive``).
         """
-        done, head = self._move(thread, expected, new)
+        done, head, ended = self._land(thread, expected, new, end)
         if not done:
             raise self._refusal(thread, head, expected, "move", new)
+        return ended
+
+    def _land(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash, end: Ending | None
+    ) -> tuple[bool, NodeHash | None, bool]:
+        """``_move``, plus whether it archived the thread with ``end`` too (by default it
+        does not)."""
+        done, head = self._move(thread, expected, new)
+        return done, head, False
 
     def wait(self, thread: ThreadId, waiting: Waiting) -> None:
         """Mark an active thread as waiting at ``waiting.head``.
@@ -469,6 +492,18 @@ class StepLock(abc.ABC):
     def note(self, *, role: str, agent: str) -> None:
         """Record the role and agent of the step in the holder record."""
 
+    def current(self, threads: ThreadTable, thread: ThreadId) -> ActiveThread | None:
+        """The active record of ``thread`` read under this lock (None: not active). A
+        backend that read it in the same round trip as it took the lock answers the first
+        call from that read (a worker hands it to the step: no second read)."""
+        return threads.get(thread)
+
+    def moved(self) -> bool | None:
+        """Whether the thread's head moved (or it was archived) since the lock was taken,
+        as far as the backend was told without asking (PostgreSQL: a notification); None
+        when it cannot tell, and the step asks for the head instead."""
+        return None
+
     @abc.abstractmethod
     def stop_requested(self) -> bool:
         """Whether ``Locks.request_stop`` asked this holding to stop (a background run polls
@@ -484,14 +519,22 @@ class Locks(abc.ABC):
 
     @abc.abstractmethod
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> contextlib.AbstractContextManager[StepLock]:
         """Hold the step lock of ``thread`` for the block.
 
         ``wait=False`` raises :class:`~uwf.util.errors.Busy` (``thread <id> is busy``) at once
         when another holder has it. ``log`` marks the holder as a background run writing its
-        log there (``Holder.log``), ``worker`` as that ``uwf worker`` (``Holder.worker``).
-        Releasing the lock removes the holder record and any stop request made for it.
+        log there (``Holder.log``), ``worker`` as that ``uwf worker`` (``Holder.worker``);
+        ``note``, the (role, agent) of a step planned before the lock was taken, is recorded
+        with the holder as ``StepLock.note`` would (the record is then written once).
+        Releasing the lock ends the holder record and any stop request made for it.
         """
 
     @abc.abstractmethod

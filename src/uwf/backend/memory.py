@@ -182,14 +182,21 @@ class MemoryLocks(Locks):
 
     @contextlib.contextmanager
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> Iterator[StepLock]:
         with self._mutex:
             lock = self._locks.setdefault(thread, threading.Lock())
         if not lock.acquire(blocking=wait):
             raise Busy(f"thread {thread} is busy")
         try:
-            holder = Holder(thread, os.getpid(), None, now_ms(), log=log, worker=worker)
+            role, agent = note if note is not None else (None, None)
+            holder = Holder(thread, os.getpid(), None, now_ms(), role, agent, log, worker)
             yield _MemoryStepLock(holder, self._held)
         finally:
             self._held.pop(thread, None)

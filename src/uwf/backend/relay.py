@@ -10,7 +10,8 @@ cost it more than everything else it does, and uwf answers from the nodes it has
 The agent kit takes the relay when it is offered (``open_for_agent``): the variable is
 removed and the descriptor made non-inheritable, so commands the agent runs never see it
 (they open the store from ``$UWF_STORE`` as before). Only what an agent does is relayed:
-reading nodes and the thread's head, writing nodes (validated by uwf, as any put), the type
+reading nodes and the thread's head, writing nodes (validated by uwf, as any put; a step's
+nodes in one ``put_many`` message), the type
 index, and pausing a configured provider that answered 429 (``agent_kit.backoff``). Anything
 else is refused — a fan-out's children among it: uwf starts them after the step, and the
 agent of a join only reads their nodes and writes its StepNode (join).
@@ -143,6 +144,13 @@ class RelayStore(Store):
         check_hash(type_hash, "type hash")
         return NodeHash(str(self.client.call("put", type_hash, payload)))
 
+    def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
+        """The nodes in one message; uwf validates and stores each as any put."""
+        pairs = [[check_hash(type_hash, "type hash"), payload] for type_hash, payload in nodes]
+        if not pairs:
+            return []
+        return [NodeHash(str(h)) for h in self.client.call("put_many", pairs)]
+
     def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
         return NodeHash(str(self.client.call("put_schema", schema_payload)))
 
@@ -265,7 +273,13 @@ class _NoRegistry(Registry):
 
 class _NoLocks(Locks):
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> Any:
         raise _refused("a step lock")
 

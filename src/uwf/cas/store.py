@@ -166,6 +166,20 @@ class Store(abc.ABC):
         """
         return contextlib.nullcontext()
 
+    def prefetch_step(self, head: str, workflow: str | None) -> None:  # noqa: B027 - a hook
+        """Read ahead, in one round trip, what a step at ``head`` of a thread running
+        ``workflow`` reads first (its head, start, workflow, schemas): a store where each
+        read is a round trip may (PostgreSQL); by default nothing is read ahead."""
+
+    def staging(self) -> contextlib.AbstractContextManager[None]:
+        """Around a step: this process's puts may be held (validated, readable here, written
+        nowhere) until the step's head moves, and then be stored in the same transaction as
+        the compare-and-swap (``ThreadTable.move``: PostgreSQL's one commit per step,
+        docs/format.md, "The PostgreSQL backend"); puts after the move are written at once.
+        When the step ends without a move, what was held is dropped: nothing referenced it.
+        By default puts are written at once."""
+        return contextlib.nullcontext()
+
     # -- shared behaviour ---------------------------------------------------------------
     def has(self, h: str) -> bool:
         if not is_hash(h):

@@ -184,7 +184,13 @@ class FsLocks(Locks):
 
     @contextlib.contextmanager
     def step(
-        self, thread: ThreadId, *, wait: bool, log: str | None = None, worker: str | None = None
+        self,
+        thread: ThreadId,
+        *,
+        wait: bool,
+        log: str | None = None,
+        worker: str | None = None,
+        note: tuple[str, str] | None = None,
     ) -> Iterator[StepLock]:
         fd = fsio.open_lock(self.path(thread))
         try:
@@ -193,6 +199,8 @@ class FsLocks(Locks):
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
             lock = _FsStepLock(fd, self.stop_path(thread), log, worker)
+            if note is not None:
+                lock.note(role=note[0], agent=note[1])
             try:
                 yield lock
             finally:

@@ -1,7 +1,8 @@
 """The PostgreSQL backend: one database shared by every machine of a fleet (docs/scale-out.md).
 
-The only package that imports psycopg (an optional extra: ``pip install 'uwf[postgres]'``);
-import-linter checks it. docs/format.md, "The PostgreSQL backend", describes its tables::
+The only package that imports the driver, psycopg2 (an optional extra: ``pip install
+'uwf[postgres]'``); import-linter checks it. docs/format.md, "The PostgreSQL backend",
+describes its tables::
 
     uwf_nodes, uwf_type_index   nodes and the type index (``nodes.PgStore``)
     uwf_threads, uwf_history    active heads and the archive (``state.PgThreads``)
@@ -38,7 +39,7 @@ class PgBackend(Backend):
         self.db.on_connect.append(self._first_connect)
         self._checked = False
         self.nodes: PgStore = PgStore(self.db)
-        self.threads: PgThreads = PgThreads(self.db)
+        self.threads: PgThreads = PgThreads(self.db, self.nodes)
         self.registry = PgRegistry(self.db)
         self.locks: PgLocks = PgLocks(self.db)
         self.limits = PgLimits(self.db, self.locks)
@@ -63,7 +64,7 @@ class PgBackend(Backend):
         return self.threads.runnable(now, f"thread NOT IN ({HELD_THREADS})")
 
     def relayed(self) -> bool:
-        return True  # psycopg's import and a connection cost an agent more than its step
+        return True  # psycopg2's import and a connection cost an agent more than its step
 
     def env(self) -> dict[str, str]:
         return {"UWF_STORE": self.url, "WORKFLOW_STORAGE_ROOT": str(self.root)}

@@ -1,14 +1,20 @@
-"""Connections to PostgreSQL: the one module that imports psycopg's connection machinery.
+"""Connections to PostgreSQL: the one module that imports the driver (psycopg2).
 
 A ``Db`` holds one connection per thread (autocommit; ``transaction()`` for the statements
 that must commit together), opens it lazily, opens a new one when the old one broke (a
 database restart, a lost network), and turns every driver error into a ``UwfError`` whose
 message never holds the password (docs/scale-out.md, "What each failure does").
+
+The driver is psycopg2 (``pip install 'uwf[postgres]'``): its import costs a fifth of
+psycopg 3's, which pulls asyncio, importlib.metadata and ssl into every process that opens
+the store (docs/performance.md, "PostgreSQL"). Parameters are quoted by the driver with
+libpq's escaping, never pasted into SQL by uwf.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,7 +23,7 @@ from urllib.parse import urlsplit
 from uwf.util.errors import UwfError
 
 if TYPE_CHECKING:
-    import psycopg
+    import psycopg2.extensions
 
 INSTALL_HINT = "pip install 'uwf[postgres]'"
 SCHEMES = ("postgresql://", "postgres://")
@@ -62,12 +68,38 @@ def scrub(text: str, url: str) -> str:
 
 
 def require() -> Any:
-    """The psycopg module, or one clear error naming the extra that installs it."""
+    """The psycopg2 module, or one clear error naming the extra that installs it."""
     try:
-        import psycopg
+        import psycopg2
     except ImportError:
         raise UwfError(f"PostgreSQL support is not installed: {INSTALL_HINT}") from None
-    return psycopg
+    return psycopg2
+
+
+@functools.cache
+def _factory() -> Any:
+    """The driver's connection class, with room for what uwf keeps per session: the step
+    locks it holds (``held``) and whether it listens for head moves (``listening``)."""
+    import psycopg2.extensions
+
+    class Conn(psycopg2.extensions.connection):
+        held: set[int]
+        listening: bool
+
+    return Conn
+
+
+def run(conn: Any, sql: str, params: Sequence[Any] = ()) -> psycopg2.extensions.cursor:
+    """Execute one statement on ``conn``; its cursor (``fetchone``, ``fetchall``,
+    ``rowcount``). Without parameters nothing is interpolated (a ``%`` stays a ``%``)."""
+    cur: psycopg2.extensions.cursor = conn.cursor()
+    cur.execute(sql, tuple(params) if params else None)
+    return cur
+
+
+def usable(conn: Any) -> bool:
+    """Whether ``conn`` is open and not known to be broken."""
+    return conn is not None and not conn.closed
 
 
 class Db:
@@ -78,40 +110,48 @@ class Db:
         self.shown = shown(url)
         self.connect_timeout = connect_timeout
         self._local = threading.local()
-        self._all: list[psycopg.Connection[Any]] = []
+        self._all: list[Any] = []
         self._mutex = threading.Lock()
         self.on_connect: list[Any] = []  # callables run once on every new connection
 
     # -- connections --------------------------------------------------------------------
-    def connect(self) -> psycopg.Connection[Any]:
+    def connect(self) -> Any:
         """A new autocommit connection (the caller owns it)."""
         driver = require()
         try:
-            conn: psycopg.Connection[Any] = driver.connect(
+            conn = driver.connect(
                 self.url,
-                autocommit=True,
+                connection_factory=_factory(),
                 connect_timeout=self.connect_timeout,
                 application_name="uwf",
             )
+            conn.autocommit = True
         except driver.Error as exc:
             raise self.unavailable(exc) from None
+        conn.held = set()
+        conn.listening = False
         return conn
 
-    def conn(self) -> psycopg.Connection[Any]:
+    def conn(self) -> Any:
         """This thread's connection, (re)opened when missing or broken."""
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed and not conn.broken:
+        conn = getattr(self._local, "conn", None)
+        if usable(conn):
             return conn
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
         conn = self.connect()
         self._local.conn = conn
+        self._local.depth = 0
         with self._mutex:
             self._all.append(conn)
         for hook in self.on_connect:
             hook(self)
         return conn
+
+    def current(self) -> Any:
+        """This thread's connection as it is (None before the first statement)."""
+        return getattr(self._local, "conn", None)
 
     def close(self) -> None:
         with self._mutex:
@@ -122,36 +162,68 @@ class Db:
         self._local = threading.local()
 
     # -- statements ---------------------------------------------------------------------
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg2.extensions.cursor:
         with self.errors():
-            return self.conn().execute(sql, params)
+            return run(self.conn(), sql, params)
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         with self.errors():
-            row: tuple[Any, ...] | None = self.execute(sql, params).fetchone()
+            row: tuple[Any, ...] | None = run(self.conn(), sql, params).fetchone()
+            return row
+
+    def one_unless(self, sql: str, code: str) -> tuple[Any, ...] | None:
+        """``one``, or None when the server refuses it with SQLSTATE ``code`` (e.g. a table
+        that does not exist yet)."""
+        driver = require()
+        with self.errors():
+            try:
+                row: tuple[Any, ...] | None = run(self.conn(), sql).fetchone()
+            except driver.Error as exc:
+                if getattr(exc, "pgcode", None) != code:
+                    raise
+                return None
             return row
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.errors():
-            return list(self.execute(sql, params).fetchall())
+            return list(run(self.conn(), sql, params).fetchall())
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """Statements in the block commit together, or not at all."""
-        with self.errors(), self.conn().transaction():
-            yield
+        """Statements in the block commit together, or not at all (a block inside another
+        is a savepoint of it)."""
+        with self.errors():
+            conn = self.conn()
+            depth = getattr(self._local, "depth", 0)
+            name = f"uwf_{depth}"
+            run(conn, "BEGIN" if depth == 0 else f"SAVEPOINT {name}")
+            self._local.depth = depth + 1
+            try:
+                yield
+            except BaseException:
+                self._local.depth = depth
+                if usable(conn):
+                    with contextlib.suppress(Exception):
+                        run(conn, "ROLLBACK" if depth == 0 else f"ROLLBACK TO SAVEPOINT {name}")
+                raise
+            self._local.depth = depth
+            run(conn, "COMMIT" if depth == 0 else f"RELEASE SAVEPOINT {name}")
 
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         """Driver errors as UwfErrors (connection problems: StoreUnavailable)."""
-        psycopg = require()
+        driver = require()
         try:
             yield
-        except psycopg.OperationalError as exc:
+        except (driver.OperationalError, driver.InterfaceError) as exc:
             raise self.unavailable(exc) from None
-        except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UwfError(f"PostgreSQL error at {self.shown}: {scrub(first, self.url)}") from None
+        except driver.Error as exc:
+            raise self.failed(exc) from None
+
+    def failed(self, exc: BaseException) -> UwfError:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        return UwfError(f"PostgreSQL error at {self.shown}: {scrub(first, self.url)}")
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         text = " ".join(str(exc).split()) or type(exc).__name__

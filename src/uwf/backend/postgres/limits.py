@@ -19,7 +19,7 @@ from typing import Any
 import xxhash
 
 from uwf.backend.base import Limits
-from uwf.backend.postgres.db import Db
+from uwf.backend.postgres.db import Db, run
 from uwf.backend.postgres.locks import PgLocks
 from uwf.util.errors import HeldBack
 from uwf.util.ulid import now_ms
@@ -67,8 +67,8 @@ class PgLimits(Limits):
             with self.db.errors():
                 for i in range(concurrency):
                     key = limit_key(name, i)
-                    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-                    if row[0]:
+                    row = run(conn, "SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                    if row is not None and row[0]:
                         return conn, key
         except BaseException:
             conn.close()  # closing the session releases whatever it took
@@ -79,7 +79,7 @@ class PgLimits(Limits):
     def _release(self, conn: Any, key: int) -> None:
         try:
             with self.db.errors():
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                run(conn, "SELECT pg_advisory_unlock(%s)", (key,))
         except BaseException:
             conn.close()
             raise

@@ -24,6 +24,145 @@ GC_KEY = 0x75_77_66_00_02
 SWEEP_KEY = 0x75_77_66_00_03
 REGISTRY_KEY = 0x75_77_66_00_04
 
+# The SQLSTATEs uwf's functions raise (class "U", no standard one uses it)
+BUSY = "U0B01"  # uwf_claim: another session holds the step lock
+COLLISION = "U0C01"  # uwf_land: a node stored under the hash has other content
+NO_TYPE = "U0T01"  # uwf_land: a new node's type is not stored
+UNDEFINED_TABLE = "42P01"
+
+# 12 -> 13: one durable commit per step (docs/format.md, "The PostgreSQL backend", "One commit
+# per step"). Holder rows are UNLOGGED: they describe sessions, which a server crash ends, and
+# are believed only while their session holds the lock, so they need no WAL, and a commit that
+# wrote only them is flushed asynchronously. A head move or an archive notifies the channel
+# ``uwf_<thread>`` (a step listening there learns at once that its thread moved, without
+# polling the head). ``uwf_claim``: the step lock, the holder row, the listen, then the
+# thread's row read under the lock (each statement of a function reads a fresh snapshot), in
+# one round trip; ``uwf_release``: unlisten, drop a background run's row, unlock.
+# ``uwf_land``: the step's nodes (inserted unless stored, each stored one compared), its
+# head's compare-and-swap and, at the end, the archive, in one transaction.
+# ``uwf_put_many``: ``uwf_put`` for many nodes in one statement.
+STEP_FUNCTIONS = f"""
+ALTER TABLE uwf_holders SET UNLOGGED;
+
+CREATE FUNCTION uwf_head_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' OR NEW.head IS DISTINCT FROM OLD.head THEN
+        PERFORM pg_notify('uwf_' || OLD.thread, '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER uwf_threads_moved AFTER UPDATE OF head OR DELETE ON uwf_threads
+    FOR EACH ROW EXECUTE FUNCTION uwf_head_moved();
+
+CREATE FUNCTION uwf_claim(p_thread text, p_key bigint, p_hi bigint, p_lo bigint,
+                          p_wait boolean, p_pid integer, p_host text, p_since bigint,
+                          p_role text, p_agent text, p_log text, p_worker text)
+RETURNS SETOF uwf_threads LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_wait THEN
+        PERFORM pg_advisory_lock(p_key);
+    ELSIF NOT pg_try_advisory_lock(p_key) THEN
+        RAISE EXCEPTION 'thread % is busy', p_thread USING ERRCODE = '{BUSY}';
+    END IF;
+    INSERT INTO uwf_holders (thread, lock_hi, lock_lo, backend_pid, pid, host, since, role,
+                             agent, log, worker, stop_requested)
+        VALUES (p_thread, p_hi, p_lo, pg_backend_pid(), p_pid, p_host, p_since, p_role,
+                p_agent, p_log, p_worker, false)
+        ON CONFLICT (thread) DO UPDATE SET lock_hi = EXCLUDED.lock_hi,
+            lock_lo = EXCLUDED.lock_lo, backend_pid = EXCLUDED.backend_pid,
+            pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since,
+            role = EXCLUDED.role, agent = EXCLUDED.agent, log = EXCLUDED.log,
+            worker = EXCLUDED.worker, stop_requested = false;
+    EXECUTE format('LISTEN %I', 'uwf_' || p_thread);
+    RETURN QUERY SELECT * FROM uwf_threads WHERE thread = p_thread;
+END
+$$;
+
+CREATE FUNCTION uwf_release(p_thread text, p_key bigint, p_forget boolean)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('UNLISTEN %I', 'uwf_' || p_thread);
+    IF p_forget THEN
+        DELETE FROM uwf_holders WHERE thread = p_thread AND backend_pid = pg_backend_pid();
+    END IF;
+    RETURN pg_advisory_unlock(p_key);
+END
+$$;
+
+CREATE FUNCTION uwf_land(p_thread text, p_expected text, p_new text, p_now bigint,
+                         p_hashes text[], p_types text[], p_payloads text[], p_ts bigint[],
+                         p_same text[], p_workflow text, p_status text)
+RETURNS TABLE (status text, found text) LANGUAGE plpgsql AS $$
+DECLARE
+    created text[];
+    bad text;
+    ended record;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({SWEEP_KEY});
+    UPDATE uwf_threads t SET head = p_new, moved = p_now, wait_role = NULL,
+        wait_since = NULL, wait_head = NULL, wait_reason = NULL, wait_children = NULL,
+        fail_head = NULL, fail_error = NULL, fail_code = NULL, fail_at = NULL,
+        fail_attempts = NULL, fail_since = NULL, fail_role = NULL, fail_agent = NULL,
+        fail_host = NULL, fail_limit = NULL, fail_retry_at = NULL, fail_exhausted = false
+        WHERE t.thread = p_thread AND t.head = p_expected
+        AND (p_new = ANY(p_hashes) OR EXISTS (SELECT 1 FROM uwf_nodes n WHERE n.hash = p_new));
+    IF NOT FOUND THEN  -- nothing written: the head found says why
+        RETURN QUERY SELECT 'refused'::text,
+            (SELECT t.head FROM uwf_threads t WHERE t.thread = p_thread);
+        RETURN;
+    END IF;
+    WITH ins AS (
+        INSERT INTO uwf_nodes (hash, type, payload, ts, last_put)
+            SELECT x.h, x.t, x.p, x.ts, p_now
+            FROM unnest(p_hashes, p_types, p_payloads, p_ts) AS x(h, t, p, ts)
+            ON CONFLICT (hash) DO NOTHING RETURNING uwf_nodes.hash)
+    SELECT coalesce(array_agg(ins.hash), '{{}}') INTO created FROM ins;
+    SELECT x.h INTO bad FROM unnest(p_hashes, p_types, p_payloads) AS x(h, t, p)
+        JOIN uwf_nodes n ON n.hash = x.h
+        WHERE NOT x.h = ANY(created) AND NOT x.h = ANY(p_same)
+        AND (n.type <> x.t OR n.payload <> x.p) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION '%', bad USING ERRCODE = '{COLLISION}';
+    END IF;
+    SELECT x.t INTO bad FROM unnest(p_hashes, p_types) AS x(h, t)
+        WHERE x.h = ANY(created) AND x.t <> x.h
+        AND NOT EXISTS (SELECT 1 FROM uwf_nodes n WHERE n.hash = x.t) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION '%', bad USING ERRCODE = '{NO_TYPE}';
+    END IF;
+    INSERT INTO uwf_type_index (type, hash)
+        SELECT x.t, x.h FROM unnest(p_hashes, p_types) WITH ORDINALITY AS x(h, t, n)
+        WHERE x.h = ANY(created) ORDER BY x.n ON CONFLICT DO NOTHING;
+    IF NOT p_new = ANY(created) THEN
+        UPDATE uwf_nodes n SET last_put = p_now WHERE n.hash = p_new AND n.last_put < p_now;
+    END IF;
+    IF p_status IS NULL THEN
+        RETURN QUERY SELECT 'moved'::text, p_expected;
+        RETURN;
+    END IF;
+    DELETE FROM uwf_threads t WHERE t.thread = p_thread
+        RETURNING t.task, t.cwd, t.parent INTO ended;
+    INSERT INTO uwf_history (thread, workflow, head, completed_at, status, task, cwd, parent)
+        VALUES (p_thread, p_workflow, p_new, p_now, p_status, ended.task, ended.cwd,
+                ended.parent);
+    RETURN QUERY SELECT 'archived'::text, p_expected;
+END
+$$;
+
+CREATE FUNCTION uwf_put_many(p_hashes text[], p_types text[], p_payloads text[], p_ts bigint,
+                             p_now bigint, p_typed boolean[])
+RETURNS TABLE (hash text, status text, stored_type text, stored_payload text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_hashes, 1), 0) LOOP
+        RETURN QUERY SELECT p_hashes[i], u.status, u.stored_type, u.stored_payload
+            FROM uwf_put(p_hashes[i], p_types[i], p_payloads[i], p_ts, p_now, p_typed[i]) u;
+    END LOOP;
+END
+$$;
+"""
+
 MIGRATIONS: list[str] = [
     # 0 -> 1: nodes, the type index, threads, history, registry, step-lock holders
     """
@@ -212,6 +351,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE uwf_threads ADD COLUMN descendants integer NOT NULL DEFAULT 0;
     """,
+    STEP_FUNCTIONS,
 ]
 VERSION = len(MIGRATIONS)
 
@@ -230,15 +370,13 @@ MARKERS: list[tuple[str, str]] = [
     ("column", "uwf_threads.priority"),
     ("table", "uwf_workers"),
     ("column", "uwf_threads.descendants"),
+    ("function", "uwf_land(text,text,text,bigint,text[],text[],text[],bigint[],text[],text,text)"),
 ]
 
 
 def version(db: Db) -> int:
     """The schema version of the store: 0 for a database uwf never used."""
-    exists = db.one("SELECT to_regclass('uwf_schema') IS NOT NULL")
-    if not exists or not exists[0]:
-        return 0
-    row = db.one("SELECT version FROM uwf_schema")
+    row = db.one_unless("SELECT version FROM uwf_schema", UNDEFINED_TABLE)  # one round trip
     return int(row[0]) if row is not None else 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from uwf.backend import tree
 from uwf.backend.base import (
     ActiveThread,
+    Ending,
     Failure,
     HistoryEntry,
     Registry,
@@ -22,11 +23,13 @@ from uwf.backend.base import (
     ThreadTable,
     Waiting,
 )
-from uwf.backend.postgres.db import Db
-from uwf.backend.postgres.schema import REGISTRY_KEY
+from uwf.backend.postgres.db import Db, require, run
+from uwf.backend.postgres.nodes import PgStore, collision
+from uwf.backend.postgres.schema import COLLISION, NO_TYPE, REGISTRY_KEY
 from uwf.backend.tree import FanOutLimits
 from uwf.util.base32 import NodeHash, describe, is_hash
-from uwf.util.errors import Conflict, Damaged
+from uwf.util.errors import Conflict, Damaged, NotFound
+from uwf.util.jsonfmt import dumps
 from uwf.util.storable import storable
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
@@ -35,7 +38,7 @@ _FAIL = (
     "fail_head, fail_error, fail_code, fail_at, fail_attempts, fail_since, fail_role, "
     "fail_agent, fail_host, fail_limit, fail_retry_at, fail_exhausted"
 )
-_COLUMNS = (
+COLUMNS = (
     "thread, head, workflow, task, wait_role, wait_since, wait_head, wait_reason, cwd, parent,"
     f" wait_children, {_FAIL}, priority, descendants"
 )
@@ -87,7 +90,7 @@ def _hash(value: Any, table: str, what: str) -> NodeHash:
     return NodeHash(value)
 
 
-def _record(row: tuple[Any, ...]) -> ActiveThread:
+def record_of(row: tuple[Any, ...]) -> ActiveThread:
     thread, head, workflow, task, role, since, wait_head, reason, cwd, parent, children = row[:11]
     head = _hash(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
@@ -126,34 +129,43 @@ def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     )
 
 
+class _Refused(Exception):
+    """``uwf_land`` refused a held node (``code``: COLLISION or NO_TYPE; ``what``: the hash)."""
+
+    def __init__(self, code: str, what: str) -> None:
+        super().__init__(what)
+        self.code, self.what = code, what
+
+
 class _Moved(Exception):
     """The thread's head moved before its fan-out was recorded: roll it back."""
 
 
 class PgThreads(ThreadTable):
-    def __init__(self, db: Db) -> None:
+    def __init__(self, db: Db, nodes: PgStore | None = None) -> None:
         self.db = db
+        self.nodes = nodes  # whose held puts a step's move writes (``PgStore.staging``)
 
     def head(self, thread: ThreadId) -> NodeHash | None:
         row = self.db.one("SELECT head FROM uwf_threads WHERE thread = %s", (thread,))
         return NodeHash(row[0]) if row is not None else None
 
     def get(self, thread: ThreadId) -> ActiveThread | None:
-        row = self.db.one(f"SELECT {_COLUMNS} FROM uwf_threads WHERE thread = %s", (thread,))
-        return _record(row) if row is not None else None
+        row = self.db.one(f"SELECT {COLUMNS} FROM uwf_threads WHERE thread = %s", (thread,))
+        return record_of(row) if row is not None else None
 
     def active(self) -> list[ActiveThread]:
-        return [_record(r) for r in self.db.all(f"SELECT {_COLUMNS} FROM uwf_threads")]
+        return [record_of(r) for r in self.db.all(f"SELECT {COLUMNS} FROM uwf_threads")]
 
     def runnable(self, now: int, also: str = "TRUE") -> list[ActiveThread]:
         """Threads runnable at ``now`` — parents waiting for children of which none is
         active among them (their join) —, oldest first; ``also``: a further SQL condition
         (constant)."""
         rows = self.db.all(
-            f"SELECT {_COLUMNS} FROM uwf_threads t WHERE {_RUNNABLE} AND {also} ORDER BY thread",
+            f"SELECT {COLUMNS} FROM uwf_threads t WHERE {_RUNNABLE} AND {also} ORDER BY thread",
             (now,),
         )
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def create(self, thread: ThreadId, head: NodeHash, info: ThreadInfo) -> None:
         if not self._insert(thread, head, info):
@@ -264,14 +276,87 @@ class PgThreads(ThreadTable):
     def _move(
         self, thread: ThreadId, expected: NodeHash, new: NodeHash
     ) -> tuple[bool, NodeHash | None]:
-        row = self.db.one(
-            "UPDATE uwf_threads SET head = %s, moved = %s, wait_role = NULL, wait_since = NULL,"
-            " wait_head = NULL, wait_reason = NULL, wait_children = NULL,"
-            f" {_NO_FAILURE} WHERE thread = %s AND head = %s"
-            " AND EXISTS (SELECT 1 FROM uwf_nodes WHERE hash = %s) RETURNING 1",
-            (new, now_ms(), thread, expected, new),
+        done, head, _ = self._land(thread, expected, new, None)
+        return done, head
+
+    def _land(
+        self, thread: ThreadId, expected: NodeHash, new: NodeHash, end: Ending | None
+    ) -> tuple[bool, NodeHash | None, bool]:
+        """The step's commit, one statement (``uwf_land``): the puts its nodes held
+        (``PgStore.staging``), the head's compare-and-swap and, with ``end``, the archive, in
+        one transaction; nothing is written when the swap is refused. A stored node whose
+        row differs from a held one only in its JSON text (the same node: ``PgStore.same``)
+        is passed on a second try; any other difference is a collision."""
+        held = self.nodes.take_stage() if self.nodes is not None else []
+        same: list[str] = []
+        while True:
+            try:
+                row = self._land_once(thread, expected, new, end, held, same)
+                break
+            except _Refused as refused:
+                if refused.code == NO_TYPE:
+                    raise NotFound(
+                        f"unknown type: {refused.what} (no schema node with that hash)"
+                    ) from None
+                stored = self.db.one(
+                    "SELECT type, payload FROM uwf_nodes WHERE hash = %s", (refused.what,)
+                )
+                node = dict(held).get(refused.what)
+                if (
+                    stored is None
+                    or node is None
+                    or refused.what in same
+                    or not self.nodes
+                    or not self.nodes.same(refused.what, node, stored[0], stored[1])
+                ):
+                    raise collision(refused.what) from None
+                same.append(refused.what)
+        status, found = row
+        if status == "refused":
+            return False, NodeHash(found) if found is not None else None, False
+        if self.nodes is not None:
+            self.nodes.landed(held)
+        return True, expected, status == "archived"
+
+    def _land_once(
+        self,
+        thread: ThreadId,
+        expected: NodeHash,
+        new: NodeHash,
+        end: Ending | None,
+        held: list[tuple[str, Any]],
+        same: list[str],
+    ) -> tuple[str, str | None]:
+        driver = require()
+        params = (
+            thread,
+            expected,
+            new,
+            now_ms() if end is None else end.at_ms,
+            [h for h, _ in held],
+            [n.type for _, n in held],
+            [dumps(n.payload) for _, n in held],
+            [n.timestamp for _, n in held],
+            same,
+            end.workflow if end is not None else None,
+            end.status if end is not None else None,
         )
-        return (True, expected) if row is not None else (False, self.head(thread))
+        with self.db.errors():
+            try:
+                row = run(
+                    self.db.conn(),
+                    "SELECT status, found FROM uwf_land(%s, %s, %s, %s, %s::text[], %s::text[],"
+                    " %s::text[], %s::bigint[], %s::text[], %s, %s)",
+                    params,
+                ).fetchone()
+            except driver.Error as exc:
+                code = getattr(exc, "pgcode", None)
+                if code in (COLLISION, NO_TYPE):
+                    diag = getattr(exc, "diag", None)
+                    raise _Refused(code, str(getattr(diag, "message_primary", "") or "")) from None
+                raise
+        assert row is not None
+        return str(row[0]), row[1]
 
     def _wait(self, thread: ThreadId, waiting: Waiting) -> tuple[bool, NodeHash | None]:
         row = self.db.one(
@@ -295,12 +380,12 @@ class PgThreads(ThreadTable):
         # the row locked (FOR UPDATE) from read to write: concurrent attempts are all counted
         with self.db.transaction():
             row = self.db.one(
-                f"SELECT {_COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
+                f"SELECT {COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
             )
             if row is None or row[1] != failure.head:
                 return None, NodeHash(row[1]) if row is not None else None
             stored = failure._replace(error=storable(failure.error))
-            stored = stored.after(_record(row).failure, policy)
+            stored = stored.after(record_of(row).failure, policy)
             self.db.execute(
                 "UPDATE uwf_threads SET fail_head = %s, fail_error = %s, fail_code = %s,"
                 " fail_at = %s, fail_attempts = %s, fail_since = %s, fail_role = %s,"
@@ -321,12 +406,12 @@ class PgThreads(ThreadTable):
     def _retry(self, thread: ThreadId) -> tuple[Failure | None, NodeHash | None]:
         with self.db.transaction():
             row = self.db.one(
-                f"SELECT {_COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
+                f"SELECT {COLUMNS} FROM uwf_threads WHERE thread = %s FOR UPDATE", (thread,)
             )
             if row is None:
                 return None, None
             self.db.execute(f"UPDATE uwf_threads SET {_NO_FAILURE} WHERE thread = %s", (thread,))
-        return _record(row).failure, NodeHash(row[1])
+        return record_of(row).failure, NodeHash(row[1])
 
     def _archive(
         self,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.adapters import otel
-from uwf.backend.base import Backend, StepLock
+from uwf.backend.base import ActiveThread, Backend, StepLock
 from uwf.engine.step import fanout, limits, tracing
 from uwf.engine.step.commit import StepResult, archive, commit_step
 from uwf.engine.step.failure import record_failure, refuse_failed
@@ -47,7 +47,7 @@ from uwf.util.errors import (
     exit_code,
 )
 from uwf.util.log import ProcessLog
-from uwf.util.ulid import ThreadId
+from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:
     from uwf.util.outputs import DryRun
@@ -59,6 +59,7 @@ __all__ = [
     "check_timeout",
     "dry_run",
     "hold",
+    "preplan",
     "step",
     "step_held",
     "step_many",
@@ -67,14 +68,22 @@ __all__ = [
 
 @contextlib.contextmanager
 def hold(
-    backend: Backend, thread: ThreadId, *, wait: bool, log: str | None = None
+    backend: Backend,
+    thread: ThreadId,
+    *,
+    wait: bool,
+    log: str | None = None,
+    note: tuple[str, str] | None = None,
 ) -> Iterator[StepLock]:
-    """The thread's step lock for the block; when a background run has it, the Busy error
-    says so and how to end it."""
+    """The thread's step lock for the block (``note``: the role and agent of a step planned
+    before it, for the holder record); when a background run has it, the Busy error says so
+    and how to end it."""
     with contextlib.ExitStack() as stack:
         try:
-            lock = stack.enter_context(backend.locks.step(thread, wait=wait, log=log))
+            lock = stack.enter_context(backend.locks.step(thread, wait=wait, log=log, note=note))
         except Busy:
+            if backend.threads.head(thread) is None:  # ended: its last step is letting go
+                raise not_active(backend, thread) from None
             holder = backend.locks.holder(thread)
             if holder is None or not holder.background:
                 raise
@@ -117,14 +126,20 @@ def step(
     expected: NodeHash | None = None,
     again: bool = False,
 ) -> StepResult:
-    """Run exactly one step of ``thread``: take its step lock, then ``step_held``.
+    """Run exactly one step of ``thread``: plan it (``preplan``), take its step lock, then
+    ``step_held``.
 
     ``expected``: the head the caller decided from; a thread that moved meanwhile is a
     Conflict (exit 1), nothing run. ``again``: the head step's role once more (``thread
     poke``: ``plan_step``), a failure of which is not recorded as the thread's."""
     check_timeout(timeout)
-    tid, _ = require_active(backend, thread)  # refused before waiting for the lock
-    with hold(backend, tid, wait=wait) as lock:
+    tid = check_thread_id(thread)
+    record = backend.threads.get(tid)
+    if record is None:  # refused before waiting for the lock
+        raise not_active(backend, tid)
+    prompts = {"edge_prompt": edge_prompt, "extra_prompt": extra_prompt}
+    planned = preplan(backend, record, agent=agent, timeout=timeout, again=again, **prompts)
+    with hold(backend, tid, wait=wait, note=noted(planned)) as lock:
         if expected is not None:
             current = backend.threads.head(tid)
             if current is None:
@@ -143,7 +158,63 @@ def step(
             edge_prompt=edge_prompt,
             extra_prompt=extra_prompt,
             again=again,
+            planned=planned,
         )
+
+
+class Planned(NamedTuple):
+    """A step planned before its lock was taken, and the record it was planned from."""
+
+    record: ActiveThread
+    plan: StepPlan
+
+
+def preplan(
+    backend: Backend,
+    record: ActiveThread,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    edge_prompt: str | None = None,
+    extra_prompt: str | None = None,
+    again: bool = False,
+) -> Planned | None:
+    """The step of ``record`` planned before its lock is taken, so that the lock's holder
+    record names the role and agent from the start (written once: docs/architecture.md,
+    "Where a step happens"). Planning writes nothing; under the lock ``step_held`` uses the
+    plan only if the record it reads there is the same, else plans again. None when planning
+    fails: ``step_held`` plans again under the lock and records the failure."""
+    try:
+        backend.nodes.prefetch_step(record.head, record.info.workflow)
+        plan = plan_step(
+            backend,
+            record.thread,
+            record.head,
+            agent=agent,
+            timeout=timeout,
+            edge_prompt=edge_prompt,
+            workdir=record.info.cwd,
+            extra_prompt=extra_prompt,
+            again=again,
+        )
+    except UwfError:
+        return None
+    return Planned(record, plan)
+
+
+def noted(planned: Planned | None) -> tuple[str, str] | None:
+    """The (role, agent) a planned step runs, for its holder record; None when it runs none."""
+    plan = planned.plan if planned is not None else None
+    if plan is None or plan.role is None or plan.archive is not None or not plan.argv:
+        return None
+    if plan.fan_out is not None:
+        return None
+    return plan.role, plan.argv[0]
+
+
+def _same_record(a: ActiveThread, b: ActiveThread) -> bool:
+    """Whether a plan made from ``a`` is the plan of ``b``."""
+    return (a.thread, a.head, a.info, a.waiting) == (b.thread, b.head, b.info, b.waiting)
 
 
 def step_held(
@@ -160,6 +231,8 @@ def step_held(
     head: NodeHash | None = None,
     again: bool = False,
     shut_down: Callable[[], bool] | None = None,
+    record: ActiveThread | None = None,
+    planned: Planned | None = None,
 ) -> StepResult:
     """One step of ``thread`` whose step lock the caller holds (``step``, or a run of many
     steps under one lock): re-read the head (unless the caller read it under the lock:
@@ -174,8 +247,11 @@ def step_held(
     role runs once more (``thread poke``), and its failure is not recorded. ``shut_down`` (a
     worker passes it) is asked when the agent died of a signal: True if that was the
     shutdown of the process stepping it, and the step then fails as Stopped (no failure
-    recorded) instead of AgentFailed."""
-    record = backend.threads.get(thread)
+    recorded) instead of AgentFailed. ``record``: the thread's record the caller read under
+    the lock (a worker's claim), else it is read here; ``planned``: the step planned before
+    the lock (``preplan``), used when the record is still the one it was planned from."""
+    if record is None or record.thread != thread:
+        record = lock.current(backend.threads, thread)
     if record is None:  # archived while we waited, or between two steps of a run
         raise not_active(backend, thread)
     refuse_failed(record.failure, thread)  # under the lock: a dead letter is never stepped
@@ -185,17 +261,21 @@ def step_held(
     plan: StepPlan | None = None
     with otel.span("uwf.step", {"uwf.thread": thread, "uwf.head": head}) as span:
         try:
-            plan = plan_step(
-                backend,
-                thread,
-                head,
-                agent=agent,
-                timeout=timeout,
-                edge_prompt=edge_prompt,
-                workdir=record.info.cwd,
-                extra_prompt=extra_prompt,
-                again=again,
-            )
+            if planned is not None and _same_record(planned.record, record):
+                plan = planned.plan
+            else:
+                backend.nodes.prefetch_step(head, record.info.workflow)
+                plan = plan_step(
+                    backend,
+                    thread,
+                    head,
+                    agent=agent,
+                    timeout=timeout,
+                    edge_prompt=edge_prompt,
+                    workdir=record.info.cwd,
+                    extra_prompt=extra_prompt,
+                    again=again,
+                )
             if not again:
                 plan = after_failures(plan, record.failure)
             log.bind(workflow=plan.workflow)
@@ -210,7 +290,8 @@ def step_held(
                 result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
                 check_workdir(plan, record.info.cwd)
-                result = _run(backend, lock, plan, runner, log, span, should_stop, shut_down)
+                with backend.nodes.staging():  # the agent's puts land with the head
+                    result = _run(backend, lock, plan, runner, log, span, should_stop, shut_down)
             tracing.landed(span, result)
             return result
         except UwfError as exc:
@@ -261,7 +342,7 @@ def _run(
         live_turns(backend, plan) as turns,
     ):
         env = {**agent_env(backend, plan, artifacts, prompt, turns), **span.child_env()}
-        stop = _stop_when(backend, plan, should_stop)
+        stop = _stop_when(backend, lock, plan, should_stop)
         if runner is process_runner and backend.relayed():
             from uwf.engine.step import relay  # socket: only where the store is relayed
 
@@ -303,12 +384,15 @@ def killed_by_signal(code: int) -> bool:
 
 
 def _stop_when(
-    backend: Backend, plan: StepPlan, asked: Callable[[], bool] | None
+    backend: Backend, lock: StepLock, plan: StepPlan, asked: Callable[[], bool] | None
 ) -> Callable[[], bool]:
     """True once the thread's head is no longer the plan's (``thread kill`` archived it), or
-    once ``asked`` says so (``thread stop``)."""
+    once ``asked`` says so (``thread stop``). The head is read only when the lock cannot
+    tell that it did not move (``StepLock.moved``: PostgreSQL is told, and asks nothing)."""
 
     def gone() -> bool:
+        if lock.moved() is False:
+            return False
         return backend.threads.head(plan.thread) != plan.head
 
     return gone if asked is None else lambda: gone() or asked()

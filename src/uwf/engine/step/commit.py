@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from uwf.backend.base import Backend
+from uwf.backend.base import Backend, Ending
 from uwf.backend.tree import FanOutRefused
 from uwf.cas.store import Store
 from uwf.engine.step.plan import StepPlan
@@ -140,13 +140,20 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
             fanout.check_tree(backend, plan.thread, len(tasks))
     except (ModeratorError, NotFound, FanOutRefused) as exc:
         raise AgentFailed(f"post-step moderator evaluate failed: {exc} (head not moved)") from None
-    backend.threads.move(plan.thread, plan.head, h)
+    ending = None
+    if after.done:
+        ending = "completed"
+    elif plan.limit is not None and plan.depth + 1 - plan.rounds_before >= plan.limit:
+        ending = "max_rounds"
+    end = Ending(plan.workflow, ending, now_ms()) if ending is not None else None
+    ended = backend.threads.move(plan.thread, plan.head, h, end=end)  # archived too, maybe
     status = "active"
     children = None
-    if after.done:
-        status = archive(backend, plan, "completed", h, log)
-    elif plan.limit is not None and plan.depth + 1 - plan.rounds_before >= plan.limit:
-        status = archive(backend, plan, "max_rounds", h, log)
+    if ending is not None and ended:
+        status = ending
+        log.write("F4D8Q2K5", f"thread archived status={status} head={h}")
+    elif ending is not None:
+        status = archive(backend, plan, ending, h, log)
     elif after.fan_out is not None:
         children = start_children(backend, plan, h, after, step, log)
     return StepResult(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
-from uwf.engine.step import StepResult, step_held
+from uwf.engine.step import StepResult, noted, preplan, step_held
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, fanned_out, workflow_of
 from uwf.util import clock as clocks
@@ -151,9 +151,12 @@ def step_next(
             continue
         if not _runs(backend, record, versions):
             continue
+        planned = preplan(backend, record, agent=agent, timeout=timeout)
         try:
-            with backend.locks.step(record.thread, wait=False, worker=worker) as lock:
-                current = backend.threads.get(record.thread)
+            with backend.locks.step(
+                record.thread, wait=False, worker=worker, note=noted(planned)
+            ) as lock:
+                current = lock.current(backend.threads, record.thread)  # read under the lock
                 if current is None or not _still_runnable(backend, current):
                     continue  # archived or deferred since the listing
                 if current.failure is not None and not current.failure.ready(now_ms()):
@@ -170,6 +173,8 @@ def step_next(
                     head=current.head,
                     should_stop=should_stop,
                     shut_down=shut_down,
+                    record=current,  # no second read of the row
+                    planned=planned,
                 )
         except HeldBack as exc:
             held = exc  # its agent or provider is at a limit: try a thread it may step

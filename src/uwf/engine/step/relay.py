@@ -9,10 +9,15 @@ protocol are ``uwf.backend.relay``.
 What is served is what an agent does: the head of the step's own thread (the plan's: the
 step holds the thread's lock), nodes by hash, which of some hashes are missing, puts
 (validated here, as any put: an agent's output is checked against its schema by uwf, not by
-the agent), schema puts, the type index, and the pause of a provider of config.yaml that
-answered 429 (``agent_kit.backoff``: at most ``LONGEST_PAUSE``). A request that is
-malformed, too large or not finished within ``READ_TIMEOUT`` ends the relay (the agent then
-fails on its own); an error of the store is answered as such.
+the agent; ``put_many``: a step's nodes in one message), schema puts, the type index, and
+the pause of a provider of config.yaml that answered 429 (``agent_kit.backoff``: at most
+``LONGEST_PAUSE``). A request that is malformed, too large or not finished within
+``READ_TIMEOUT`` ends the relay (the agent then fails on its own); an error of the store is
+answered as such.
+
+The step holds the agent's puts until its head moves (``Store.staging``): on PostgreSQL they
+are stored in the transaction of the head's compare-and-swap, and a relayed agent reads them
+back through this relay meanwhile (docs/architecture.md, "The relay").
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from uwf.util.errors import InvalidInput, UwfError, oneline
 from uwf.util.ulid import check_thread_id, now_ms
 
 READ_TIMEOUT = 10.0  # seconds a request may take to arrive once it has begun
+MAX_NODES = 10_000  # nodes of one put_many request (a step writes a handful)
 
 
 class Server:
@@ -87,6 +93,7 @@ class Server:
             "get": self._get,
             "missing": lambda hashes: sorted(store.missing([check_hash(str(h)) for h in hashes])),
             "put": lambda type_hash, payload: store.put(str(type_hash), payload),
+            "put_many": lambda nodes: store.put_many(_pairs(nodes)),
             "put_schema": store.put_schema,
             "ensure_meta": store.ensure_meta,
             "index": lambda type_hash: store.index(check_hash(str(type_hash))),
@@ -136,6 +143,18 @@ class Server:
     def close(self) -> None:
         for end in (self.ours, self.theirs):
             end.close()
+
+
+def _pairs(nodes: Any) -> list[tuple[str, Any]]:
+    """The ``[[type, payload], …]`` of a ``put_many`` request (at most ``MAX_NODES``)."""
+    if not isinstance(nodes, list) or len(nodes) > MAX_NODES:
+        raise InvalidInput(f"put_many takes a list of at most {MAX_NODES} [type, payload] pairs")
+    pairs: list[tuple[str, Any]] = []
+    for item in nodes:
+        if not isinstance(item, list) or len(item) != 2:
+            raise InvalidInput("put_many takes a list of [type, payload] pairs")
+        pairs.append((check_hash(str(item[0]), "type hash"), item[1]))
+    return pairs
 
 
 def run(
