@@ -218,3 +218,23 @@ def test_a_process_decodes_each_node_once_and_puts_each_schema_once(
         assert len(loaded) == len(set(loaded)) and not set(loaded) & set(heads)
         schemas = {nodes.require(h).type for h in heads} | {nodes.ensure_meta()}
         assert not set(stored) & schemas  # only new nodes written: no type put again
+
+
+def test_a_node_another_process_collected_is_not_served_from_memory(
+    root: Path, cli_proc: Any
+) -> None:
+    """gc in another process (``uwf cas gc``): a kept node is served only once a ``stat``
+    says its file is still there (PostgreSQL's store answers from the nodes its process has
+    seen: docs/architecture.md, "What a process keeps")."""
+    with uwf.open_store() as opened:
+        store: Store = opened.backend.nodes
+        s = store.put_schema({"type": "object"})
+        h = store.put(s, {"n": 1})
+        node = store.require(h)
+        _after(node.timestamp)
+        ran = cli_proc("cas", "gc", "--grace", "0")
+        assert ran.code == 0, ran.err
+        assert ran.json()["collected"] >= 2
+        assert store.get(h) is None and not store.has(h)
+        h2 = store.put(s, {"n": 2})  # the schema this process put: put again first
+        assert store.require(s).payload == {"type": "object"} and store.get(h2) is not None
