@@ -3,8 +3,8 @@
 * **The same agent**: every side's worker runs the same small external agent program per step
   (``agent.py``): uwf's ``uwf worker`` through ``uwf-cmd`` (``--agent "uwf-cmd -- python
   agent.py"``), each peer's node through ``subprocess`` (``--external``). The in-process rows
-  run the peers' nodes in their own process, and uwf's once it can (``uwf_inprocess_agent``,
-  the hook below).
+  run the peers' nodes in their own process, and uwf's agent as a Python agent in its worker
+  (``uwf_inprocess_agent``).
 * **The same claim**: every side takes threads from the shared database as they become free —
   uwf through its step locks (skip-locked), the peers through a claims table (``FOR UPDATE
   SKIP LOCKED``, ``peers/common.py``) — rather than having them dealt out; the oldest thread
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,20 +51,19 @@ def external_agent() -> str:
     return f"uwf-cmd -- {sys.executable} {AGENT}"
 
 
-# -- HOOK: uwf's in-process fleet row (issue 35) ---------------------------------------------
+# -- uwf's in-process fleet row ---------------------------------------------------------------
 #
-# Issue 35 lets uwf run an agent in the stepping process (a ``python:`` agent in config.yaml,
-# ``uwf.testing``). When it lands, make this return the config.yaml lines and the ``--agent``
-# of a ``uwf worker`` that runs the benchmark's agent (``mock_agent.WorkloadAgent``, what
-# ``uwf_warm.InProcess`` runs today) in process; ``run_fleet`` then adds uwf's figure to the
-# "fleet-inproc@N" rows beside the peers' in-process fleets, and the issue-36 target "fleet
-# with in-process agents" is judged (targets.py). Until then those rows have the peers only.
+# A ``uwf worker`` runs the benchmark's agent (``mock_agent.WorkloadAgent``, what
+# ``uwf_warm.py`` runs) as a Python agent in its own process (docs/api.md, "Python agents"):
+# ``--agent python:mock_agent:inprocess``, the benchmarks' directory on its PYTHONPATH. The
+# "fleet-inproc@N" rows then hold uwf beside the peers' in-process fleets, and the issue-36
+# target "fleet with in-process agents" is judged (targets.py).
+INPROCESS_AGENT = "python:mock_agent:inprocess"
 
 
 def uwf_inprocess_agent() -> tuple[str, str] | None:
-    """(config.yaml lines to append, the worker's ``--agent``) of an in-process agent, or
-    None while uwf has none."""
-    return None
+    """(config.yaml lines to append, the worker's ``--agent``) of the in-process agent."""
+    return "", INPROCESS_AGENT
 
 
 # -- one fleet run -------------------------------------------------------------------------------
@@ -205,6 +205,8 @@ def uwf_fleet(
     from uwf.backend import open_backend
 
     env = _uwf_store(b, url, prefix, config)
+    if agent.startswith("python:"):  # the worker imports the agent's module from here
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH")) if p)
     argv = uwf_bench.uwf("worker", "--idle-exit", str(IDLE_EXIT), "--agent", agent)
     with open_backend(env.get("UWF_STORE") or env["UNCAGED_WORKFLOW_STORAGE_ROOT"]) as backend:
 
@@ -317,7 +319,7 @@ def run_fleet(b: Bench, server: Any | None) -> None:
             "a database server)",
             "fleet-pg": "external agents, PostgreSQL",
             "fleet-inproc": "in-process agents, PostgreSQL"
-            + ("" if inproc is not None else " (uwf: not yet, issue 35)"),
+            + ("" if inproc is not None else " (uwf: none)"),
         }[kind]
         least = min(min(w) for w in windows[key].values())
         label = (

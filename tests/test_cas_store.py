@@ -29,12 +29,19 @@ class TestMemoryStore(StoreContract):
     def test_a_changed_node_is_corrupt(self, store: MemoryStore) -> None:
         s = store.put_schema(ITEM)
         h = store.put(s, {"n": 1})
-        store.nodes[h] = Node(s, {"n": 2}, store.nodes[h].timestamp)
+        written = store.nodes[h]
+        store.nodes[h] = Node(s, {"n": 2}, written.timestamp)
+        expected = f"corrupt node {h}: content hashes to {codec.node_hash(s, {'n': 2})}"
+        # the process that wrote it keeps the node as written: never the changed one
+        assert store.get(h) == written
+        for read in (store.verified, store.stored):  # what cas verify and gc read: the storage
+            with pytest.raises(CorruptNode) as info:
+                read(h)
+            assert str(info.value) == expected
+        store.kept().clear()  # a process that never read it
         with pytest.raises(CorruptNode) as info:
             store.get(h)
-        assert str(info.value) == (
-            f"corrupt node {h}: content hashes to {codec.node_hash(s, {'n': 2})}"
-        )
+        assert str(info.value) == expected
 
 
 class TestFsStore(StoreContract):
@@ -50,6 +57,10 @@ class TestFsStore(StoreContract):
         path.chmod(0o644)
         path.write_text(text)
         path.chmod(0o444)
+
+    def _reader(self, store: FsStore) -> FsStore:
+        """The same store opened again: another process, which keeps no node yet."""
+        return FsStore(store.dir, store.lock_dir)
 
     def test_opening_reads_and_creates_nothing(self, cas_dir: Path, store: FsStore) -> None:
         h = missing_hash(store)
@@ -95,12 +106,17 @@ class TestFsStore(StoreContract):
         record = store.require(h).as_dict()
         record["payload"] = {"n": 2}
         self._tamper(store.path(h), json.dumps(record))
+        reader = self._reader(store)
         with pytest.raises(CorruptNode) as info:
-            store.get(h)
+            reader.get(h)
         message = str(info.value)
         assert message.startswith(f"corrupt node {h}")
         assert message == f"corrupt node {h}: content hashes to {codec.node_hash(s, {'n': 2})}"
-        assert store.has(h)  # present, but never used
+        assert reader.has(h)  # present, but never used
+        # the writer keeps the node it wrote, never the tampered bytes; cas verify reads them
+        assert store.require(h).payload == {"n": 1}
+        with pytest.raises(CorruptNode):
+            store.verified(h)
 
     @pytest.mark.parametrize(
         ("text", "reason"),
@@ -116,7 +132,7 @@ class TestFsStore(StoreContract):
         h = store.put(s, {"n": 1})
         self._tamper(store.path(h), text)
         with pytest.raises(CorruptNode) as info:
-            store.get(h)
+            self._reader(store).get(h)
         assert str(info.value) == f"corrupt node {h}: {reason}"
 
     def test_torn_last_index_line_is_ignored(self, cas_dir: Path, store: FsStore) -> None:

@@ -96,7 +96,7 @@ def put_output(ctx: AgentContext, given: Mapping[str, Any]) -> tuple[str, str]:
     if ctx.schema is not None:
         from uwf.cas import fastschema
 
-        if fastschema.is_valid(ctx.schema, output) is not True:
+        if fastschema.is_valid(ctx.schema, output, ctx.schema_hash) is not True:
             from uwf.cas.schema import field_problems
 
             found = field_problems(ctx.schema, output)

@@ -272,7 +272,7 @@ def execute(
     from uwf.agent_kit import prompts
     from uwf.backend import open_for_agent
     from uwf.config import secrets
-    from uwf.config.config import apply_dotenv
+    from uwf.config.envfile import apply_dotenv
 
     thread, role, edge_prompt = target
     attributes = {"uwf.thread": thread, "uwf.role": role, "uwf.agent": agent.label}

@@ -38,8 +38,16 @@ def open_store(spec: str | Path | None = None) -> Store:
 
     backend = open_backend(spec)
     store = str(spec) if spec is not None else None
-    secrets.register(lambda: _secret_values(backend.root, store))  # read on first redaction
+    secrets.register(
+        lambda: _secret_values(backend.root, store), stamp=lambda: _secrets_stamp(backend.root)
+    )  # read on first redaction
     return Store(backend)
+
+
+def _secrets_stamp(root: Path) -> object:
+    from uwf.config.secrets import stamp
+
+    return stamp(root)
 
 
 def _secret_values(root: Path, store: str | None) -> list[str]:

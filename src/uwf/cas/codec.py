@@ -39,6 +39,13 @@ def node_hash(type_hash: str, payload: Any) -> NodeHash:
     return hash_bytes(type_hash.encode("ascii") + dcbor(payload))
 
 
+def hashed(type_hash: str, payload: Any) -> tuple[NodeHash, int]:
+    """The hash of a node typed by ``type_hash`` whose payload is canonical already (a put's,
+    after ``canonical``), and the length of its encoding."""
+    data = _cbor(payload)
+    return hash_bytes(type_hash.encode("ascii") + data), len(data)
+
+
 def stored_hash(type_hash: str | None, payload: Any) -> NodeHash:
     """The hash of a payload read back from the store, which holds it in canonical form
     already: no second canonicalisation (a non-canonical file then fails its hash check).

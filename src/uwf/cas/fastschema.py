@@ -77,9 +77,26 @@ def _keyword_ok(key: str, sub: Any) -> bool:
     return key == "const"
 
 
-def is_valid(schema: Any, value: Any) -> bool | None:
-    """True/False when the schema is inside the subset, else None (use jsonschema)."""
-    if not supported(schema):
+#: Whether each schema named by a key (its node hash: a stored schema never changes) is inside
+#: the subset, decided once per process rather than at every validation.
+_SUPPORTED: dict[str, bool] = {}
+_SUPPORTED_LIMIT = 4096
+
+
+def is_valid(schema: Any, value: Any, key: str | None = None) -> bool | None:
+    """True/False when the schema is inside the subset, else None (use jsonschema). ``key``
+    names a schema that never changes (its node hash), so that the subset is checked once."""
+    if key is None:
+        inside = supported(schema)
+    else:
+        found = _SUPPORTED.get(key)
+        if found is None:
+            found = supported(schema)
+            if len(_SUPPORTED) >= _SUPPORTED_LIMIT:
+                _SUPPORTED.clear()
+            _SUPPORTED[key] = found
+        inside = found
+    if not inside:
         return None
     return _valid(schema, value)
 

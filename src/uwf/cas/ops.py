@@ -21,7 +21,7 @@ def reindex(store: Store) -> dict[str, int]:
     nodes = 0
     for h in store.iter_hashes():
         try:
-            node = store.get(h)
+            node = store.stored(h)
         except CorruptNode:
             continue
         if node is None:

@@ -39,7 +39,10 @@ def _format_checker() -> Any:
     return checker
 
 
+#: Each stored schema's validator, by its node hash (a stored schema never changes): at most
+#: ``_VALIDATORS`` of them, a process running for days forgetting them all at once past that.
 _validators: dict[str, Any] = {}
+_VALIDATORS = 256
 
 
 def _validator(schema: Any, key: str | None) -> Any:
@@ -49,6 +52,8 @@ def _validator(schema: Any, key: str | None) -> Any:
         return _validators[key]
     validator = Draft202012Validator(schema, format_checker=_format_checker())
     if key is not None:
+        if len(_validators) >= _VALIDATORS:
+            _validators.clear()
         _validators[key] = validator
     return validator
 
@@ -80,7 +85,7 @@ def problems(schema: Any, payload: Any, key: str | None = None) -> list[tuple[li
     it is valid. jsonschema only when the fast subset validator cannot say it is valid."""
     from uwf.cas import fastschema
 
-    if fastschema.is_valid(schema, payload) is True:
+    if fastschema.is_valid(schema, payload, key) is True:
         return []
     found: dict[tuple[tuple[Any, ...], str], list[Any]] = {}
     for error in _validator(schema, key).iter_errors(payload):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -75,8 +76,91 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
     )
 
 
+_MADE = threading.Lock()  # a store's memories are made once, whichever thread asks first
+
+
+def _size(payload: Any) -> int:
+    """About how many bytes a node's payload takes (its JSON), for ``Kept``'s bound."""
+    try:
+        return len(dumps(payload))
+    except (TypeError, ValueError):
+        return 1 << 30  # not JSON (a damaged record): never kept
+
+
+class Kept:
+    """The nodes a process keeps, read or written (docs/architecture.md, "What a process
+    keeps"): at most ``count`` of them and about ``size`` bytes of their JSON, the least
+    recently used going first. A node never changes once stored, so a kept one is never
+    stale; whether it is still stored (gc may have deleted it) is the store's to say."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count = count
+        self.size = size
+        self.bytes = 0
+        self._nodes: dict[str, tuple[Node, int]] = {}
+        self._lock = threading.Lock()  # a Python agent's lane shares the store
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def get(self, h: str) -> Node | None:
+        with self._lock:
+            found = self._nodes.pop(h, None)
+            if found is None:
+                return None
+            self._nodes[h] = found  # the most recently used, last
+            return found[0]
+
+    def keep(self, h: str, node: Node, size: int) -> None:
+        if size > self.size // 8:  # one node never takes the place of many
+            return
+        with self._lock:
+            old = self._nodes.pop(h, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._nodes[h] = (node, size)
+            self.bytes += size
+            while len(self._nodes) > self.count or self.bytes > self.size:
+                self.bytes -= self._nodes.pop(next(iter(self._nodes)))[1]
+
+    def drop(self, h: str) -> None:
+        with self._lock:
+            old = self._nodes.pop(h, None)
+            if old is not None:
+                self.bytes -= old[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._nodes.clear()
+            self.bytes = 0
+
+
+class SchemasPut:
+    """The schemas a process put into a store (``Store.put_schema``): the schema as given
+    (its JSON, with the secrets known then) → its hash, and its hash → its payload as stored,
+    to put it again should gc collect it; whether the meta-schema is stored."""
+
+    LIMIT = 1024  # schemas a process keeps the hash of (a few per agent in practice)
+
+    def __init__(self) -> None:
+        self.hashes: dict[tuple[str, tuple[str, ...]], NodeHash] = {}
+        self.payloads: dict[str, Any] = {}
+        self.meta = False
+
+    def remember(self, key: tuple[str, tuple[str, ...]], h: NodeHash, payload: Any) -> None:
+        if len(self.hashes) >= self.LIMIT:
+            self.hashes.clear()
+            self.payloads.clear()
+        self.hashes[key] = h
+        self.payloads[h] = payload
+
+
 class Store(abc.ABC):
     """A content-addressed store of JSON nodes typed by JSON Schemas."""
+
+    #: How many nodes, and about how many bytes of them, a process keeps (``Kept``).
+    KEEP_NODES = 4096
+    KEEP_BYTES = 32 * 2**20
 
     # -- backend primitives -------------------------------------------------------------
     @abc.abstractmethod
@@ -145,8 +229,16 @@ class Store(abc.ABC):
 
     def verified(self, h: str) -> Node | None:
         """The node at ``h`` re-hashed, whatever holds it (``cas verify``; ``get`` may trust
-        a record that a checksum ties to a node that was hashed when it was stored)."""
-        return self.get(h)
+        a record that a checksum ties to a node that was hashed when it was stored), read
+        from the storage whatever this process keeps."""
+        return self.stored(h)
+
+    def stored(self, h: str) -> Node | None:
+        """The node at ``h`` read from the storage, whatever this process keeps, and not kept
+        either: what whole-store operations (gc, reindex) read, so that they judge the
+        storage and leave the nodes a step keeps in place."""
+        check_hash(h)
+        return self._load(h)
 
     def check_storage(self) -> list[PackDamage]:
         """Damage of the storage itself rather than of a node (a pack's checksum):
@@ -180,6 +272,25 @@ class Store(abc.ABC):
         By default puts are written at once."""
         return contextlib.nullcontext()
 
+    # -- what this process keeps (docs/architecture.md, "What a process keeps") -----------
+    def kept(self) -> Kept:
+        """The nodes this process keeps of this store, read or written (made on first use)."""
+        found: Kept | None = self.__dict__.get("_kept_nodes")
+        if found is None:
+            with _MADE:
+                found = self.__dict__.setdefault(
+                    "_kept_nodes", Kept(self.KEEP_NODES, self.KEEP_BYTES)
+                )
+        return found
+
+    def _schemas_put(self) -> SchemasPut:
+        """The schemas this process put into this store (made on first use)."""
+        found: SchemasPut | None = self.__dict__.get("_schemas_put_here")
+        if found is None:
+            with _MADE:
+                found = self.__dict__.setdefault("_schemas_put_here", SchemasPut())
+        return found
+
     # -- shared behaviour ---------------------------------------------------------------
     def has(self, h: str) -> bool:
         if not is_hash(h):
@@ -200,9 +311,22 @@ class Store(abc.ABC):
         return {h for h in hashes if not self._exists(h)}
 
     def get(self, h: str) -> Node | None:
-        """The node at ``h`` (a checked hash), None if absent; CorruptNode if damaged."""
+        """The node at ``h`` (a checked hash), None if absent; CorruptNode if damaged.
+
+        Read and decoded once per process (``kept``): a node kept is served again once the
+        storage says it still holds it (``_exists``: a file's ``stat``, not its reading and
+        re-hashing), so a node gc deleted is never served from memory."""
         check_hash(h)
-        return self._load(h)
+        kept = self.kept()
+        node = kept.get(h)
+        if node is not None:
+            if self._exists(h):
+                return node
+            kept.drop(h)
+        node = self._load(h)
+        if node is not None:
+            kept.keep(h, node, _size(node.payload))
+        return node
 
     def require(self, h: str, what: str = "CAS node") -> Node:
         node = self.get(h)
@@ -224,8 +348,11 @@ class Store(abc.ABC):
         how many pieces were rebuilt."""
         return 0
 
-    def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
+    def _store(
+        self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True
+    ) -> Node | None:
         """Write a node unless present; either way record the put of it and of its type.
+        Returns the node as stored (its first writer's timestamp), when this store knows it.
 
         Under the writers' lock (see ``sweeping``), so that gc sees a node and its type as
         freshly put, or finds both gone and the writer stores them again. A new typed node
@@ -235,31 +362,31 @@ class Store(abc.ABC):
         with self._writing():
             type_ok = type_hash == h or self._refresh(type_hash)
             if self._refresh(h):
-                self._same(h, type_hash, payload)
-                return
+                return self._same(h, type_hash, payload)
             if typed and not type_ok:
                 raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
             node = Node(type_hash, payload, time.time_ns() // 1_000_000)
             if self._create(h, node):
                 self._index_add(type_hash, h)
-            else:  # another writer stored it first
-                self._same(h, type_hash, payload)
+                return node
+            return self._same(h, type_hash, payload)  # another writer stored it first
 
-    def _same(self, h: str, type_hash: str, payload: Any) -> None:
-        """Raise Collision unless the node stored at ``h`` has this type and payload.
+    def _same(self, h: str, type_hash: str, payload: Any) -> Node | None:
+        """Raise Collision unless the node stored at ``h`` has this type and payload; the
+        node as stored (None if it is gone).
 
         XXH64 is not collision-resistant: two different nodes may share a hash. The hashed
         bytes (type, then the payload's deterministic CBOR) are compared, so the same payload
         written with its keys in another order is the same node.
         """
-        stored = self._load(h)
+        stored = self._load(h)  # the storage's, whatever this process keeps
         if stored is None:
-            return
+            return None
         if stored.type == type_hash and (
             dumps(stored.payload) == dumps(payload)
             or codec.dcbor(stored.payload) == codec.dcbor(payload)
         ):
-            return
+            return stored
         raise Collision(
             f"hash collision: node {h} is stored with other content; nothing was written "
             "(XXH64 is not collision-resistant: change the payload, e.g. add a field)"
@@ -305,15 +432,29 @@ class Store(abc.ABC):
         timestamp. An unknown type or an invalid payload raises and stores nothing. Every
         known secret in the payload's strings is stored as ``***`` (``uwf.util.secrets``).
         """
-        from uwf.cas import schema
+        type_hash, h, payload, size = self._prepare(type_hash, payload)
+        node = self._store_typed(h, type_hash, payload)
+        if node is not None:  # this process keeps what it wrote (nodes never change)
+            self.kept().keep(h, node, size)
+        return h
 
+    def _prepare(self, type_hash: str, payload: Any) -> tuple[NodeHash, NodeHash, Any, int]:
+        """What ``put`` does before it writes: the checked type hash, the node's hash, its
+        payload as stored (redacted, canonical; validated against its schema unless stored
+        already) and the size of its encoding."""
         type_hash = check_hash(type_hash, "type hash")
         payload = canonical(redact_payload(payload))
-        h = codec.node_hash(type_hash, payload)
-        if self._known(h, type_hash):  # validated when first stored: nothing to check again
-            self._store(h, type_hash, payload)
-            return h
+        h, size = codec.hashed(type_hash, payload)
+        if not self._known(h, type_hash):  # else validated when first stored
+            self._validate(type_hash, payload)
+        return type_hash, h, payload, size
+
+    def _validate(self, type_hash: NodeHash, payload: Any) -> None:
+        from uwf.cas import schema
+
         schema_node = self.get(type_hash)
+        if schema_node is None and self._put_again(type_hash):
+            schema_node = self.get(type_hash)
         if schema_node is None:
             raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
         meta = schema.meta_hash()
@@ -325,8 +466,28 @@ class Store(abc.ABC):
             problems = schema.validate(schema_node.payload, payload, type_hash)
             if problems:
                 raise SchemaViolation(f"payload does not match schema {type_hash}: {problems[0]}")
-        self._store(h, type_hash, payload)
-        return h
+
+    def _store_typed(self, h: NodeHash, type_hash: NodeHash, payload: Any) -> Node | None:
+        """``_store``; when the type is a schema this process put (``put_schema``) and gc has
+        collected it since, it is put again first, as a put of it would have."""
+        try:
+            return self._store(h, type_hash, payload)
+        except NotFound:
+            if not self._put_again(type_hash):
+                raise
+        return self._store(h, type_hash, payload)
+
+    def _put_again(self, type_hash: str) -> bool:
+        """Store again a schema this process put that is no longer stored; False when this
+        process never put it."""
+        from uwf.cas import schema
+
+        stored = self._schemas_put().payloads.get(type_hash)
+        if stored is None:
+            return False
+        meta = schema.meta_hash()
+        self._store(NodeHash(type_hash), meta, stored, typed=False)
+        return True
 
     def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
         """``put`` each of ``nodes`` (type hash, payload), in order; their hashes.
@@ -339,16 +500,41 @@ class Store(abc.ABC):
         return [self.put(type_hash, payload) for type_hash, payload in nodes]
 
     def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
-        """Store a JSON Schema (typed by the meta-schema) and return its hash."""
+        """Store a JSON Schema (typed by the meta-schema) and return its hash: the type of the
+        nodes the caller puts next. Put once per process (docs/architecture.md, "What a process
+        keeps"): every put of a node refreshes its type's last put under the writers' lock, and
+        puts the type again should gc have collected it, so a schema is never taken from under
+        the nodes it types. A schema referred to by ``cas_ref`` instead (a Workflow node's
+        role schemas) is put with ``put(ensure_meta(), schema)``, which refreshes it."""
+        from uwf.util import secrets
+
+        try:  # the schema as given, and the secrets its redaction masks
+            key: tuple[str, tuple[str, ...]] | None = (dumps(schema_payload), secrets.values())
+        except (TypeError, ValueError):  # not JSON: put refuses it
+            key = None
+        memo = self._schemas_put()
+        found = memo.hashes.get(key) if key is not None else None
+        if found is not None:
+            return found
         meta = self.ensure_meta()
-        return self.put(meta, schema_payload)
+        type_hash, h, payload, size = self._prepare(meta, schema_payload)
+        node = self._store(h, type_hash, payload)
+        if node is not None:
+            self.kept().keep(h, node, size)
+        if key is not None:
+            memo.remember(key, h, payload)
+        return h
 
     def ensure_meta(self) -> NodeHash:
-        """Write the self-typed meta-schema if it is missing; return its hash."""
+        """Write the self-typed meta-schema if it is missing; return its hash. Asked once per
+        process: gc never collects the meta-schema (docs/architecture.md, "Garbage
+        collection")."""
         from uwf.cas import schema
 
         h = schema.meta_hash()
-        if not self._exists(h):
+        memo = self._schemas_put()
+        if not memo.meta and not self._exists(h):
             payload = canonical(schema.META_SCHEMA)
             self._store(h, h, payload)
+        memo.meta = True
         return h

@@ -315,10 +315,18 @@ def backend() -> "Backend":
 
     store = _Invocation.root_options.get("store")
     opened = open_backend(store)
-    secrets.register(lambda: _secret_values(opened.root, store))  # read on first redaction
+    secrets.register(
+        lambda: _secret_values(opened.root, store), stamp=lambda: _secrets_stamp(opened.root)
+    )  # read on first redaction
     if _Invocation.active:
         _Invocation.opened.append(opened)
     return opened
+
+
+def _secrets_stamp(root: Path) -> object:
+    from uwf.config.secrets import stamp
+
+    return stamp(root)
 
 
 def _secret_values(root: Path, store: str | None) -> list[str]:

@@ -22,12 +22,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from uwf.util import fsio, yamlio
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.config.envfile import ENV_FILE as ENV_FILE  # .env lives in its own module
+from uwf.config.envfile import ENV_LIMIT as ENV_LIMIT
+from uwf.config.envfile import apply_dotenv as apply_dotenv
+from uwf.config.envfile import env_path as env_path
+from uwf.config.envfile import load_dotenv as load_dotenv
+from uwf.util import yamlio
+from uwf.util.errors import InvalidInput
+from uwf.util.filememo import FileMemo
 
 CONFIG_FILE = "config.yaml"
-ENV_FILE = ".env"
-ENV_LIMIT = 1 << 20  # bytes of .env read (a key file of a few lines)
 _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -130,29 +134,30 @@ def config_path(root: Path) -> Path:
     return root / CONFIG_FILE
 
 
-def env_path(root: Path) -> Path:
-    return root / ENV_FILE
-
-
 # --------------------------------------------------------------------------------- loading
 
 
+#: What each config.yaml parsed to, while the file is unchanged (``util.filememo``): a process
+#: stepping in a loop reads the file at every step, and parses it again only after a change.
+CONFIGS: FileMemo[Config] = FileMemo()
+
+
 def load_config(root: Path) -> Config:
-    """Read ``<root>/config.yaml``; a missing file is an empty config, never an error."""
+    """Read ``<root>/config.yaml``; a missing file is an empty config, never an error. Parsed
+    and checked once per version of the file (``CONFIGS``): an edit is seen by the next call."""
     path = config_path(root)
-    try:
-        data = fsio.read_bytes(path, yamlio.MAX_BYTES)  # more is refused by yamlio.load
-    except OSError as exc:
-        raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if data is None:
-        return Config(root=root)
-    if len(data) > yamlio.MAX_BYTES:
-        raise InvalidInput(f"{_PREFIX}{path} is too large: more than {yamlio.MAX_BYTES} bytes")
-    try:
-        raw = yamlio.load(data, source=CONFIG_FILE, path=path)
-    except InvalidInput as exc:
-        raise InvalidInput(_PREFIX + exc.message) from None
-    return parse_config(raw, root=root)
+
+    def parse(data: bytes) -> Config:
+        if len(data) > yamlio.MAX_BYTES:  # more is refused by yamlio.load
+            raise InvalidInput(f"{_PREFIX}{path} is too large: more than {yamlio.MAX_BYTES} bytes")
+        try:
+            raw = yamlio.load(data, source=CONFIG_FILE, path=path)
+        except InvalidInput as exc:
+            raise InvalidInput(_PREFIX + exc.message) from None
+        return parse_config(raw, root=root)
+
+    found = CONFIGS.load(path, parse, yamlio.MAX_BYTES)
+    return found if found is not None else Config(root=root)
 
 
 def parse_config(raw: Any, *, root: Path | None = None) -> Config:
@@ -415,33 +420,3 @@ def resolve_model(config: Config, alias: str, env: Mapping[str, str] | None = No
 
 
 # ------------------------------------------------------------------------------------ .env
-
-
-def load_dotenv(root: Path) -> dict[str, str]:
-    """The ``KEY=VALUE`` pairs of ``<root>/.env`` (values literal: no ``${VAR}`` expansion)."""
-    path = env_path(root)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return {}
-    if not path.is_file():
-        return {}
-    if size > ENV_LIMIT:
-        raise UwfError(f"cannot read {path}: it is too large ({size} bytes, limit {ENV_LIMIT})")
-    from dotenv import dotenv_values
-
-    try:
-        values = dotenv_values(path, interpolate=False, encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UwfError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def apply_dotenv(root: Path) -> list[str]:
-    """Put ``<root>/.env`` into ``os.environ`` without overriding; return the names set."""
-    applied = []
-    for key, value in load_dotenv(root).items():
-        if key not in os.environ:
-            os.environ[key] = value
-            applied.append(key)
-    return applied

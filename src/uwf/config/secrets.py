@@ -16,8 +16,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from uwf.config.config import CONFIG_FILE, Config, load_config, load_dotenv
-from uwf.util import fsio, secrets, yamlio
+from uwf.config.config import CONFIG_FILE, Config, load_config
+from uwf.config.envfile import ENV_FILE, load_dotenv
+from uwf.util import filememo, fsio, secrets, yamlio
 from uwf.util.errors import UwfError
 
 STORE_ENV = "UWF_STORE"
@@ -84,7 +85,13 @@ def _configured_store(root: Path) -> str | None:
 def install(root: Path, store: str | None = None) -> None:
     """Make this machine's secrets (and the password of ``store``) known to the redaction
     of ``uwf.util.secrets``; they are read on its first use."""
-    secrets.register(lambda: secret_values(root, store))
+    secrets.register(lambda: secret_values(root, store), stamp=lambda: stamp(root))
+
+
+def stamp(root: Path) -> object:
+    """The versions of the files ``secret_values`` reads (``<root>/.env``, config.yaml), for
+    ``uwf.util.secrets.refresh``: a step after an edit of either reads the secrets anew."""
+    return filememo.stamp(root / ENV_FILE, root / CONFIG_FILE)
 
 
 def without_password(url: str) -> str:

@@ -83,18 +83,29 @@ def _to_json(value: Any) -> Any:
     raise _NotJson
 
 
+#: The last block loaded and what the loader made of it, never handed out (``_to_json`` copies
+#: it): the agent kit reads an answer's block twice, for a suspension and for the output.
+_last: tuple[str, Any] | None = None
+
+
 def load_mapping(block: str) -> dict[str, Any] | None:
     """The block as a JSON object; ``{}`` when empty, ``None`` when it is not a usable mapping.
 
     Any failure of the loader counts as "not usable": PyYAML raises more than YAMLError on
     hostile input (an impossible date, ``!!float abc``), and this function must not raise.
     """
+    global _last
     from uwf.util import yamlio
 
-    try:
-        data = yamlio.load(block, source="frontmatter")
-    except Exception:
-        return None
+    last = _last
+    if last is not None and last[0] == block:  # the same answer read again (suspension, offer)
+        data = last[1]
+    else:
+        try:
+            data = yamlio.load(block, source="frontmatter")
+        except Exception:
+            return None
+        _last = (block, data)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -14,6 +14,7 @@ import datetime as _dt
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,24 +62,51 @@ TAGS: dict[str, str] = {
 }
 
 
+# This process as the log names it, and the day files it wrote its first line into: a process
+# that steps in a loop (a worker, a program on uwf.api) makes a ProcessLog per step, and is
+# still one process with one "process start" line per file (docs/format.md, "The debug log").
+_process: tuple[int, str] | None = None  # (os pid, "<unix ms>-<os pid>")
+_started: set[Path] = set()
+_tags: set[str] = set()  # tags checked already
+_private_dirs: set[Path] = set()  # log directories made private by this process
+_KEPT = 1024  # paths each set holds at most
+
+
+def process_id() -> str:
+    """``<unix ms of this process's first log>-<os pid>``: the same for every line of this
+    process (a forked child is another process)."""
+    global _process
+    pid = os.getpid()
+    if _process is None or _process[0] != pid:
+        _process = (pid, f"{time.time_ns() // 1_000_000}-{pid}")
+        _started.clear()
+    return _process[1]
+
+
 class ProcessLog:
     """Appends debug lines for one process; context (thread, workflow) added to each line."""
 
     def __init__(self, root: Path, **context: str) -> None:
         now = _dt.datetime.now(_dt.UTC)
         self.path = root / "logs" / f"{now:%Y-%m-%d}.jsonl"
-        self.pid = f"{int(now.timestamp() * 1000)}-{os.getpid()}"
+        self.pid = process_id()
         self.context = {k: v for k, v in context.items() if v}
-        argv = redact(jsonfmt.dumps(sys.argv))
-        # the context (thread, workflow) is in the line's own fields: not repeated here
-        self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}")
+        if self.path not in _started:
+            if len(_started) >= _KEPT:  # a process of months: start lines again, not memory
+                _started.clear()
+            _started.add(self.path)
+            argv = redact(jsonfmt.dumps(sys.argv))
+            # the context (thread, workflow) is in the line's own fields: not repeated here
+            self.write("W9F3RK2M", f"process start argv={argv} python={sys.version.split()[0]}")
 
     def bind(self, **context: str) -> None:
         self.context.update({k: v for k, v in context.items() if v})
 
     def write(self, tag: str, msg: str, **extra: Any) -> None:
-        if not re.fullmatch(TAG_PATTERN, tag):
-            raise ValueError(f"invalid log tag: {tag}")
+        if tag not in _tags:
+            if not re.fullmatch(TAG_PATTERN, tag):
+                raise ValueError(f"invalid log tag: {tag}")
+            _tags.add(tag)
         ts = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         entry: dict[str, Any] = {"ts": ts, "pid": self.pid, "tag": tag, "msg": msg}
         entry.update(self.context)
@@ -92,13 +120,25 @@ def append_private(path: Path, text: str) -> None:
     both tightened when an older uwf made them readable by others). Never fails."""
     try:
         directory = path.parent
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if directory.stat().st_mode & 0o077:
-            directory.chmod(0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if directory not in _private_dirs:  # once per process (and again should it go)
+            _private_dir(directory)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            _private_dir(directory)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with open(fd, "ab") as fh:
             if os.fstat(fd).st_mode & 0o077:
                 os.fchmod(fd, 0o600)
             fh.write(text.encode("utf-8", "replace"))
     except OSError:
         pass
+
+
+def _private_dir(directory: Path) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        directory.chmod(0o700)
+    if len(_private_dirs) >= _KEPT:
+        _private_dirs.clear()
+    _private_dirs.add(directory)

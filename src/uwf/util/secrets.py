@@ -5,7 +5,10 @@ found by its shape wherever it appears) and the values the sources registered he
 (``uwf.config.secrets`` registers the values of the variables docs/architecture.md,
 "Security", lists: provider API keys, ``PGPASSWORD``, the variables named in ``secrets:`` of
 config.yaml, every ``<root>/.env`` entry, store URL passwords). Sources are read once, on the
-first redaction, so a command that never prints, logs or stores agent text never reads them.
+first redaction, so a command that never prints, logs or stores agent text never reads them; a
+process stepping in a loop calls ``refresh`` at each step, which reads them again once what they
+read changed (a source's ``stamp``: the identity of the files it reads), so that a key added to
+``.env`` while a worker runs is redacted from its next step on.
 
 ``redact`` replaces each occurrence with ``***``. Values shorter than ``MIN_LENGTH``
 characters are not redacted: they would mask ordinary words and, worse, parts of hashes.
@@ -22,17 +25,40 @@ MIN_LENGTH = 6
 URL_PASSWORD = r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]*@"  # scheme://user:PASSWORD@
 
 _sources: dict[str, Callable[[], Iterable[str]]] = {}
+_stamps: dict[str, Callable[[], object]] = {}  # what tells that a source would read anew
+_seen: dict[str, object] = {}  # each stamp when the values were last read
 _values: tuple[str, ...] | None = None
 _url: re.Pattern[str] | None = None
 
 
-def register(source: Callable[[], Iterable[str]], key: str = "store") -> None:
+def register(
+    source: Callable[[], Iterable[str]],
+    key: str = "store",
+    stamp: Callable[[], object] | None = None,
+) -> None:
     """Set the source of secret values named ``key`` (replacing the one of that name: a
     process that opens its store again, as tests and embedders do, keeps one); it is called
-    once, on the first redaction after this."""
+    once, on the first redaction after this, and again after a ``refresh`` that finds its
+    ``stamp`` changed (without a stamp: never again)."""
     global _values
     _sources[key] = source
+    if stamp is None:
+        _stamps.pop(key, None)
+    else:
+        _stamps[key] = stamp
     _values = None
+
+
+def refresh() -> None:
+    """Read the sources again, at the next redaction, if a stamp changed since they were
+    read: called once per step by a process that steps in a loop (a few ``stat`` calls)."""
+    global _values
+    if _values is None:
+        return
+    for key, stamp in list(_stamps.items()):
+        if stamp() != _seen.get(key):
+            _values = None
+            return
 
 
 def add(*values: str) -> None:
@@ -48,6 +74,8 @@ def values() -> tuple[str, ...]:
     global _values
     if _values is None:
         found: set[str] = set()
+        for key, stamp in list(_stamps.items()):  # before reading: a change meanwhile shows
+            _seen[key] = stamp()
         for source in list(_sources.values()):
             found.update(v for v in source() if isinstance(v, str) and len(v) >= MIN_LENGTH)
         _values = tuple(sorted(found, key=len, reverse=True))

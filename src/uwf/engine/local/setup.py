@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from uwf.config.config import config_path, env_path, parse_config
+from uwf.config.config import config_path, parse_config
+from uwf.config.envfile import env_path
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput
 from uwf.util.jsonfmt import is_utf8

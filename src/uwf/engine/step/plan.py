@@ -26,6 +26,7 @@ from uwf.config.config import (
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import BlankPrompt, Decision, ModeratorError
 from uwf.protocol import schemas
+from uwf.util import secrets
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UsageError, UwfError
 from uwf.util.ulid import ThreadId
@@ -167,6 +168,7 @@ def plan_step(
     except ModeratorError as exc:
         raise UwfError(f"moderator evaluate failed: {exc}") from None
     config = load_config(backend.root)
+    secrets.refresh()  # a process stepping in a loop: .env or config.yaml edited since?
     base = StepPlan(
         thread=thread,
         workflow=start.workflow,

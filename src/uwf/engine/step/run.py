@@ -24,7 +24,7 @@ from typing import Protocol
 from uwf.adapters import process
 from uwf.adapters.process import Finished
 from uwf.backend.base import Backend, Waiting
-from uwf.config.config import load_dotenv
+from uwf.config.envfile import load_dotenv
 from uwf.engine.step.plan import StepPlan
 from uwf.model import live
 from uwf.model.artifacts import ENV as ARTIFACTS_ENV
@@ -153,6 +153,13 @@ def _private_dir(path: Path) -> None:
 
 def _remove(path: Path) -> None:
     """Remove ``path`` whatever it is, never following a symbolic link."""
+    try:
+        os.rmdir(path)  # the usual case, one call: nothing there, or the empty directory
+        return  # a run left (rmdir never follows a link: it fails on one)
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # a directory with files in it, a link, a file
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
     elif path.exists():

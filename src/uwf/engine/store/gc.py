@@ -345,7 +345,7 @@ def _owners(
 
 def _read(store: Store, h: str) -> Any:
     try:
-        return store.get(h)
+        return store.stored(h)
     except CorruptNode as exc:
         raise UwfError(
             f"cas gc stopped, nothing was deleted: {exc} (it is reachable, so what it refers "
@@ -358,7 +358,7 @@ def _registered_workflow(store: Store, h: str, type_hash: str, names: set[str]) 
     if type_hash not in schemas.hashes().workflows:
         return False
     try:
-        node = store.get(h)
+        node = store.stored(h)
     except CorruptNode:
         return False
     return node is not None and isinstance(node.payload, dict) and node.payload.get("name") in names
@@ -367,7 +367,7 @@ def _registered_workflow(store: Store, h: str, type_hash: str, names: set[str]) 
 def _first_put(store: Store, h: str) -> int:
     """When a head node was first written (0 when unreadable: then nothing is collected)."""
     try:
-        node = store.get(h)
+        node = store.stored(h)
     except CorruptNode:
         return 0
     return node.timestamp if node is not None else 0

@@ -58,7 +58,7 @@ def _problem(
     store: Store, h: NodeHash, types: set[str], what: str, kind: str, corrupt: bool
 ) -> str | None:
     try:
-        node = store.get(h)
+        node = store.stored(h)  # the storage's, whatever this process keeps
     except CorruptNode as exc:
         return f"{what} {h} is corrupt ({exc})" if corrupt else None
     if node is None:

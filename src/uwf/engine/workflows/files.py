@@ -173,7 +173,8 @@ def materialise(store: Store, definition: dict[str, Any]) -> dict[str, Any]:
             "capabilities": list(spec["capabilities"]),
             "procedure": spec["procedure"],
             "output": spec["output"],
-            "meta": store.put_schema(schema),
+            # a reference, not a type: put (refreshed), not put_schema (once per process)
+            "meta": store.put(store.ensure_meta(), schema),
         }
         if "retry" in spec:  # only then the retry type: other hashes stay as they were
             roles[role]["retry"] = dict(spec["retry"])
