@@ -138,6 +138,17 @@ class Store(abc.ABC):
         """
         return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
 
+    def pack_due(self) -> bool:
+        """Whether enough small packs or loose nodes piled up to pack them (asked after each
+        step, cheaply: docs/architecture.md, "Automatic packing"). Never on a store without
+        packs."""
+        return False
+
+    def pack_in_background(self) -> int | None:
+        """Start packing in a process of its own unless a ``cas gc`` or ``cas pack`` runs;
+        its pid, or None when nothing was started."""
+        return None
+
     def scan_order(self, hashes: set[NodeHash]) -> list[NodeHash]:
         """``hashes`` in the order that reads them all cheapest (``cas verify``): by hash,
         unless the backend stores nodes together (the filesystem's packs)."""

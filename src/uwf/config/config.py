@@ -117,6 +117,8 @@ class Config(NamedTuple):
     # children below its root, and threads it starts in all
     fan_out_depth: int = DEFAULT_FAN_OUT_DEPTH
     fan_out_threads: int = DEFAULT_FAN_OUT_THREADS
+    # whether steps start the filesystem store's automatic packing (docs/architecture.md)
+    auto_pack: bool = True
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -204,6 +206,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         secrets=tuple(raw.get("secrets") or ()),
         root=root,
         cli_reference=raw.get("cliReference") is not False,
+        auto_pack=raw.get("autoPack") is not False,
         cli_reference_overrides=_frozen(
             {
                 str(workflow): MappingProxyType(

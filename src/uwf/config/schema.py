@@ -164,6 +164,7 @@ CONFIG: dict[str, Any] = {
             },
         },
         "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
+        "autoPack": {"type": ["boolean", "null"], EXPECTED: "true or false"},
         "cliReferenceOverrides": _entries(
             {
                 "type": "object",

@@ -37,6 +37,8 @@ from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
 PROC_LOCKS = Path("/proc/locks")
+GC_LOCK = "gc.lock"
+AUTO = b"auto"  # in gc.lock while the automatic packing holds it
 
 
 def held_flock_inodes() -> set[int] | None:
@@ -319,13 +321,25 @@ class FsLocks(Locks):
             os.close(fd)
 
     @contextlib.contextmanager
-    def gc(self) -> Iterator[None]:
-        fd = fsio.open_lock(self.dir / "gc.lock")
+    def gc(self, *, background: bool = False) -> Iterator[None]:
+        """``flock`` of ``gc.lock``. Its holder writes ``auto`` into the file when it is the
+        automatic packing (``background``), nothing otherwise: a ``cas gc`` or ``cas pack``
+        that finds the lock held waits for an automatic packing to end, and fails at once
+        beside anything else. The automatic packing fails at once whoever holds it."""
+        fd = fsio.open_lock(self.dir / GC_LOCK)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise Busy("cas gc or cas pack is already running") from None
+                if background or os.pread(fd, len(AUTO), 0) != AUTO:
+                    raise Busy("cas gc or cas pack is already running") from None
+                fcntl.flock(fd, fcntl.LOCK_EX)  # an automatic packing ends soon: wait
+            os.ftruncate(fd, 0)
+            if background:
+                os.pwrite(fd, AUTO, 0)
             yield
         finally:
+            if background:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
             os.close(fd)

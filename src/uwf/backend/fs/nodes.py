@@ -1,10 +1,11 @@
 """The filesystem store: loose node files, and packs of many nodes (docs/format.md, "Packs").
 
-A new node is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compact JSON, read-only,
-written once (temp file, fsync, link, fsync of the directory) and never rewritten, so a crash
-leaves it either absent or whole. ``uwf cas pack`` (and ``cas gc``) move loose nodes into
-packs under ``<root>/cas/packs/`` (``packs.py``): a pack and its index are durable before any
-loose file goes. Readers look in the packs, then at the loose file, and when both miss they
+A node put alone is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compact JSON,
+read-only, written once (temp file, fsync, link, fsync of the directory) and never rewritten,
+so a crash leaves it either absent or whole. The nodes of one step (``put_many``) are one
+small pack under ``<root>/cas/packs/`` (``batch.py``); ``uwf cas pack``, ``cas gc`` and the
+automatic packing after steps merge loose nodes and packs into larger packs (``packing.py``):
+a pack and its index are durable before any loose file or replaced pack goes. Readers look in the packs, then at the loose file, and when both miss they
 list the packs again (a pack written meanwhile may hold a node whose loose file just went).
 Whatever holds it, a node whose content does not hash to its name is reported as corrupt,
 never used. The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended
@@ -14,7 +15,7 @@ Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a 
 ``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is never
 deleted between a writer's "it exists" and the writer linking to it. A put that finds its
 node already stored refreshes its last put: the loose file's mtime, or, for a node only in a
-pack, a loose copy of it (packs never change). gc judges a node's age by the later of its
+pack, a loose copy of it (a batch: a copy in its pack; packs never change). gc judges a node's age by the later of its
 timestamp and its last put.
 """
 
@@ -27,7 +28,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.fs.damage import INDEX_LIMIT, read_state
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from uwf.util.outputs import PackDamage, Packed
 
 SWEEP_LOCK = "cas-sweep.lock"
-MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this many
 BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
 
 
@@ -116,8 +116,17 @@ class FsStore(Store):
                 except OSError as exc:
                     raise UwfError(f"cannot read pack {name}: {exc.strerror or exc}") from None
             found.append(pack)
+        found.sort(key=lambda p: p.count, reverse=True)  # most lookups end in the largest
         self._packs = found
         return found
+
+    def add_pack(self, name: str) -> None:
+        """A pack this process just wrote (``put_many``): read from now on, without listing
+        the packs again."""
+        from uwf.backend.fs.packs import Pack
+
+        current = [p for p in self.packs() if p.name != name]
+        self._packs = [*current, Pack(self.pack_dir, name)]
 
     def _packs_changed(self) -> bool:
         """List the packs again after a miss; True when the set changed."""
@@ -357,6 +366,15 @@ class FsStore(Store):
         )
 
     # -- writing ------------------------------------------------------------------------
+    def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
+        """The nodes of one step as one pack: three fsyncs for the batch, whatever its size
+        (``batch``; docs/format.md, "The filesystem backend"). A single node is a loose file."""
+        if len(nodes) < 2:
+            return super().put_many(nodes)
+        from uwf.backend.fs import batch
+
+        return batch.put_many(self, nodes)
+
     def _create(self, h: NodeHash, node: Node) -> bool:
         data = dumps(node.as_dict()).encode()
         return fsio.create_once(self.path(h), data, mode=0o444)
@@ -415,6 +433,16 @@ class FsStore(Store):
         from uwf.backend.fs.packing import pack_store
 
         return pack_store(self, everything=everything)
+
+    def pack_due(self) -> bool:
+        from uwf.backend.fs.packing import due
+
+        return due(self)
+
+    def pack_in_background(self) -> int | None:
+        from uwf.backend.fs import autopack
+
+        return autopack.start(self)
 
     # -- the type index -----------------------------------------------------------------
     def _index_add(self, type_hash: str, h: NodeHash) -> None:

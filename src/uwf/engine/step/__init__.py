@@ -186,6 +186,7 @@ def step_held(
             else:
                 result = _run(backend, lock, plan, runner, log, span, should_stop)
             tracing.landed(span, result)
+            _pack_soon(backend, log)
             return result
         except UwfError as exc:
             log.write("B8T5N1V6", f"step failed: {exc.message}")
@@ -196,6 +197,24 @@ def step_held(
             log.write("H2V7N5C9", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exc.exit_code)
             raise
+
+
+def _pack_soon(backend: Backend, log: ProcessLog) -> None:
+    """Start the store's automatic packing when enough small packs or loose nodes piled up
+    (docs/architecture.md, "Automatic packing"; ``autoPack: false`` in config.yaml turns it
+    off). A few ``stat`` calls when there is nothing to do; never fails the step."""
+    try:
+        if not backend.nodes.pack_due():
+            return
+        from uwf.config.config import load_config
+
+        if not load_config(backend.root).auto_pack:
+            return
+        pid = backend.nodes.pack_in_background()
+    except (UwfError, OSError):
+        return
+    if pid is not None:
+        log.write("A7P3K9W2", f"automatic packing started pid={pid}")
 
 
 def _run(
