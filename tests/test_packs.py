@@ -5,6 +5,7 @@ packed nodes in tests/test_cas_store.py (``TestPackedFsStore``); killing `cas pa
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
@@ -241,7 +242,7 @@ def test_packs_stay_a_doubling_progression(cas: Path) -> None:
         everything += [store.put(s, {"n": 100 + 2 * k + i}) for i in range(2)]
         store.pack()
         counts = sorted(p.count for p in FsStore(cas).packs())
-        assert all(b >= packing.FACTOR * a for a, b in zip(counts, counts[1:], strict=False))
+        assert all(b >= packing.FACTOR * a for a, b in itertools.pairwise(counts))
         assert len(counts) <= sum(counts).bit_length()
     fresh = FsStore(cas)
     assert [fresh.require(h).payload["n"] for h in everything] == [

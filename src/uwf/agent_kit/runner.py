@@ -5,8 +5,9 @@ the rest: arguments, context from the chain (with compaction summaries: ``ctx.hi
 format instruction, the two-layer extract (frontmatter fast path, up to two corrections, then
 the LLM fallback), the artifacts left in ``$UWF_ARTIFACTS_DIR``, the StepNode write, and
 printing its hash. Every node the step puts is held by ``ctx.store`` and written with the
-others in one ``put_many`` once the StepNode is put (one pack, one transaction). Every failure is one ``error: …`` line on stderr and exit 1 (2 for a usage
-error: ``uwf.agent_kit.args``, the command line every agent shares).
+others in one ``put_many`` once the StepNode is put (one pack, one transaction). Every
+failure is one ``error: …`` line on stderr and exit 1 (2 for a usage error:
+``uwf.agent_kit.args``, the command line every agent shares).
 """
 
 from __future__ import annotations

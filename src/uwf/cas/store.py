@@ -144,9 +144,10 @@ class Store(abc.ABC):
         packs."""
         return False
 
-    def pack_in_background(self) -> int | None:
-        """Start packing in a process of its own unless a ``cas gc`` or ``cas pack`` runs;
-        its pid, or None when nothing was started."""
+    def pack_in_background(self, *, process: bool = False) -> str | None:
+        """Start packing beside the caller unless a ``cas gc`` or ``cas pack`` runs: in a
+        process of its own (``process``: the caller exits soon), else in a thread; what was
+        started (``pid <n>``, ``thread``), or None."""
         return None
 
     def scan_order(self, hashes: set[NodeHash]) -> list[NodeHash]:

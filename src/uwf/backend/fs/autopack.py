@@ -2,10 +2,13 @@
 
 Each step writes its nodes as one small pack (``batch``), and ``thread start``, ``workflow
 put`` and ``cas put`` write loose files; left alone they would pile up, each a few KiB of
-disk and one more file for every reader to open. So after each step the engine calls
+disk and one more file for every reader to open. So after each step the engine asks
 ``FsStore.pack_due`` (``packing.due``: a few ``stat`` calls), and when there is work and no
-``cas gc`` or ``cas pack`` holds the gc lock, ``start`` runs this module in the background,
-``python -P -m uwf.backend.fs.autopack <cas dir> <lock dir>``, which
+``cas gc`` or ``cas pack`` holds the gc lock, ``start`` packs beside the step — in a process
+of its own, ``python -P -m uwf.backend.fs.autopack <cas dir> <lock dir>``, when the step's
+command exits after it (``uwf thread step``), else in a thread of the process (a worker, a
+background run, a program using uwf as a library: no process is started; the thread opens a
+store of its own). Either way ``main``:
 
 1. takes the gc lock as the automatic packing (``FsLocks.gc(background=True)``: it gives up
    at once when the lock is held; a ``cas gc`` or ``cas pack`` started meanwhile waits for
@@ -15,9 +18,11 @@ disk and one more file for every reader to open. So after each step the engine c
    geometric rule picks), under the same locks, so everything docs/format.md, "Packs", says
    of a pack's safety holds for it.
 
-It imports the store and nothing else (no CLI): a start costs a few tens of ms of CPU, once
-every ``AUTO_PACKS`` steps or so. Its exit code: 0 packed or nothing due, 4 busy, 1 failed;
-it prints nothing (nobody reads its streams), and a failure leaves every node where it was.
+The process imports the store and nothing else (no CLI): a start costs a few tens of ms of
+CPU, once every ``AUTO_PACKS`` steps or so. Its exit code: 0 packed or nothing due, 4 busy,
+1 failed; it prints nothing (nobody reads its streams), and a failure leaves every node where
+it was. A thread still packing when its process exits is cut short like a killed process:
+the next packing removes what it left.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,16 +41,29 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "start"]
 
+_thread: threading.Thread | None = None  # the packing this process runs in a thread, if any
 
-def start(store: FsStore) -> int | None:
+
+def start(store: FsStore, *, process: bool) -> str | None:
     """Start the automatic packing unless a gc or pack runs (the caller asked
-    ``packing.due``); its pid, or None when nothing was started."""
-    if not sys.executable or _gc_running(store.lock_dir):
+    ``packing.due``): in a process of its own (``process``), else in a thread of this one,
+    one at a time. What was started (``pid <n>``, ``thread``), or None."""
+    global _thread
+    if _gc_running(store.lock_dir):
         return None
-    from uwf.adapters import process
+    args = [str(store.dir), str(store.lock_dir)]
+    if process:
+        if not sys.executable:  # an embedding interpreter that cannot start Python
+            return None
+        from uwf.adapters import process as processes
 
-    argv = [sys.executable, "-P", "-m", __name__, str(store.dir), str(store.lock_dir)]
-    return process.start_background(argv, dict(os.environ))
+        argv = [sys.executable, "-P", "-m", __name__, *args]
+        return f"pid {processes.start_background(argv, dict(os.environ))}"
+    if _thread is not None and _thread.is_alive():
+        return None
+    _thread = threading.Thread(target=main, args=(args,), name="uwf-autopack", daemon=True)
+    _thread.start()
+    return "thread"
 
 
 def _gc_running(lock_dir: Path) -> bool:
@@ -80,7 +99,7 @@ def main(argv: list[str]) -> int:
                 packing.pack_store(store)
     except Busy:
         return 4
-    except UwfError:
+    except (UwfError, OSError):
         return 1
     return 0
 

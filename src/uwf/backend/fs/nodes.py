@@ -4,19 +4,20 @@ A node put alone is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compa
 read-only, written once (temp file, fsync, link, fsync of the directory) and never rewritten,
 so a crash leaves it either absent or whole. The nodes of one step (``put_many``) are one
 small pack under ``<root>/cas/packs/`` (``batch.py``); ``uwf cas pack``, ``cas gc`` and the
-automatic packing after steps merge loose nodes and packs into larger packs (``packing.py``):
-a pack and its index are durable before any loose file or replaced pack goes. Readers look in the packs, then at the loose file, and when both miss they
-list the packs again (a pack written meanwhile may hold a node whose loose file just went).
-Whatever holds it, a node whose content does not hash to its name is reported as corrupt,
-never used. The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended
-after the node is durable.
+automatic packing after steps merge loose nodes and packs into larger packs (``packing.py``,
+``autopack.py``): a pack and its index are durable before any loose file or replaced pack
+goes. Readers look in the packs, then at the loose file, and when both miss they list the
+packs again (a pack written meanwhile may hold a node whose loose file just went). Whatever
+holds it, a node whose content does not hash to its name is reported as corrupt, never used.
+The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended after the node
+is durable.
 
-Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a shared ``flock`` on
-``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is never
-deleted between a writer's "it exists" and the writer linking to it. A put that finds its
-node already stored refreshes its last put: the loose file's mtime, or, for a node only in a
-pack, a loose copy of it (a batch: a copy in its pack; packs never change). gc judges a node's age by the later of its
-timestamp and its last put.
+Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a shared
+``flock`` on ``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is
+never deleted between a writer's "it exists" and the writer linking to it. A put that finds
+its node already stored refreshes its last put: the loose file's mtime, or, for a node only
+in a pack, a loose copy of it (a batch: a copy in its own pack; packs never change). gc
+judges a node's age by the later of its timestamp and its last put.
 """
 
 from __future__ import annotations
@@ -313,28 +314,12 @@ class FsStore(Store):
         when its records cannot even be read). A crash leftover holds none: left out."""
         from uwf.backend.fs import orphans
 
-        out: dict[str, list[str] | None] = {}
-        for name in orphans.names(self.pack_dir):
-            try:
-                unique: list[str] | None = orphans.only_here(self.pack_dir, name, self._elsewhere)
-            except (CorruptNode, OSError):
-                unique = None
-            if unique is None or unique:
-                out[name] = unique
-        return out
+        return orphans.found(self.pack_dir, self._elsewhere)
 
     def _orphan_damage(self) -> list[PackDamage]:
-        damaged: list[PackDamage] = []
-        for name, unique in self.orphan_nodes().items():
-            what = (
-                f"{len(unique)} nodes only it holds cannot be read; `uwf cas reindex` rebuilds "
-                "the index"
-                if unique is not None
-                else "its records cannot be read either"
-            )
-            problem = f"{self.pack_dir / name}.pack has no index ({name}.idx): {what}"
-            damaged.append({"pack": name, "problem": problem})
-        return damaged
+        from uwf.backend.fs import orphans
+
+        return orphans.damage(self.pack_dir, self.orphan_nodes())
 
     def storage_doubts(self) -> list[PackDamage]:
         return self._orphan_damage()
@@ -344,11 +329,7 @@ class FsStore(Store):
         (``cas reindex``); how many indexes were written."""
         from uwf.backend.fs import orphans
 
-        rebuilt = 0
-        for name, unique in self.orphan_nodes().items():
-            if unique is not None:
-                orphans.rebuild(self.pack_dir, name)
-                rebuilt += 1
+        rebuilt = orphans.repair(self.pack_dir, self.orphan_nodes())
         if rebuilt:
             self._list_packs()
         return rebuilt
@@ -357,13 +338,7 @@ class FsStore(Store):
         """Why a node may be missing: a pack that lost its index (named), else nothing."""
         from uwf.backend.fs import orphans
 
-        lost = orphans.names(self.pack_dir)
-        if not lost:
-            return ""
-        return (
-            f" ({self.pack_dir / lost[0]}.pack has no index: `uwf cas verify` says what is "
-            "damaged, `uwf cas reindex` rebuilds the index)"
-        )
+        return orphans.hint(self.pack_dir)
 
     # -- writing ------------------------------------------------------------------------
     def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
@@ -439,10 +414,10 @@ class FsStore(Store):
 
         return due(self)
 
-    def pack_in_background(self) -> int | None:
+    def pack_in_background(self, *, process: bool = False) -> str | None:
         from uwf.backend.fs import autopack
 
-        return autopack.start(self)
+        return autopack.start(self, process=process)
 
     # -- the type index -----------------------------------------------------------------
     def _index_add(self, type_hash: str, h: NodeHash) -> None:

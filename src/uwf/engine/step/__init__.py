@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import otel
@@ -58,6 +59,7 @@ __all__ = [
     "check_timeout",
     "dry_run",
     "hold",
+    "packing_in_a_process",
     "step",
     "step_held",
     "step_many",
@@ -199,6 +201,23 @@ def step_held(
             raise
 
 
+#: Where a step starts the store's automatic packing: in a thread of this process (the
+#: default: a worker, a background run, a program using uwf as a library), or, set by a
+#: command that exits after its steps (``packing_in_a_process``), in a process of its own.
+_PACK_IN_A_PROCESS: ContextVar[bool] = ContextVar("uwf_pack_in_a_process", default=False)
+
+
+@contextlib.contextmanager
+def packing_in_a_process() -> Iterator[None]:
+    """For the steps of the block, start the automatic packing in a process of its own
+    (``uwf thread step``: the command exits before a pack in a thread would end)."""
+    token = _PACK_IN_A_PROCESS.set(True)
+    try:
+        yield
+    finally:
+        _PACK_IN_A_PROCESS.reset(token)
+
+
 def _pack_soon(backend: Backend, log: ProcessLog) -> None:
     """Start the store's automatic packing when enough small packs or loose nodes piled up
     (docs/architecture.md, "Automatic packing"; ``autoPack: false`` in config.yaml turns it
@@ -210,11 +229,11 @@ def _pack_soon(backend: Backend, log: ProcessLog) -> None:
 
         if not load_config(backend.root).auto_pack:
             return
-        pid = backend.nodes.pack_in_background()
+        started = backend.nodes.pack_in_background(process=_PACK_IN_A_PROCESS.get())
     except (UwfError, OSError):
         return
-    if pid is not None:
-        log.write("A7P3K9W2", f"automatic packing started pid={pid}")
+    if started is not None:
+        log.write("A7P3K9W2", f"automatic packing started ({started})")
 
 
 def _run(
