@@ -23,7 +23,6 @@ an instant, at the price of one fsync per type per step.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from uwf.backend.fs.packs import Source
 from uwf.cas.batch import Batch
 from uwf.util import fsio
 from uwf.util.base32 import NodeHash
-from uwf.util.errors import CorruptNode, NotFound
+from uwf.util.errors import NotFound
 from uwf.util.jsonfmt import dumps
 
 if TYPE_CHECKING:
@@ -84,21 +83,10 @@ def _source(h: str, data: bytes, last_put: int) -> Source:
 
 def _recorded(store: FsStore, h: str, sources: list[Source], now: int) -> bool:
     """Record a put of ``h`` if it is stored: the mtime of its loose file, else a copy of
-    its packed record in ``sources``; False when it is not stored (nor readable)."""
-    ns = now * 1_000_000
-    try:
-        os.utime(store._file(h), ns=(ns, ns))  # allowed on a 0444 file for its owner
+    its packed record in ``sources``; False when it is not stored (nor readable: stored
+    again as a new node, or refused as a type)."""
+    found = store._touch(h, now * 1_000_000)
+    if isinstance(found, bytes):
+        sources.append(_source(h, found, now))
         return True
-    except FileNotFoundError:
-        pass
-    except OSError:  # another user's store: the node is there, its age stays as it was
-        return store._exists(h)
-    found = store._find(h) or store._find_fresh(h)
-    if found is None:
-        return False
-    try:
-        data = found[0].read(found[1])
-    except CorruptNode:
-        return False  # stored again (a new node) or refused (a type)
-    sources.append(_source(h, data, now))
-    return True
+    return found

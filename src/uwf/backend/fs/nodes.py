@@ -302,7 +302,7 @@ class FsStore(Store):
             if problem is not None:
                 damaged.append({"pack": name, "problem": str(pack.corrupt(problem))})
             pack.close()
-        return damaged + self._orphan_damage()
+        return damaged + self.storage_doubts()
 
     # -- packs without an index (backend/fs/orphans.py) ----------------------------------
     def _elsewhere(self, h: str) -> bool:
@@ -316,13 +316,10 @@ class FsStore(Store):
 
         return orphans.found(self.pack_dir, self._elsewhere)
 
-    def _orphan_damage(self) -> list[PackDamage]:
+    def storage_doubts(self) -> list[PackDamage]:
         from uwf.backend.fs import orphans
 
         return orphans.damage(self.pack_dir, self.orphan_nodes())
-
-    def storage_doubts(self) -> list[PackDamage]:
-        return self._orphan_damage()
 
     def repair_storage(self) -> int:
         """Rebuild the index of every pack that lost it and holds nodes found nowhere else
@@ -356,8 +353,19 @@ class FsStore(Store):
 
     def _refresh(self, h: str) -> bool:
         now = time.time_ns()  # the clock of node timestamps, not the kernel's coarser one
+        found = self._touch(h, now)
+        if not isinstance(found, bytes):
+            return found  # False: stored again as a new loose file, which readers then use
+        # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
+        fsio.create_once(self.path(h), found, mode=0o444)
+        return True
+
+    def _touch(self, h: str, ns: int) -> bool | bytes:
+        """Record a put of ``h`` at ``ns`` on its loose file (True); a node only in a pack:
+        its record's bytes, checked, for the caller to record it; False when it is not
+        stored (or its only copy is corrupt). A store of another user: whether it exists."""
         try:
-            os.utime(self._file(h), ns=(now, now))  # allowed on a 0444 file for its owner
+            os.utime(self._file(h), ns=(ns, ns))  # allowed on a 0444 file for its owner
             return True
         except FileNotFoundError:
             pass
@@ -370,10 +378,8 @@ class FsStore(Store):
             data = found[0].read(found[1])
             _decode(h, data)
         except CorruptNode:
-            return False  # stored again as a new loose file, which readers then use
-        # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
-        fsio.create_once(self.path(h), data, mode=0o444)
-        return True
+            return False
+        return data
 
     @contextlib.contextmanager
     def _flock(self, operation: int) -> Iterator[None]:
