@@ -38,8 +38,9 @@ class WorkloadAgent(mock.MockAgent):
     def __init__(self) -> None:
         super().__init__(name=SCENARIO)
 
-    def entry(self, ctx: AgentContext, visit: int) -> Any:
-        return workload.answer(ctx.task, ctx.role, ctx.depth + 1)
+    def pick(self, ctx: AgentContext) -> tuple[str, int, Any]:
+        visit = mock.role_visit(ctx, self.label)
+        return ctx.role, visit, workload.answer(ctx.task, ctx.role, ctx.depth + 1)
 
 
 def inprocess(call: AgentCall) -> str:

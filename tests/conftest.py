@@ -62,15 +62,18 @@ def _venv_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def scenario(tmp_path: Path) -> Any:
-    """Write a uwf-mock scenario (role -> entries) and return its ``--agent`` command line."""
+    """Write a uwf-mock scenario (role -> entries) and return its ``--agent`` command line:
+    the ``uwf-mock`` process, or with ``inprocess=True`` uwf-mock run in the stepping process
+    (``python:uwf-mock``, docs/api.md "Python agents") for tests whose subject is not the
+    process boundary — no process is started per step."""
     import yaml
 
     counter = iter(range(1000))
 
-    def make(roles: dict[str, Any] | None = None) -> str:
+    def make(roles: dict[str, Any] | None = None, *, inprocess: bool = False) -> str:
         path = tmp_path / f"scenario-{next(counter)}.yaml"
         path.write_text(yaml.safe_dump({"roles": roles or ONE_REJECTION}))
-        return f"uwf-mock --scenario {path}"
+        return f"{'python:' if inprocess else ''}uwf-mock --scenario {path}"
 
     return make
 

@@ -30,6 +30,7 @@ from support import BIN, Result, cli
 LONG = os.environ.get("UWF_LONG") == "1"
 STATE_FILES = ("threads.yaml", "registry.yaml", "history.jsonl")
 HISTORY_KEYS = {"thread", "workflow", "head", "completedAt", "status"}
+HISTORY_OPTIONAL = {"task", "cwd", "parent"}  # docs/format.md, "Thread state"
 HISTORY_STATUSES = {"completed", "killed", "max_rounds"}
 # uwf's line shape: a quoted key, then a quoted string or a one-line JSON object
 _QUOTED_LINE = re.compile(r'^"(?:[^"\\]|\\.)*": (?:"(?:[^"\\]|\\.)*"|\{.*\})$')
@@ -280,7 +281,7 @@ def _read_history(path: Path, problems: list[str], allow_torn: bool) -> tuple[li
             if not allow_torn:
                 problems.append(f"history.jsonl: line is not JSON: {raw!r}")
             continue
-        if not isinstance(entry, dict) or set(entry) - {"task"} != HISTORY_KEYS:
+        if not isinstance(entry, dict) or set(entry) - HISTORY_OPTIONAL != HISTORY_KEYS:
             problems.append(f"history.jsonl: not a history line: {raw!r}")
             continue
         if entry["status"] not in HISTORY_STATUSES:

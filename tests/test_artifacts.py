@@ -295,20 +295,18 @@ def test_a_detail_without_an_artifacts_field_is_refused(tmp_path: Path) -> None:
         artifacts.attach(store, detail, found)
 
 
-def test_doc_shell_agent_leaves_a_patch(
-    cli: Any, tmp_path: Path, at_developer: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "developer.sh").write_text(doc_block("patch-agent"), encoding="utf-8")
+def test_doc_shell_agent_leaves_a_patch(cli: Any, at_developer: str) -> None:
+    here = Path.cwd()  # where the thread was started: its agents work there
+    (here / "developer.sh").write_text(doc_block("patch-agent"), encoding="utf-8")
     r = cli("thread", "step", at_developer, "--agent", "uwf-cmd -- sh ./developer.sh")
     assert r.code == 0, r.err
     step_hash = head_of(cli, at_developer)
     (listed,) = cli("step", "artifacts", step_hash).json()
     assert listed["path"] == "change.patch"
     assert cli("step", "artifacts", step_hash, "--extract", "out").code == 0
-    patch = (tmp_path / "out" / "change.patch").read_text(encoding="utf-8")
+    patch = (here / "out" / "change.patch").read_text(encoding="utf-8")
     assert patch.startswith("--- src/signup.py.orig") and '+    return "@" in email' in patch
-    assert (tmp_path / "src" / "signup.py").exists()
+    assert (here / "src" / "signup.py").exists()
     assert "`change.patch`" in cli("thread", "read", at_developer).out
     output = cli("thread", "steps", at_developer).json()["steps"][-1]["output"]
     assert output == {"status": "_", "filesChanged": ["src/signup.py"], "summary": "e-mail check"}

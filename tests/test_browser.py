@@ -426,7 +426,9 @@ def test_a_thread_page_names_its_working_directory_and_how_to_resume_it(
     started = cli("thread", "start", "review", "-p", v1.TASK, "--cwd", project)
     assert started.code == 0, started.err
     thread = started.json()["thread"]
-    plain = new_thread("No working directory")
+    new_thread()  # registers solve-issue
+    nowhere = cli("thread", "start", "solve-issue", "-p", "No working directory", "--no-cwd")
+    plain = nowhere.json()["thread"]
     answers = scenario({"planner": [{"attempts": [v1.SUSPEND, v1.PLAN]}]})
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     waits = subprocess.run(

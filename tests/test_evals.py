@@ -341,8 +341,8 @@ def test_gc_keeps_eval_runs_and_their_threads(
         ),
         (
             {"workflow": "w", "prompt": "p", "judges": [{"name": "a"}]},
-            "invalid task.yaml {path}: judges[0]: a judge has either builtin (outcome, cost, "
-            "compliance) or command, not both",
+            "invalid task.yaml {path}: judges[0]: a judge has one of builtin (outcome, cost, "
+            "compliance), command, or entry (uwf 0.8's node script)",
         ),
         (
             {"workflow": "w", "prompt": "p", "timeout": 3},

@@ -46,7 +46,7 @@ def test_the_planner_step_starts_one_child_per_item_and_the_parent_waits(
     cli: Any, parallel: Any, scenario: Any
 ) -> None:
     parent = parallel()
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     r = cli("thread", "step", parent, "--agent", agent)
     assert r.code == 0, r.err
     line = r.json()
@@ -74,7 +74,7 @@ def test_the_join_gets_every_childs_result_and_records_their_heads(
     cli: Any, parallel: Any, scenario: Any
 ) -> None:
     parent = parallel()
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     children = cli("thread", "step", parent, "--agent", agent).json()["children"]
     finals = []
     for child in children:
@@ -107,7 +107,7 @@ def test_three_workers_step_the_children_concurrently_and_resume_the_parent_once
 ) -> None:
     roles = dict(SCENARIO)
     roles["developer"] = [{**SCENARIO["developer"][0], "sleep": 1.5}]
-    agent = scenario(roles)
+    agent = scenario(roles, inprocess=True)
     parent = parallel()
     workers = [spawn_uwf("worker", *given([parent]), "--agent", agent) for _ in range(3)]
     lines: list[dict[str, Any]] = []
@@ -149,7 +149,7 @@ def test_too_many_items_fail_the_step_and_leave_the_head(
     path.write_text((EXAMPLES / "plan-parallel.yaml").read_text().replace("max: 20", "max: 2"))
     assert cli("workflow", "put", str(path)).code == 0
     parent = parallel()
-    r = cli("thread", "step", parent, "--agent", scenario(SCENARIO))
+    r = cli("thread", "step", parent, "--agent", scenario(SCENARIO, inprocess=True))
     assert r.code == 5
     assert r.err == (
         'error: post-step moderator evaluate failed: fan-out field "subtasks" has 3 items, '
@@ -164,13 +164,13 @@ def test_a_failing_child_keeps_the_parent_waiting_a_killed_one_is_a_result(
 ) -> None:
     roles = dict(SCENARIO)
     roles["developer"] = [{"exit": 1, "stderr": "error: the build is broken"}]
-    agent = scenario(roles)
+    agent = scenario(roles, inprocess=True)
     parent = parallel()
     first, *rest = cli("thread", "step", parent, "--agent", agent).json()["children"]
     failed = cli("thread", "step", first, "--agent", agent)
     assert failed.code == 5
     assert cli("thread", "show", first).json()["status"] == "failing"
-    ok = scenario(SCENARIO)
+    ok = scenario(SCENARIO, inprocess=True)
     for child in rest:
         assert cli("thread", "step", child, "--agent", ok).code == 0
     waits = cli("thread", "step", parent, "--agent", ok)
@@ -188,7 +188,7 @@ def test_a_failing_child_keeps_the_parent_waiting_a_killed_one_is_a_result(
 def test_a_fork_of_the_fan_out_step_starts_its_own_children_when_stepped(
     cli: Any, parallel: Any, scenario: Any
 ) -> None:
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     parent = parallel()
     line = cli("thread", "step", parent, "--agent", agent).json()
     fork = cli("thread", "fork", line["head"]).json()["thread"]
@@ -205,7 +205,7 @@ def test_a_fork_of_the_fan_out_step_starts_its_own_children_when_stepped(
 
 
 def test_thread_answer_writes_the_join(cli: Any, parallel: Any, scenario: Any) -> None:
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     parent = parallel()
     children = cli("thread", "step", parent, "--agent", agent).json()["children"]
     finals = [cli("thread", "step", c, "--agent", agent).json()["head"] for c in children]
@@ -217,7 +217,7 @@ def test_thread_answer_writes_the_join(cli: Any, parallel: Any, scenario: Any) -
 def test_an_agent_that_leaves_out_the_children_is_refused(
     cli: Any, parallel: Any, scenario: Any, agent_script: Any
 ) -> None:
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     parent = parallel()
     children = cli("thread", "step", parent, "--agent", agent).json()["children"]
     for child in children:
@@ -302,8 +302,14 @@ def test_a_version_1_file_cannot_fan_out(cli: Any, tmp_path: Path) -> None:
         "version": 1,
         "roles": {"planner": {"frontmatter": {"type": "object"}}, "dev": {"frontmatter": {}}},
         "graph": {
-            "$START": {"new": {"role": "planner"}},
-            "planner": {"_": {"role": "dev", "fanOut": {"field": "subtasks", "workflow": "w"}}},
+            "$START": {"new": {"role": "planner", "prompt": "Plan."}},
+            "planner": {
+                "_": {
+                    "role": "dev",
+                    "prompt": "Do.",
+                    "fanOut": {"field": "subtasks", "workflow": "w"},
+                }
+            },
             "dev": {"_": {"role": "$END"}},
         },
     }
@@ -325,7 +331,7 @@ def test_a_version_1_file_cannot_fan_out(cli: Any, tmp_path: Path) -> None:
 def test_children_are_threads_listed_shown_and_killed_with_their_parent(
     cli: Any, parallel: Any, scenario: Any
 ) -> None:
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     parent = parallel()
     first, second, third = cli("thread", "step", parent, "--agent", agent).json()["children"]
     assert cli("thread", "step", first, "--agent", agent).json()["status"] == "completed"
@@ -393,7 +399,7 @@ def test_a_joining_role_that_defers_keeps_its_children(
     cli: Any, parallel: Any, scenario: Any
 ) -> None:
     roles = {**SCENARIO, "reviewer": [{"exit": 75, "stderr": "error: a person reviews"}]}
-    agent = scenario(roles)
+    agent = scenario(roles, inprocess=True)
     parent = parallel()
     children = cli("thread", "step", parent, "--agent", agent).json()["children"]
     finals = [cli("thread", "step", c, "--agent", agent).json()["head"] for c in children]
@@ -413,7 +419,7 @@ def test_an_unregistered_child_workflow_fails_the_step_before_the_head_moves(
 ) -> None:
     assert cli("workflow", "put", str(EXAMPLES / "plan-parallel.yaml")).code == 0  # no dev-task
     parent = cli("thread", "start", "plan-parallel", "-p", "x").json()["thread"]
-    r = cli("thread", "step", parent, "--agent", scenario(SCENARIO))
+    r = cli("thread", "step", parent, "--agent", scenario(SCENARIO, inprocess=True))
     assert r.code == 5
     assert r.err == (
         'error: post-step moderator evaluate failed: fan-out workflow not found: "dev-task" '
@@ -425,7 +431,7 @@ def test_an_unregistered_child_workflow_fails_the_step_before_the_head_moves(
 def test_a_fork_onto_another_version_keeps_the_join(
     cli: Any, parallel: Any, scenario: Any, tmp_path: Path
 ) -> None:
-    agent = scenario(SCENARIO)
+    agent = scenario(SCENARIO, inprocess=True)
     parent = parallel()
     children = cli("thread", "step", parent, "--agent", agent).json()["children"]
     finals = [cli("thread", "step", c, "--agent", agent).json()["head"] for c in children]

@@ -91,6 +91,7 @@ def test_fork_onto_a_fixed_version_copies_the_chain_and_runs_it(
         "done": False,
         "status": "idle",
         "steps": 2,
+        "cwd": str(Path.cwd()),  # a fork of a node: where it ran
     }
     copied = cli("thread", "steps", fork).json()["steps"]
     assert copied[0]["workflow"] == v2 and copied[0]["prompt"] == TASK

@@ -210,7 +210,10 @@ def with_retry(
         doc: dict[str, Any] = {
             "version": 1,
             "roles": {"planner": {"frontmatter": {"type": "object"}}},
-            "graph": {"$START": {"new": {"role": "planner"}}, "planner": {"_": {"role": "$END"}}},
+            "graph": {
+                "$START": {"new": {"role": "planner", "prompt": "Plan."}},
+                "planner": {"_": {"role": "$END"}},
+            },
         }
     else:
         doc = yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8"))

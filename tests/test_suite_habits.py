@@ -5,6 +5,7 @@ moves uwf's clock)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from support import REPO
@@ -12,6 +13,7 @@ from support import REPO
 TESTS = sorted((REPO / "tests").glob("*.py"))
 
 
+@functools.cache
 def _trees() -> list[tuple[Path, ast.Module]]:
     return [(path, ast.parse(path.read_text(encoding="utf-8"))) for path in TESTS]
 

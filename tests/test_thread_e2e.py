@@ -51,6 +51,7 @@ def test_solve_issue_to_end_with_fork_and_kill(cli_proc: Any, root: Path, scenar
         "done": True,
         "status": "completed",
         "steps": 5,
+        "cwd": str(Path.cwd()),  # where thread start ran
     }
     again = cli_proc("thread", "step", thread, "--agent", agent)
     assert again.code == 3

@@ -61,9 +61,11 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
     assert list(payload["graph"]["$START"]) == ["new", "resume"]
     assert payload["graph"]["planner"]["planned"]["location"] == "work"
     assert payload["roles"]["builder"]["procedure"] == v1.BUILD  # !include of a text file
-    assert node(cli, payload["roles"]["reviewer"]["meta"])["properties"]["$status"] == {
-        "enum": ["approved", "rejected"]
-    }  # !include of a JSON file
+    reviewer = node(cli, payload["roles"]["reviewer"]["meta"])  # !include of a JSON file
+    assert [b["properties"]["$status"] for b in reviewer["oneOf"]] == [
+        {"const": "approved"},
+        {"const": "rejected"},
+    ]
     assert [s["path"] for s in payload["source"]] == [
         "index.yaml",
         "schemas/planner.yaml",
@@ -84,7 +86,7 @@ def test_a_folder_workflow_with_includes_is_stored_with_its_files(cli: Any, proj
 
 def test_show_source_prints_a_single_file_byte_for_byte(cli: Any, tmp_path: Path) -> None:
     text = "version: 1  # no final newline\nroles:\n  a:\n    frontmatter: {}\ngraph:\n"
-    text += "  $START:\n    new: {role: a}\n  a:\n    _: {role: $END}"
+    text += "  $START:\n    new: {role: a, prompt: go}\n  a:\n    _: {role: $END}"
     path = tmp_path / "tiny.yaml"
     path.write_bytes(text.encode())
     h = ok(cli("workflow", "put", path))["hash"]
@@ -269,9 +271,9 @@ def test_agents_start_in_the_thread_directory_or_the_edge_location(
 def test_forks_and_reruns_keep_or_take_a_working_directory(
     cli: Any, any_store: str, project: Path, tmp_path: Path
 ) -> None:
-    """A fork of a thread by number keeps its directory; a fork of a node has none unless
-    given one, in every form of ``thread fork`` and in ``thread rerun``, whose agent starts
-    there."""
+    """A fork of a thread by number keeps its directory; a fork of a node takes the current
+    directory (none with --no-cwd) unless given one, in every form of ``thread fork`` and in
+    ``thread rerun``, whose agent starts there."""
     script = tmp_path / "where.py"
     script.write_text(WHERE)
     agent = f"uwf-cmd -- {sys.executable} {script}"
@@ -286,7 +288,9 @@ def test_forks_and_reruns_keep_or_take_a_working_directory(
 
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1"))) == str(project)
     assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--cwd", other))) == str(other)
-    assert cwd_of(ok(cli("thread", "fork", planned))) is None
+    assert cwd_of(ok(cli("thread", "fork", planned))) == str(Path.cwd())
+    assert cwd_of(ok(cli("thread", "fork", planned, "--no-cwd"))) is None
+    assert cwd_of(ok(cli("thread", "fork", thread, "--at", "1", "--no-cwd"))) is None
     onto = ok(cli("thread", "fork", planned, "--workflow", "review", "--cwd", project))
     assert cwd_of(onto) == str(project)  # and the name is found from there, as at a start
     edited = tmp_path / "edited.md"
@@ -315,7 +319,12 @@ def test_a_missing_working_directory_fails_the_step_and_changes_nothing(
     assert r.code == 5
     error = (
         f"thread {thread}: the working directory {elsewhere} of planner does not exist "
-        f"on this machine ({socket.gethostname()}); the step was not run"
+        f"on this machine ({socket.gethostname()}); the step was not run. It is the directory "
+        "the thread records (its --cwd, else where it was started): step the thread on a "
+        "machine that has it, or go on without it in a new thread (uwf thread fork "
+        f"{before['head']} --no-cwd, or --cwd DIR; then uwf thread kill {thread}). In a fleet "
+        "whose machines do not share paths, start threads with --no-cwd or a --cwd every "
+        "machine has"
     )
     assert r.err == f"error: {error}\n"
 
@@ -334,6 +343,13 @@ def test_a_missing_working_directory_fails_the_step_and_changes_nothing(
     failure = worked.jsonl()[0]
     assert (failure["thread"], failure["exit"]) == (thread, 5)
     unchanged(2)
+
+    # what the line says to do: go on without the directory in a new thread, end the old one
+    forked = ok(cli("thread", "fork", before["head"], "--no-cwd"))["thread"]
+    assert "cwd" not in ok(cli("thread", "show", forked))
+    stepped = cli_proc("thread", "step", forked, "--agent", scenario({"planner": [v1.PLAN]}))
+    assert stepped.code == 0, stepped.err
+    assert ok(cli("thread", "kill", thread))["killed"] is True
 
 
 def test_thread_start_refuses_a_working_directory_that_is_not_one(
@@ -457,11 +473,17 @@ roles:
   writer:
     goal: Write the release notes.
     frontmatter:
-      type: object
-      properties:
-        $status: {enum: [written, unsure]}
-        title: {type: string}
-      required: [$status, title]
+      oneOf:
+        - type: object
+          properties:
+            $status: {const: written}
+            title: {type: string}
+          required: [$status, title]
+        - type: object
+          properties:
+            $status: {const: unsure}
+            title: {type: string}
+          required: [$status, title]
 graph:
   $START:
     new:

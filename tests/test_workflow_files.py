@@ -105,11 +105,14 @@ def test_version_1_problems_are_named_precisely(tmp_path: Path) -> None:
         'graph.a.other.retries: unknown key "retries" (known keys: role, prompt, location)',
         'model: unknown key "model" (known keys: version, name, description, roles, graph, '
         "compactAfter, retry)",
-        'workflow name mismatch: file "wf.yaml" implies name "wf" but YAML declares name "other"',
+        'workflow name mismatch: file "wf.yaml" implies name "wf" but YAML declares name "other" '
+        "(name the file other.yaml or other.workflow.yaml)",
         "graph.a.ok.location: is a template; uwf-py takes location as a literal directory (what "
         "an agent wrote never chooses where the next agent works)",
         "graph.a.$SUSPEND: $SUSPEND is never routed: an output with it suspends the thread "
         "until `uwf thread resume` (remove this edge)",
+        'graph.a.other.prompt: missing: "a" would run without an instruction (only an edge to '
+        "$END may leave its prompt out)",
         'graph.$START._: $START routes only on "new" (a new thread) and "resume" (a thread '
         "resuming an ended one)",
         'graph.a.other: roles.a.frontmatter cannot emit status "other" (its status values are '
@@ -137,16 +140,18 @@ def test_a_role_without_status_routes_on_unit_and_warnings_name_frontmatter(
     doc["graph"]["b"] = {"done": {"role": "$END"}}
     assert problems(write(tmp_path / "wf.yaml", doc)) == [
         "graph.b.done: roles.b.frontmatter declares no $status property, so the role always "
-        'routes on "_"; declare properties.$status.enum to route on "done"',
+        'routes on "_"; declare $status with const (oneOf branches, one per status) to route '
+        'on "done"',
         'graph.b: no edge for status "_" (roles.b.frontmatter declares no $status property, so '
         'the role always routes on "_")',
     ]
     doc["graph"]["b"] = {"_": {"role": "$END"}}
-    warnings = load_file(write(tmp_path / "wf.yaml", doc))["warnings"]
-    assert warnings == [
-        "graph.a.ok.prompt: {{nope}} is not a field of roles.a.frontmatter, so it renders empty "
-        "(its fields: $status, _body, reason, x)"
+    assert problems(write(tmp_path / "wf.yaml", doc)) == [  # as uwf 0.8 had it: refused
+        "graph.a.ok.prompt: {{ nope }} is not a field of the output of roles.a.frontmatter "
+        'whose $status is "ok" (its fields: $status, x)'
     ]
+    doc["graph"]["a"]["ok"]["prompt"] = "{{ x }} {{ _body }}"
+    assert load_file(write(tmp_path / "wf.yaml", doc))["warnings"] == []
 
 
 def test_a_version_other_than_1_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -178,7 +183,7 @@ def test_include_reads_yaml_json_and_text_relative_to_the_including_file(tmp_pat
     write(
         folder / "index.yaml",
         "version: 1\nroles: !include parts/roles.yaml\ngraph:\n"
-        "  $START: {new: {role: a}}\n  a: {_: {role: $END}}\n",
+        "  $START: {new: {role: a, prompt: go}}\n  a: {_: {role: $END}}\n",
     )
     definition = load_file(folder)
     assert definition["name"] == "wf"
@@ -296,7 +301,7 @@ def test_a_folder_without_index_is_no_workflow_file(tmp_path: Path) -> None:
 
 # -- what a uwf 0.8 file may hold that uwf-py refuses (docs/format.md, the table) ----------------
 
-SCHEMA = "{type: object, properties: {$status: {enum: [done]}}, required: [$status]}"
+SCHEMA = "{type: object, properties: {$status: {const: done}}, required: [$status]}"
 UWF08 = f"""\
 name: relay
 description: A uwf 0.8 file as its users write them.
@@ -364,6 +369,6 @@ def test_what_a_uwf_08_file_may_hold_is_named_by_workflow_check(
     shown = json.loads(cli_proc("workflow", "show", "relay").out)["payload"]
     assert "x-common" not in shown  # read past: not in the definition …
     meta = json.loads(cli_proc("cas", "get", shown["roles"]["worker"]["meta"]).out)
-    assert meta["payload"]["properties"]["$status"] == {"enum": ["done"]}  # the anchor's
+    assert meta["payload"]["properties"]["$status"] == {"const": "done"}  # the anchor's
     source = cli_proc("workflow", "show", "relay", "--source").out
     assert source == "version: 1\n" + fixed  # … but kept in the stored source

@@ -78,12 +78,14 @@ oneOf:
 """
 
 REVIEWER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "$status": {"enum": ["approved", "rejected"]},
-        "comments": {"type": "string"},
-    },
-    "required": ["$status", "comments"],
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"$status": {"const": status}, "comments": {"type": "string"}},
+            "required": ["$status", "comments"],
+        }
+        for status in ("approved", "rejected")
+    ]
 }
 
 BUILD = "Change only the files of the plan.\n"

@@ -3,8 +3,8 @@
 - ``ScriptedAgent``: a Python agent that answers each role with the next entry of a script —
   ``uwf-mock``'s scenario, in memory: an answer (text with YAML frontmatter), or
   ``{output, exit, stderr, sleep}`` where ``output`` may be the output itself (a mapping), or
-  ``{attempts: [...]}`` for the runs of one visit. It runs in the test's process, on the agent
-  kit, and keeps every call it was given (``calls``).
+  ``{attempts: [...]}`` for the runs of one visit; or, by ``steps``, uwf 0.8's form. It runs
+  in the test's process, on the agent kit, and keeps every call it was given (``calls``).
 - ``InProcessRunner``: the engine's step runner for a Python agent in this process
   (``uwf.engine.step.inproc.InProcess``), keeping every plan and environment it was given:
   for tests that drive ``uwf.engine`` directly (a memory backend, say).
@@ -48,13 +48,22 @@ def answer(body: str = "", **fields: Any) -> str:
 class ScriptedAgent:
     """A Python agent answering from a script: ``roles`` maps each role to its entries, used
     in visit order (the n-th visit of the role in the thread uses entry n; the last one
-    repeats), as ``uwf-mock``'s scenario does (docs/agents.md, "uwf-mock"). ``label`` is
-    what its StepNodes' ``agent`` field says."""
+    repeats), as ``uwf-mock``'s scenario does (docs/agents.md, "uwf-mock"); or ``steps``, a
+    script of uwf 0.8's form played in the thread's order (``(role, entry)`` pairs or
+    ``{role, output, …}`` mappings: the thread's n-th step is the n-th, for the role it
+    names). A run that suspends counts as a visit, as with ``uwf-mock``. ``label`` is what
+    its StepNodes' ``agent`` field says."""
 
     def __init__(
-        self, roles: Mapping[str, Sequence[Any] | Any], *, label: str = "scripted"
+        self,
+        roles: Mapping[str, Sequence[Any] | Any] | None = None,
+        *,
+        steps: Sequence[Any] | None = None,
+        label: str = "scripted",
     ) -> None:
-        self.agent = MockAgent(roles=roles, name="script", label=label)
+        if (roles is None) == (steps is None):
+            raise TypeError("ScriptedAgent takes a script by roles or by steps (one of them)")
+        self.agent = MockAgent(roles=roles, steps=steps, name="script", label=label)
         self.calls: list[AgentCall] = []
 
     @property

@@ -2,7 +2,8 @@
 
 - session ids per (thread, role): ``<root>/cache/<agent>-sessions.json`` (``uwf-hermes``
   resumes a role's session on re-entry);
-- counters: ``<root>/cache/<name>.json`` (``uwf-mock`` counts the runs of a visit).
+- counters: ``<root>/cache/<name>.json`` (``uwf-mock`` counts the runs of a visit, and
+  marks the visits that suspended).
 
 A fork gets a new thread id, so it never sees the original thread's entries. A damaged file
 reads as empty: it is a cache, never the thread's state; so does one over ``LIMIT`` bytes,
@@ -62,3 +63,8 @@ def bump(root: Path, name: str, key: str) -> int:
         counts[key] = count
         _write(path, counts)
     return count
+
+
+def counts(root: Path, name: str) -> dict[str, Any]:
+    """The counters of ``<root>/cache/<name>.json`` as they are (none: empty)."""
+    return _read(root / "cache" / f"{name}.json")

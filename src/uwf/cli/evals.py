@@ -19,6 +19,7 @@ from uwf.cli.options import (
     emit,
     emit_listing,
     emit_stream,
+    list_page,
     table,
 )
 from uwf.util.errors import UsageError
@@ -159,6 +160,15 @@ def list_(
         str | None,
         typer.Option("--task", metavar="T", help="Only the runs of this task.", show_default=False),
     ] = None,
+    limit: Annotated[
+        str | None,
+        typer.Option(
+            "--limit",
+            metavar="N",
+            help="Only the N most recent runs (still listed oldest first).",
+            show_default=False,
+        ),
+    ] = None,
     fmt: TableFormatOpt = None,
 ) -> None:
     """List recorded eval runs, oldest first.
@@ -169,7 +179,10 @@ def list_(
     """
     from uwf.engine.evals.results import list_runs
 
+    _, most = list_page("0", None, None, limit)
     listed = list_runs(backend(), task)
+    if most:
+        listed = listed[-most:]
     emit_listing(
         listed,
         fmt,

@@ -8,6 +8,7 @@ annotation on every call.
 
 import contextlib
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterator
 from enum import StrEnum
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
-from uwf.util.errors import UwfError, exit_code
+from uwf.util.errors import InvalidInput, UsageError, UwfError, exit_code
 from uwf.util.root import storage_root
 
 if TYPE_CHECKING:
@@ -169,10 +170,43 @@ CwdOpt = Annotated[
     typer.Option(
         "--cwd",
         metavar="DIR",
-        help="The thread's working directory: its agents start there (recorded with it).",
+        help="The thread's working directory: its agents start there (recorded with it; "
+        "default: the current directory).",
         show_default=False,
     ),
 ]
+NoCwdOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cwd",
+        help="Record no working directory: its agents start wherever the step runs (a fleet "
+        "whose machines do not share paths).",
+    ),
+]
+
+
+def thread_cwd(cwd: str | None, no_cwd: bool) -> str | None:
+    """The working directory a new thread records: ``--cwd``, else none with ``--no-cwd``,
+    else the current directory (docs/format.md, "Working directories")."""
+    if no_cwd:
+        if cwd is not None:
+            raise UsageError("--cwd and --no-cwd exclude each other")
+        return None
+    if cwd is not None:
+        return cwd
+    try:
+        here = os.getcwd()
+    except OSError:  # the directory was removed under us
+        raise InvalidInput(
+            "the current directory no longer exists: give the thread --cwd DIR (or --no-cwd)"
+        ) from None
+    shell = os.environ.get("PWD", "")  # the path as the shell shows it, symbolic links kept
+    try:
+        return shell if shell and os.path.samefile(shell, here) else here
+    except OSError:
+        return here
+
+
 WorkflowFilterOpt = Annotated[
     str | None,
     typer.Option(
@@ -227,12 +261,18 @@ QuotaOpt = Annotated[
 
 
 def add_alias(
-    app: typer.Typer, function: Callable[..., Any], name: str, current: str, hidden: bool = True
+    app: typer.Typer,
+    function: Callable[..., Any],
+    name: str,
+    current: str,
+    hidden: bool = True,
+    version: str = "v0.5.0",
 ) -> None:
-    """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name) as
-    an alias of ``current``: its help is one line naming the current name, then the command's
-    full help (``function``'s docstring); command listings say ``Alias of `uwf <current>`.``"""
-    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its v0.5.0 name)."
+    """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name;
+    ``"workflow validate"``: uwf 0.8's) as an alias of ``current``: its help is one line
+    naming the current name, then the command's full help (``function``'s docstring); command
+    listings say ``Alias of `uwf <current>`.``"""
+    line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its {version} name)."
     help_text = f"{line}\n\n{inspect.getdoc(function) or ''}"
     short = f"Alias of `uwf {current}`."
     app.command(name.split()[-1], hidden=hidden, help=help_text, short_help=short)(function)
@@ -378,3 +418,27 @@ def emit_graph(graph: Any, fmt: GraphFormat) -> None:
     from uwf.engine.views.graph import render
 
     typer.echo(render(graph, fmt.value), nl=False)
+
+
+def list_page(
+    skip: str, take: str | None, offset: str | None, limit: str | None
+) -> tuple[int, int]:
+    """A listing's page (``thread list``): how many newest threads to skip and at most how
+    many to show (0: all), from ``--skip``/``--take`` or uwf 0.8's ``--offset``/``--limit``."""
+    from uwf.util.numbers import as_count
+
+    if offset is not None and skip != "0":
+        raise UsageError("--offset is --skip by uwf 0.8's name: give one of them")
+    if limit is not None and take is not None:
+        raise UsageError("--limit is --take by uwf 0.8's name: give one of them")
+    skip_name, skip_text = ("--offset", offset) if offset is not None else ("--skip", skip)
+    take_name, take_text = ("--limit", limit) if limit is not None else ("--take", take)
+    skip_n = as_count(skip_text)
+    if skip_n is None:
+        raise UsageError(f"{skip_name} must be a non-negative integer")
+    if take_text is None:
+        return skip_n, 0
+    take_n = as_count(take_text)
+    if not take_n:
+        raise UsageError(f"{take_name} must be a positive integer")
+    return skip_n, take_n

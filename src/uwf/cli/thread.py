@@ -18,6 +18,7 @@ from uwf.cli.options import (
     FormatOpt,
     GraphFormat,
     GraphFormatOpt,
+    NoCwdOpt,
     ParentOpt,
     QuotaOpt,
     StatusFilterOpt,
@@ -33,7 +34,9 @@ from uwf.cli.options import (
     emit_graph,
     emit_listing,
     emit_markdown,
+    list_page,
     read_input,
+    thread_cwd,
 )
 from uwf.util.errors import Interrupted, InvalidInput, UsageError
 
@@ -70,6 +73,7 @@ def start(
         ),
     ] = None,
     cwd: CwdOpt = None,
+    no_cwd: NoCwdOpt = False,
     priority: Annotated[
         int,
         typer.Option(
@@ -91,8 +95,10 @@ def start(
 ) -> None:
     """Create a thread for a workflow and a task. Runs nothing.
 
-    With --cwd the thread records its working directory: its agents start there (an edge's
-    location is relative to it), and a project workflow name is looked up from there.
+    The thread records its working directory, --cwd or else the current directory: its
+    agents start there (an edge's location is relative to it), and a project workflow name
+    is looked up from there. With --no-cwd it records none, and its agents start wherever
+    the step runs.
 
     Prints {"workflow","thread"}; with --key also "key" and "existing" (true: the key named
     a thread already, which is printed and nothing is written; a retried CI job starts its
@@ -102,7 +108,15 @@ def start(
 
     text = read_input("-", "task") if prompt == "-" else prompt
     emit(
-        threads.start(backend(), workflow, text, max_rounds, cwd, key=key, priority=priority),
+        threads.start(
+            backend(),
+            workflow,
+            text,
+            max_rounds,
+            thread_cwd(cwd, no_cwd),
+            key=key,
+            priority=priority,
+        ),
         fmt,
     )
 
@@ -159,6 +173,14 @@ def list_(
     take: Annotated[
         str | None, typer.Option("--take", help="Return at most N.", show_default=False)
     ] = None,
+    offset: Annotated[
+        str | None,
+        typer.Option("--offset", help="--skip by uwf 0.8's name.", show_default=False),
+    ] = None,
+    limit: Annotated[
+        str | None,
+        typer.Option("--limit", help="--take by uwf 0.8's name.", show_default=False),
+    ] = None,
     parent: ParentOpt = None,
     fmt: TableFormatOpt = None,
 ) -> None:
@@ -171,16 +193,10 @@ def list_(
     --workflow, --after, --before, --parent) select the threads of the bulk actions too
     (thread kill, stop, retry, rerun).
     """
-    from uwf.engine.threads import lifecycle as threads
-    from uwf.util.numbers import as_count, as_positive_int
-
-    skip_n = as_count(skip)
-    if skip_n is None:
-        raise UsageError("--skip must be a non-negative integer")
-    take_n = None
-    if take is not None:
-        take_n = as_positive_int(take) or 0  # 0: refused by list_threads
     from uwf.cli import tables
+    from uwf.engine.threads import lifecycle as threads
+
+    skip_n, take_n = list_page(skip, take, offset, limit)
 
     storage = backend()
     items = threads.list_threads(
@@ -191,7 +207,7 @@ def list_(
         after=after,
         before=before,
         skip=skip_n,
-        take=take_n,
+        take=take_n or None,
         parent=parent,
     )
     emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
@@ -352,6 +368,7 @@ def _fork(
         ),
     ] = None,
     cwd: CwdOpt = None,
+    no_cwd: NoCwdOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Start a new thread whose head is an existing node (nothing is copied).
@@ -361,8 +378,8 @@ def _fork(
     and from which step. With --workflow, the new thread runs another version of the
     workflow (e.g. one fixed after a step failed): every role the chain ran must exist there;
     the task and the steps are copied onto a new StartNode of that version, sharing their
-    outputs and details. --cwd gives the new thread a working directory; with --at it keeps
-    the forked thread's unless --cwd gives another. Prints {"thread","forkedFrom"}
+    outputs and details. The new thread's working directory is --cwd, else with --at the
+    forked thread's, else the current directory (--no-cwd: none). Prints {"thread","forkedFrom"}
     ({"thread","head","forkedFrom"} when edited; also "workflow" with --workflow).
     """
     from uwf.cli.steering import fork_edited
@@ -371,7 +388,9 @@ def _fork(
         from uwf.engine.threads import lifecycle as threads
 
         step_hash, kept = threads.step_hash_at(backend(), step_hash, _step_number(at))
-        cwd = kept if cwd is None else cwd
+        cwd = kept if cwd is None and not no_cwd else thread_cwd(cwd, no_cwd)
+    else:
+        cwd = thread_cwd(cwd, no_cwd)
 
     if workflow is not None:
         if output is not None or edit:

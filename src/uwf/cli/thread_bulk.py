@@ -29,6 +29,7 @@ from uwf.cli.options import (
     emit,
     emit_stream,
     loop_contract,
+    thread_cwd,
 )
 from uwf.util.errors import UsageError, UwfError
 
@@ -234,7 +235,8 @@ def rerun(
     Forks at the step's parent (its previous step, or the task) and runs the same role once,
     with --agent, --timeout or --edge-prompt when given; the original thread is untouched. A
     thread stands for its last step (active or ended); its re-run works in the thread's
-    working directory, a step's in none (a step names no thread) — unless --cwd gives one.
+    working directory, a step's in the current directory (a step names no thread) — unless
+    --cwd gives one.
     The single form (one step or thread) prints the step's line
     ({"workflow","thread","head","role","done","status"}, thread being the new one) plus
     "rerunOf", with the exit codes of thread step (an error names the new thread). In bulk,
@@ -257,7 +259,7 @@ def rerun(
     from uwf.engine.threads import steer
 
     storage = backend()
-    step, cwd = action.of_thread(storage, one) if len(one) == 26 else (one, cwd)
+    step, cwd = action.of_thread(storage, one) if len(one) == 26 else (one, thread_cwd(cwd, False))
     with loop_contract():
         emit_stream(
             steer.rerun(

@@ -1,7 +1,8 @@
 """`uwf workflow …`: store workflow files, show them, list them, and move between versions.
 
 Thin wrappers over :mod:`uwf.engine.workflows.stored`; each prints one structured value. The seed's
-``put`` is the command; ``add`` (the v0.5.0 name) is a hidden alias.
+``put`` is the command; ``add`` (the v0.5.0 name) is a hidden alias, as ``validate`` (uwf
+0.8's name) is of ``check``.
 """
 
 from pathlib import Path
@@ -41,7 +42,8 @@ FileArg = Annotated[
     Path,
     typer.Argument(
         metavar="FILE",
-        help="Workflow YAML file (its stem must equal its name), or a folder with index.yaml.",
+        help="Workflow YAML file (its stem, or its stem less .workflow, must equal its name), "
+        "or a folder with index.yaml.",
         show_default=False,
     ),
 ]
@@ -76,7 +78,8 @@ FilesArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="FILE...",
-        help="Workflow YAML files (each stem must equal its name), or folders with index.yaml.",
+        help="Workflow YAML files (each stem, or stem less .workflow, must equal its name), or "
+        "folders with index.yaml.",
         show_default=False,
     ),
 ]
@@ -102,6 +105,9 @@ def check(files: FilesArg, fmt: FormatOpt = None) -> None:
     emit([r.output() for r in results], fmt)
     if any(r.problems for r in results):
         raise typer.Exit(1)
+
+
+add_alias(app, check, "workflow validate", "workflow check", version="uwf 0.8")
 
 
 @app.command("show")

@@ -106,13 +106,24 @@ def check(role: str, schema: Any, output: dict[str, Any]) -> None:
 def accept(store: Store, workflow: dict[str, Any], role: str, output: dict[str, Any]) -> str:
     """Check a person's output against the role's schema (``clean`` first) and the graph's
     routing; store it and return its hash."""
-    from uwf.moderator.evaluate import ModeratorError, evaluate, rules_of
+    from uwf.moderator.evaluate import (
+        BODY,
+        ModeratorError,
+        evaluate,
+        require_instruction,
+        rules_of,
+    )
 
     schema_hash, schema = role_schema(store, workflow, role)
     output = clean(output, schema)
     check(role, schema, output)
+    rules = rules_of(workflow)
+    # the text that comes with the output is not known here: a prompt that shows it is not
+    # blank for want of it (the step's own check, when it is recorded, reads the text)
+    view = {**output, BODY: "…"} if rules.version == 1 else output
     try:
-        evaluate(workflow["graph"], role, output, rules_of(workflow))
+        decision = evaluate(workflow["graph"], role, view, rules)
+        require_instruction(workflow["graph"], role, decision)
     except ModeratorError as exc:
         raise InvalidInput(f"the graph cannot route this output: {exc}") from None
     return store.put(schema_hash, output)

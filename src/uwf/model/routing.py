@@ -15,7 +15,16 @@ from typing import Any
 from uwf.cas.store import Store
 from uwf.model import chain
 from uwf.model.turns import last_assistant_content
-from uwf.moderator.evaluate import BODY, START, Decision, Rules, evaluate, rules_of, status_of
+from uwf.moderator.evaluate import (
+    BODY,
+    START,
+    Decision,
+    Rules,
+    evaluate,
+    require_instruction,
+    rules_of,
+    status_of,
+)
 from uwf.util.frontmatter import split
 
 
@@ -65,7 +74,8 @@ def decide(
     children's results at the end of a fan-out (docs/format.md, "Fan-out and join").
 
     Resuming an ended thread, the text the person wrote follows the ``$START.resume`` prompt
-    when that prompt does not show it itself (``_body``)."""
+    when that prompt does not show it itself (``_body``). A prompt that renders blank for a
+    role that runs is ``BlankPrompt`` (docs/format.md, "Edge prompts")."""
     rules = rules_of(workflow)
     graph = workflow["graph"]
     if isinstance(head, chain.Start):
@@ -73,11 +83,12 @@ def decide(
         text = head.resume_text.strip()
         if head.resumes is not None and text and BODY not in _prompt(graph, decision.status):
             decision = decision._replace(prompt=f"{decision.prompt.rstrip()}\n\n{text}".lstrip())
-        return decision
+        return require_instruction(graph, START, decision)
     if output is None:
         output = chain.output_of(store, head)
     view = view_of(store, workflow, head, output)
-    return evaluate(graph, head.role, view, rules, children=children)
+    decision = evaluate(graph, head.role, view, rules, children=children)
+    return require_instruction(graph, head.role, decision, joined=children is not None)
 
 
 def _prompt(graph: dict[str, Any], status: str) -> str:

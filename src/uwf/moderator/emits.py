@@ -125,6 +125,23 @@ def fields(schema: Any) -> list[Field]:
     return list(out.values())
 
 
+def fields_for(schema: Any, key: str, status: str) -> list[str] | None:
+    """The fields an output that routes on ``status`` can have: those of the shapes that can
+    emit it (a ``oneOf`` branch per status has its own); None when the statuses are not
+    known (any field may come with any status)."""
+    names: dict[str, None] = {}
+    for shape in shapes(schema):
+        spec = shape.properties.get(key)
+        decl = _status_values(spec) if key in shape.properties else ([], True)
+        if decl is None:
+            return None
+        values, nullable = decl
+        unit = nullable or key not in shape.required or None in values
+        if status in values or (status == "_" and unit):
+            names.update(dict.fromkeys(shape.properties))
+    return list(names)
+
+
 class Statuses(NamedTuple):
     """What a role's schema says about the statuses it can route on."""
 

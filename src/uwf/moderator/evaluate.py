@@ -57,6 +57,16 @@ class ModeratorError(UwfError):
     """The graph has no route for the last output, or a prompt does not render."""
 
 
+class BlankPrompt(ModeratorError):
+    """The edge's prompt renders empty or blank: its role would run without an instruction
+    (uwf 0.8 refused the step too). ``decision`` is the edge, for a caller that gives the
+    role its instruction itself (``thread rerun --edge-prompt``, ``thread answer``)."""
+
+    def __init__(self, message: str, decision: Decision) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
 class Decision(NamedTuple):
     role: str
     prompt: str
@@ -106,6 +116,24 @@ def evaluate(
         status,
         location if isinstance(location, str) else None,
         fan_out if isinstance(fan_out, dict) else None,
+    )
+
+
+def require_instruction(
+    graph: dict[str, Any], last_role: str, decision: Decision, joined: bool = False
+) -> Decision:
+    """``decision``, unless its role would run with a blank prompt: BlankPrompt then. An end
+    runs no role, and a fan-out's role runs once its children are ``joined``, with them."""
+    if decision.done or decision.prompt.strip() or (decision.fan_out and not joined):
+        return decision
+    target = graph.get(last_role, {}).get(decision.status)
+    template = str(target.get("prompt") or "") if isinstance(target, dict) else ""
+    shown = " ".join(template.split())
+    shown = shown if len(shown) <= 120 else shown[:119] + "…"
+    raise BlankPrompt(
+        f"the prompt of graph.{last_role}.{decision.status} renders empty, so "
+        f'"{decision.role}" would run without an instruction (template: "{shown}")',
+        decision,
     )
 
 

@@ -113,6 +113,15 @@ def _check_target(
         return None
     good_role = _target_role(p, where, node, target, roles)
     good_prompt = _target_prompt(p, where, target.get("prompt"), rules)
+    prompt = target.get("prompt")
+    blank = prompt is None or not str(prompt).strip()
+    if rules.version == 1 and good_role and target["role"] != END and good_prompt and blank:
+        p.add(
+            f"{where}.prompt",
+            f"{'missing' if prompt is None else 'blank'}: {key_text(target['role'])} would "
+            "run without an instruction (only an edge to $END may leave its prompt out)",
+        )
+        good_prompt = False
     fields = TARGET_FIELDS_V1 if rules.version == 1 else (*TARGET_FIELDS, "fanOut")
     good_location = rules.version == 0 or _target_location(p, where, target.get("location"))
     fan_out = target.get("fanOut") if rules.version == 0 else None
@@ -251,13 +260,16 @@ def _no_status(
     p: Problems, role: str, edges: list[str], raw: dict[Any, Any], meta_loc: str, key: str
 ) -> None:
     """A role whose schema has fields but no status: it always routes on ``_``."""
+    how = f"properties.{key}.enum"
+    if key == V1.key:  # a version-1 file fixes it with const, a shape per status
+        how = f"{key} with const (oneOf branches, one per status)"
     for status in edges:
         if status != UNIT:
             p.add(
                 loc("graph", role, status),
                 f"{meta_loc} declares no {key} property, "
                 'so the role always routes on "_"; '
-                f"declare properties.{key}.enum to route on {json.dumps(status)}",
+                f"declare {how} to route on {json.dumps(status)}",
             )
     if UNIT not in raw:
         p.add(
@@ -358,7 +370,9 @@ def check_variables(
     """Warn about prompt variables the source's output cannot have: they render empty.
 
     In a version-1 prompt ``_body`` is always there: the output's text, and on a ``$START``
-    edge the task (``new``) or what the person resuming the thread wrote (``resume``)."""
+    edge the task (``new``) or what the person resuming the thread wrote (``resume``). A
+    version-1 edge of a role is checked against the shapes that emit its status (a branch of
+    a ``oneOf``), and a variable none of them has is a problem, as uwf 0.8 had it."""
     extra = {BODY} if rules.version == 1 else set()
     for node, edges in graph.items():
         if node == START:
@@ -376,6 +390,9 @@ def check_variables(
                 _check_fan_out_field(
                     p, loc("graph", node, status, "fanOut", "field"), target, known
                 )
+            if rules.version == 1 and node != START:
+                _check_branch(p, node, status, target, roles[node])
+                continue
             for name in output_names(target["prompt"], rules.dialect):
                 if name in known or (name == "children" and "fanOut" in target):
                     continue
@@ -389,6 +406,25 @@ def check_variables(
                         f"{{{{{name}}}}} is not a field of {loc('roles', node, meta)}, so it "
                         f"renders empty (its fields: {', '.join(sorted(known))})",
                     )
+
+
+def _check_branch(
+    p: Problems, node: str, status: str, target: dict[str, Any], role: dict[str, Any]
+) -> None:
+    """A version-1 prompt reads only fields of the shapes that emit its edge's status."""
+    fields = emits.fields_for(role["meta"], V1.key, status)
+    if fields is None:
+        fields = [f.name for f in emits.fields(role["meta"])]
+    meta = loc("roles", node, role.get("schemaKey", "meta"))
+    for name in output_names(target["prompt"], V1.dialect):
+        if name == BODY or name in fields:
+            continue
+        shown = ", ".join(sorted(fields)) or "none"
+        p.add(
+            loc("graph", node, status, "prompt"),
+            f"{{{{ {name} }}}} is not a field of the output of {meta} whose {V1.key} is "
+            f"{json.dumps(status, ensure_ascii=False)} (its fields: {shown})",
+        )
 
 
 def _check_fan_out_field(p: Problems, where: str, target: dict[str, Any], known: set[str]) -> None:

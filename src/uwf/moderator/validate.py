@@ -143,6 +143,17 @@ def stem(basename: str) -> str:
     return basename
 
 
+#: What uwf 0.8's test files add to their stem (``linear.workflow.yaml`` holds ``linear``).
+SUFFIX = ".workflow"
+
+
+def implied_by(basename: str) -> str:
+    """The workflow name a file name implies: its stem, less a ``.workflow`` suffix
+    (docs/format.md, "Moving from uwf 0.8"); ``check_name`` also takes the whole stem."""
+    name = stem(basename)
+    return name[: -len(SUFFIX)] if name.endswith(SUFFIX) and len(name) > len(SUFFIX) else name
+
+
 def _check_meta(p: Problems, role: str, key: str, meta: Any) -> dict[str, Any] | None:
     if not isinstance(meta, dict):
         return None  # not a mapping: the file schema said so
@@ -201,20 +212,27 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
 
 
 def check_name(
-    p: Problems, document: dict[Any, Any], basename: str, implied: str | None = None
+    p: Problems,
+    document: dict[Any, Any],
+    basename: str,
+    implied: str | None = None,
+    hint: bool = False,
 ) -> str | None:
+    """The file's ``name``, which its file name must imply (``implied_by``); ``hint``: the
+    mismatch says how to name the file (a version-1 file, as uwf 0.8's tests name theirs)."""
     name = document.get("name")
     if not isinstance(name, str):
         return None  # missing or not a string: the file schema said so
     problem = workflow_name_problem(name)
     if problem is not None:
         p.add("name", f"{describe(name)} {problem}")
-    implied = stem(basename) if implied is None else implied
-    if implied != name:
+    implied = implied_by(basename) if implied is None else implied
+    if name not in (implied, stem(basename)):
+        fix = f" (name the file {name}.yaml or {name}{SUFFIX}.yaml)" if hint and not problem else ""
         p.add(
             "",
             f'workflow name mismatch: file "{basename}" implies name "{implied}" '
-            f'but YAML declares name "{name}"',
+            f'but YAML declares name "{name}"{fix}',
         )
     return name
 
@@ -265,7 +283,7 @@ def validate(
     if version == 1 and not isinstance(version, bool):
         from uwf.moderator import version1
 
-        return version1.validate_v1(document, basename, implied or stem(basename))
+        return version1.validate_v1(document, basename, implied or implied_by(basename))
     p = Problems()
     if "version" in document:  # checked as a uwf 0.5 file, but for this one problem
         document = {k: v for k, v in document.items() if k != "version"}

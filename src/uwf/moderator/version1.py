@@ -33,9 +33,9 @@ from typing import Any
 from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import problems
 from uwf.cas.wording import where
-from uwf.moderator import graphcheck, validate
-from uwf.moderator.evaluate import V1
-from uwf.moderator.problems import Problems, loc
+from uwf.moderator import emits, graphcheck, validate
+from uwf.moderator.evaluate import BODY, V1
+from uwf.moderator.problems import Problems, loc, seg
 from uwf.protocol import schemas
 from uwf.protocol.schemas import workflow_name_problem
 from uwf.util.base32 import describe
@@ -118,7 +118,7 @@ def _is_fan_out(path: list[Any]) -> bool:
 def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
     """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
     if "name" in document:
-        return validate.check_name(p, document, basename, implied)
+        return validate.check_name(p, document, basename, implied, hint=True)
     problem = workflow_name_problem(implied)
     if problem is not None:
         p.add("name", f"missing, and the name the file implies, {describe(implied)}, {problem}")
@@ -140,6 +140,59 @@ def _roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, 
     return names, roles
 
 
+def _shapes_at(schema: Any, where: str, depth: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    """The object shapes of a role's schema with their places, by the rule of
+    ``emits.shapes`` (its ``properties``, else the members of its ``anyOf``, else of its
+    ``oneOf``)."""
+    if not isinstance(schema, dict) or depth > emits.MAX_DEPTH:
+        return []
+    if isinstance(schema.get("properties"), dict):
+        return [(where, schema)]
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list):
+            found = [
+                shape
+                for i, member in enumerate(members)
+                for shape in _shapes_at(member, f"{where}.{key}[{i}]", depth + 1)
+            ]
+            if found:
+                return found
+    return []
+
+
+def check_schemas(p: Problems, roles: dict[str, Any]) -> None:
+    """What uwf 0.8 refused in a role's schema, and so does a version-1 file (docs/format.md,
+    "Moving from uwf 0.8"): a field named ``_body``, which prompts read as the output's text;
+    a ``$status`` not fixed with ``const`` (routing tells the shapes apart by it); and, among
+    shapes of which one fixes ``$status``, a shape without it."""
+    key = V1.key
+    for role, spec in roles.items():
+        shapes = _shapes_at(spec["meta"], loc("roles", role, spec.get("schemaKey", "meta")))
+        with_status = [place for place, shape in shapes if key in shape["properties"]]
+        for place, shape in shapes:
+            props = shape["properties"]
+            if BODY in props:
+                p.add(
+                    f"{place}.properties{seg(BODY)}",
+                    f"{BODY} is reserved: a prompt reads it as the output's text (the markdown "
+                    "after its frontmatter); give the field another name",
+                )
+            if key in props:
+                status = props[key]
+                if not (isinstance(status, dict) and isinstance(status.get("const"), str)):
+                    p.add(f"{place}.properties{seg(key)}", CONST_STATUS)
+            elif with_status:
+                p.add(place, f"{key} is missing: {CONST_STATUS}")
+
+
+#: What a version-1 role's ``$status`` must be: one ``const`` per shape, as uwf 0.8 had it.
+CONST_STATUS = (
+    "a version-1 file fixes $status with const, one status per shape (uwf 0.8's rule; not "
+    "enum): write oneOf branches, each with $status: {const: <status>} and its own fields"
+)
+
+
 def validate_v1(
     document: dict[Any, Any], basename: str, implied: str
 ) -> tuple[dict[str, Any], Problems]:
@@ -153,6 +206,7 @@ def validate_v1(
         p.add(where(document, path), NO_FAN_OUT if _is_fan_out(path) else what)
     name = _name(p, document, basename, implied)
     names, roles = _roles(p, document)
+    check_schemas(p, roles)
     graph: dict[str, Any] = {}
     raw = document.get("graph")
     if isinstance(raw, dict):

@@ -38,6 +38,7 @@ TAGS: dict[str, str] = {
     "H2V7N5C9": "step interrupted by a signal",
     "W3K8N5Q2": "worker registry not pruned",
     "W7D2F6J9": "worker heartbeat not written",
+    "W5T8H3M6": "worker's first heartbeat not written (the store is away: the loop retries)",
     "W5M8R3T6": "worker not marked stopped",
     "W2H6P9K4": "worker draining on SIGTERM",
     "K2V7N4D9": "thread forked",

@@ -48,6 +48,8 @@ def judge_all(backend: Backend, task: Task, ran: Ran) -> list[dict[str, Any]]:
     for judge in task.judges:
         if judge.builtin is not None:
             score, data, error = _builtin(backend.nodes, judge, ran, steps)
+        elif judge.entry is not None:
+            score, data, error = _entry(backend, task, judge, ran)
         else:
             score, data, error = _command(backend, task, judge, ran)
         result: dict[str, Any] = {"name": judge.name, "weight": judge.weight, **judge.what()}
@@ -186,15 +188,7 @@ def program(task: Task, word: str) -> str:
 
 def _command(backend: Backend, task: Task, judge: Judge, ran: Ran) -> tuple[float, Any, str | None]:
     """Run the judge's command in the working directory: ``<command…> <thread>``, with
-    ``UWF_THREAD`` (and the store's variables) set; its last stdout line is the verdict.
-
-    Its environment holds no credential (docs/evals.md, "Commands"): no store password, no
-    provider key, no ``.env`` entry, no ``secrets:`` variable, nor any variable holding one
-    of their values — as a model's command gets (``command_env``). A judge is the task
-    author's code, and needs none of them to judge a run."""
-    from uwf.adapters import process
-    from uwf.config.secrets import command_env, model_config
-
+    ``UWF_THREAD`` (and the store's variables) set; its last stdout line is the verdict."""
     assert judge.command is not None
     try:
         argv = shlex.split(judge.command)
@@ -202,7 +196,43 @@ def _command(backend: Backend, task: Task, judge: Judge, ran: Ran) -> tuple[floa
         return 0.0, None, f"invalid command line: {exc}"
     if not argv:
         return 0.0, None, "empty command line"
-    argv = [program(task, argv[0]), *argv[1:], ran.thread]
+    return _run(backend, task, judge, ran, [program(task, argv[0]), *argv[1:], ran.thread])
+
+
+def _entry(backend: Backend, task: Task, judge: Judge, ran: Ran) -> tuple[float, Any, str | None]:
+    """A judge of uwf 0.8: ``node <entry> <working directory> <thread>``, run as a command
+    judge is; its data must satisfy its ``schema`` file when it has one."""
+    from uwf.engine.evals.task import NODE
+
+    assert judge.entry is not None
+    node = shutil.which(NODE)
+    if node is None:  # checked when the task was read; gone since
+        return 0.0, None, f"judge command not found: {NODE} (is it installed and on PATH?)"
+    argv = [node, str(task.folder / judge.entry), str(ran.workdir), ran.thread]
+    score, data, error = _run(backend, task, judge, ran, argv)
+    if error is None and judge.schema is not None:
+        from uwf.cas.schema import field_problems
+
+        found = field_problems(judge.schema, data)
+        if found:
+            return 0.0, data, f"its data does not satisfy {judge.schema_file}: {found[0]}"
+    return score, data, error
+
+
+def _run(
+    backend: Backend, task: Task, judge: Judge, ran: Ran, argv: list[str]
+) -> tuple[float, Any, str | None]:
+    """Run a judge's ``argv`` in the working directory with ``UWF_THREAD`` (and the store's
+    variables) set; its last stdout line is the verdict.
+
+    Its environment holds no credential (docs/evals.md, "Commands"): no store password, no
+    provider key, no ``.env`` entry, no ``secrets:`` variable, nor any variable holding one
+    of their values — as a model's command gets (``command_env``). A judge is the task
+    author's code (a command, or uwf 0.8's node script), and needs none of them to judge a
+    run."""
+    from uwf.adapters import process
+    from uwf.config.secrets import command_env, model_config
+
     env = {
         **os.environ,
         **backend.env(),

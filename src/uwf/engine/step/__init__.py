@@ -186,6 +186,7 @@ def step_held(
                 log.write("F9C2T5J8", f"fan-out started late children={','.join(ids)}")
                 result = StepResult(plan.workflow, thread, head, None, False, "active", tuple(ids))
             else:
+                check_workdir(plan, record.info.cwd)
                 result = _run(backend, lock, plan, runner, log, span, should_stop)
             tracing.landed(span, result)
             _pack_soon(backend, log)
@@ -247,7 +248,6 @@ def _run(
 ) -> StepResult:
     """Spawn the plan's agent, then commit what it answered (or record that it deferred)."""
     assert plan.role is not None
-    check_workdir(plan)
     if runner is process_runner and plan.python is not None:  # docs/api.md, "Python agents"
         from uwf.engine.step.inproc import InProcess
 

@@ -24,10 +24,10 @@ from uwf.config.config import (
     load_config,
 )
 from uwf.model import chain, routing
-from uwf.moderator.evaluate import Decision, ModeratorError
+from uwf.moderator.evaluate import BlankPrompt, Decision, ModeratorError
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, describe
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.errors import InvalidInput, UsageError, UwfError
 from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:
@@ -153,8 +153,11 @@ def plan_step(
     node = chain.load_head(store, head)
     start = chain.start_of(store, node)
     workflow = chain.load_workflow(store, start.workflow)
+    blank: BlankPrompt | None = None  # the role gets no instruction from its edge
     try:
         decision = decide(store, workflow, node)
+    except BlankPrompt as exc:
+        decision, blank = exc.decision, exc
     except ModeratorError as exc:
         raise UwfError(f"moderator evaluate failed: {exc}") from None
     config = load_config(backend.root)
@@ -189,9 +192,17 @@ def plan_step(
         joined = fanout.results(backend, thread, waiting.children)  # Deferred while active
         try:
             decision = decide(store, workflow, node, joined)
+        except BlankPrompt as exc:
+            decision, blank = exc.decision, exc
         except ModeratorError as exc:
             raise UwfError(f"moderator evaluate failed: {exc}") from None
         children = tuple(NodeHash(child["head"]) for child in joined)
+    prompt = decision.prompt if edge_prompt is None else edge_prompt
+    if by is None and not prompt.strip():  # a person (by) needs no instruction
+        if edge_prompt is not None:
+            raise UsageError("--edge-prompt is blank: the role would run without an instruction")
+        if blank is not None:
+            raise UwfError(f"moderator evaluate failed: {blank}")
     if by is not None:
         argv: tuple[str, ...] = by
     else:
@@ -200,7 +211,6 @@ def plan_step(
             thread,
             decision.role,
         )
-    prompt = decision.prompt if edge_prompt is None else edge_prompt
     if extra_prompt:
         prompt = f"{prompt.rstrip()}\n\n{extra_prompt}".lstrip()
     return replace(

@@ -70,18 +70,29 @@ def process_runner(
     )
 
 
-def check_workdir(plan: StepPlan) -> None:
+def check_workdir(plan: StepPlan, workdir: str | None = None) -> None:
     """The agent's working directory exists on this machine, or the step fails (exit 5)
-    before anything runs: a thread started with ``--cwd`` elsewhere, a ``location`` missing
-    here."""
+    before anything runs: a thread started elsewhere (``thread start`` records where it ran,
+    or its ``--cwd``), a ``location`` missing here. When the directory missing is the
+    thread's own (``workdir``), the line says what to do (docs/scale-out.md, "Running a
+    fleet"): step it where the directory exists, or go on without it in a forked thread."""
     if plan.cwd is None or os.path.isdir(plan.cwd):
         return
     import socket
 
-    raise AgentFailed(
+    what = (
         f"thread {plan.thread}: the working directory {oneline(plan.cwd)} of {plan.role} "
         f"{_what_is(plan.cwd)} on this machine ({socket.gethostname()}); the step was not run"
     )
+    if plan.cwd == workdir:
+        what += (
+            ". It is the directory the thread records (its --cwd, else where it was started): "
+            "step the thread on a machine that has it, or go on without it in a new thread "
+            f"(uwf thread fork {plan.head} --no-cwd, or --cwd DIR; then uwf thread kill "
+            f"{plan.thread}). In a fleet whose machines do not share paths, start threads "
+            "with --no-cwd or a --cwd every machine has"
+        )
+    raise AgentFailed(what)
 
 
 def _what_is(path: str) -> str:

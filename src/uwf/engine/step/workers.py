@@ -72,7 +72,7 @@ class Heartbeat:
         except Damaged:
             raise
         except (UwfError, OSError) as exc:
-            self._log.write("W7D2F6J9", f"heartbeat not written: {exc}")
+            self._log.write("W5T8H3M6", f"first heartbeat not written: {exc}")
         self._thread.start()
         return self
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.cas.store import Store
-from uwf.moderator.validate import EXTENSIONS, stem, validate
+from uwf.moderator.validate import EXTENSIONS, implied_by, stem, validate
 from uwf.protocol import schemas
 from uwf.util import yamlio
 from uwf.util.base32 import NodeHash
@@ -63,11 +63,12 @@ def entry_file(path: Path) -> Path:
 def implied_name(path: Path) -> str:
     """The workflow name a file's path implies: its stem, or for a folder workflow's
     ``index.yaml`` the folder's name (never a ``.workflows/`` directory's: a file
-    ``.workflows/index.yaml`` is the workflow ``index``)."""
+    ``.workflows/index.yaml`` is the workflow ``index``). A ``.workflow`` before the
+    extension is not part of it: uwf 0.8's ``linear.workflow.yaml`` holds ``linear``."""
     folder = Path(os.path.abspath(path)).parent.name
     if path.name in INDEX and folder and folder not in LOCAL_DIRS:
         return folder
-    return stem(path.name)
+    return implied_by(path.name)
 
 
 def read(path: Path) -> Document:
