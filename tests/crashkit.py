@@ -77,7 +77,8 @@ def error_lines(err: str) -> list[str]:
 
 def write_signature(root: Path) -> tuple[Any, ...]:
     """Something that changes with every durable write uwf or an agent makes: the inode of
-    each replaced state file, and the size of each appended file (history, type index)."""
+    each replaced state file, the size of each appended file (history, type index), and the
+    packs' directory listing (a step's nodes are one pack)."""
     sig: list[Any] = []
     for name in ("threads.yaml", "registry.yaml"):
         try:
@@ -92,6 +93,8 @@ def write_signature(root: Path) -> tuple[Any, ...]:
         for entry in os.scandir(root / "cas" / "index"):
             with contextlib.suppress(FileNotFoundError):
                 sig.append((entry.name, entry.stat().st_size))
+    with contextlib.suppress(FileNotFoundError):  # a step's pack: each of its two renames
+        sig.append(tuple(sorted(os.listdir(root / "cas" / "packs"))))
     return tuple(sig)
 
 
@@ -409,6 +412,7 @@ def check_invariants(root: Path, *, allow_torn: bool = False, locks: bool = True
                 elif not (is_hash(f.name) and f.name[:2] == fan.name):
                     problems.append(f"unexpected file in the store: {f.relative_to(root)}")
     temp_files += sum(1 for f in root.glob(".tmp-*"))
+    temp_files += sum(1 for f in root.glob("cas/packs/.tmp-*"))  # a killed step's pack
 
     store = open_store(root)
     world = World(active, archived, registry, leftover, temp_files, torn)

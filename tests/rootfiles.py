@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,37 @@ def damage_packed_record(cas: Path, h: str) -> str:
         path.write_bytes(bytes(data))
         return name
     raise AssertionError(f"{h} is in no pack")
+
+
+def lose_node(cas: Path, h: str) -> Callable[[], None]:
+    """Take the node ``h`` out of the store behind its back, as a disk fault would: its loose
+    file, or the whole pack that holds it (a step's nodes are one pack: its siblings go too);
+    returns what puts it all back, as a restore from a backup would."""
+    from uwf.backend.fs import packs
+    from uwf.backend.fs.nodes import pack_names
+
+    files = [cas / "objects" / h[:2] / h]
+    if not files[0].exists():
+        for name in pack_names(cas / "packs"):
+            pack = packs.Pack(cas / "packs", name)
+            try:
+                held = pack.find(h.encode()) >= 0
+            finally:
+                pack.close()
+            if held:
+                files = [cas / "packs" / f"{name}{suffix}" for suffix in (".pack", ".idx")]
+                break
+        else:
+            raise AssertionError(f"{h} is not stored")
+    saved = {path: path.read_bytes() for path in files}
+    for path in files:
+        path.unlink()
+
+    def restore() -> None:
+        for path, data in reversed(saved.items()):  # the index last: the pack is whole
+            path.write_bytes(data)
+
+    return restore
 
 
 def without_failures(data: bytes | None) -> dict[str, Any] | None:

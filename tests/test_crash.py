@@ -101,8 +101,9 @@ def test_sigkill_thread_step_at_random_moments(root: Path, tmp_path: Path, kills
                 res = crashkit.kill_after(proc, rng.uniform(0, 0.05))
             elif mix < 0.5:
                 res = crashkit.kill_after(proc, rng.uniform(0, d))
-            else:  # the agent's detail and StepNode writes, then uwf's head move (and archive)
-                writes = rng.choice([0, 1, 1, 2])
+            else:  # the agent's pack (its index, then its records) and type-index lines,
+                # then uwf's head move (and archive)
+                writes = rng.choice([0, 1, 2, 2, 3, 4])
                 jitter = rng.uniform(0, rng.choice([0.003, 0.04]))
                 res = crashkit.kill_after_writes(proc, root, writes, jitter, baseline)
             pids = crashkit.marker_pids(marker, proc.pid)

@@ -34,6 +34,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
+from rootfiles import lose_node
 from support import BIN, EXAMPLES, PLAN, Result, take_snapshot
 from uwf.util.base32 import describe
 
@@ -289,8 +290,7 @@ def test_a_deleted_head_node_fails_verify_and_stops_gc(
 ) -> None:
     _done, active = a_finished_and_an_active_thread(cli_proc, tmp_path)
     head = ok(cli_proc, "thread", "show", active)["head"]
-    node = root / "cas" / "objects" / head[:2] / head
-    node.unlink()
+    lose_node(root / "cas", head)  # with the rest of its step's pack
     problem = f"its head {head} is missing"
     damaged_by_verify(cli_proc, {"thread": active, "problem": problem})
     refused_by_gc(

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from rootfiles import lose_node, open_store
 from support import BIN, EXAMPLES, PLAN, take_snapshot
 from test_hostile import LOOP, Ui, ok
 
@@ -61,17 +62,14 @@ class Nodes:
 
     def count(self) -> int:
         if self.kind == "fs":
-            return sum(1 for p in (self.root / "cas" / "objects").rglob("*") if p.is_file())
+            return sum(1 for _ in open_store(self.root).iter_hashes())
         with self._connect() as conn:
             row = conn.execute("SELECT count(*) FROM uwf_nodes").fetchone()
             return int(row[0])
 
     def lose(self, h: str) -> Any:
         if self.kind == "fs":
-            path = self.root / "cas" / "objects" / h[:2] / h
-            data = path.read_bytes()
-            path.unlink()
-            return data
+            return lose_node(self.root / "cas", h)  # the step's whole pack
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM uwf_nodes WHERE hash = %s", (h,)).fetchone()
             conn.execute("DELETE FROM uwf_nodes WHERE hash = %s", (h,))
@@ -79,8 +77,7 @@ class Nodes:
 
     def restore(self, h: str, saved: Any) -> None:
         if self.kind == "fs":
-            path = self.root / "cas" / "objects" / h[:2] / h
-            path.write_bytes(saved)
+            saved()
             return
         with self._connect() as conn:
             conn.execute("INSERT INTO uwf_nodes VALUES (%s, %s, %s, %s, %s)", saved)

@@ -5,6 +5,7 @@ packed nodes in tests/test_cas_store.py (``TestPackedFsStore``); killing `cas pa
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
@@ -17,8 +18,8 @@ import xxhash
 
 from backend_contract import ITEM
 from rootfiles import damage_packed_record, open_store
-from uwf.backend.fs import FsBackend, packs
-from uwf.backend.fs.nodes import MAX_PACKS, FsStore, pack_names
+from uwf.backend.fs import FsBackend, packing, packs
+from uwf.backend.fs.nodes import FsStore, pack_names
 from uwf.cas import codec, ops
 from uwf.cas.schema import meta_hash
 from uwf.util.base32 import encode64
@@ -62,12 +63,14 @@ def test_cas_pack_moves_every_loose_node_and_threads_read_the_same(
     agent = scenario()
     for _ in range(3):
         ok(cli, "thread", "step", thread, "--agent", agent)
+    cas = root / "cas"
+    assert len(pack_names(cas / "packs")) == 3  # each step's nodes: one pack
     views = [ok(cli, "thread", *args, thread) for args in (["show"], ["steps"])]
     read = cli("thread", "read", thread).out
     before = set(open_store(root).iter_hashes())
+    was_loose = loose(cas)  # the workflow, its schemas, the StartNode
     report = ok(cli, "cas", "pack")
-    assert report["packed"] == len(before) and report["loose"] == 0 and report["packs"] == 1
-    cas = root / "cas"
+    assert report["packed"] == len(was_loose) and report["loose"] == 0 and report["packs"] == 1
     assert loose(cas) == []
     (name,) = {f.rsplit(".", 1)[0] for f in pack_files(cas)}
     assert pack_files(cas) == [f"{name}.idx", f"{name}.pack"]
@@ -78,10 +81,10 @@ def test_cas_pack_moves_every_loose_node_and_threads_read_the_same(
     assert ok(cli, "cas", "verify") == {"scanned": len(before), "ok": True, "damaged": []}
     assert ok(cli, "cas", "pack") == {**report, "packed": 0}  # nothing loose: nothing to do
 
-    head = ok(cli, "thread", "step", thread, "--agent", agent)["head"]  # new steps: loose
-    assert head in loose(cas)
-    again = ok(cli, "cas", "pack")
-    assert again["packs"] == 2 and again["loose"] == 0
+    head = ok(cli, "thread", "step", thread, "--agent", agent)["head"]  # a pack of its own
+    assert head not in loose(cas) and len(pack_names(cas / "packs")) == 2
+    again = ok(cli, "cas", "pack")  # far smaller than the other: left as it is
+    assert again["packs"] == 2 and again["loose"] == 0 and again["packed"] == 0
     assert ok(cli, "thread", "show", thread)["head"] == head
     assert ok(cli, "cas", "verify")["ok"] is True
 
@@ -209,25 +212,47 @@ def test_a_small_pack_has_no_dictionary(cas: Path) -> None:
     assert FsStore(cas).require(meta_hash()).type == meta_hash()
 
 
-def test_packs_merge_into_one_at_the_limit(cas: Path) -> None:
+@pytest.mark.parametrize(
+    ("counts", "loose", "chosen"),
+    [
+        ([], 0, []),
+        ([("a", 100)], 0, []),  # one pack alone is never written again
+        ([("a", 100)], 3, []),  # loose nodes only: the pack is far larger
+        ([("a", 100)], 60, ["a"]),  # at most twice what is chosen: merged
+        ([("big", 1000), ("s1", 5), ("s2", 5), ("s3", 6)], 0, ["s1", "s2", "s3"]),
+        ([("big", 30), ("s1", 5), ("s2", 5), ("s3", 6)], 0, ["s1", "s2", "s3", "big"]),
+        ([("a", 64), ("b", 32), ("c", 16), ("d", 8)], 0, []),  # a doubling progression
+        ([("a", 64), ("b", 32), ("c", 9), ("d", 8)], 0, ["d", "c", "b", "a"]),  # 9 < 2 × 8 …
+        ([("a", 99), ("b", 32), ("c", 9), ("d", 8)], 0, ["d", "c", "b"]),  # … 99 ≥ 2 × 49
+        ([("a", 64), ("b", 32), ("c", 16), ("d", 8)], 9, ["d", "c", "b", "a"]),
+    ],
+)
+def test_the_geometric_rule_picks_the_small_packs(
+    counts: list[tuple[str, int]], loose: int, chosen: list[str]
+) -> None:
+    assert packing.choose(counts, loose) == chosen
+
+
+def test_packs_stay_a_doubling_progression(cas: Path) -> None:
+    """`cas pack` after every few nodes: the packs left always at least double in size from
+    one to the next, so a store of n nodes has at most log2(n) of them; every node is read."""
     store = FsStore(cas)
-    s, first = items(store, 2)
-    store.pack()
-    everything = list(first)
-    for k in range(1, MAX_PACKS):
-        everything.append(store.put(s, {"n": 100 + k}))
-        assert store.pack()["packs"] == k + 1
-    everything.append(store.put(s, {"n": 1000}))
-    assert store.pack()["packs"] == 1  # the 9th: merged with the 8 into one
+    s, everything = items(store, 2)
+    for k in range(40):
+        everything += [store.put(s, {"n": 100 + 2 * k + i}) for i in range(2)]
+        store.pack()
+        counts = sorted(p.count for p in FsStore(cas).packs())
+        assert all(b >= packing.FACTOR * a for a, b in itertools.pairwise(counts))
+        assert len(counts) <= sum(counts).bit_length()
     fresh = FsStore(cas)
     assert [fresh.require(h).payload["n"] for h in everything] == [
         0,
         1,
-        *[100 + k for k in range(1, MAX_PACKS)],
-        1000,
+        *range(100, 180),
     ]
     assert ops.verify(fresh)["ok"] is True
-    assert loose(cas) == [] and len(pack_files(cas)) == 2
+    assert loose(cas) == []
+    assert store.pack(everything=True)["packs"] == 1
 
 
 # -- readers beside packing --------------------------------------------------------------
@@ -235,16 +260,16 @@ def test_packs_merge_into_one_at_the_limit(cas: Path) -> None:
 
 def test_a_reader_finds_nodes_packed_after_it_listed_the_packs(cas: Path) -> None:
     writer = FsStore(cas)
-    s, hashes = items(writer, 5)
+    s, hashes = items(writer, 20)
     writer.pack()
     reader = FsStore(cas)  # another process: lists the packs once, on its first read
     assert reader.require(hashes[0]).payload["n"] == 0
     later = [writer.put(s, {"n": 10 + i}) for i in range(3)]
-    writer.pack()  # moves them into a second pack and removes their loose files
+    writer.pack()  # a second pack (the first is far larger), and their loose files go
     assert [reader.require(h).payload["n"] for h in later] == [10, 11, 12]
     assert reader.has(later[0]) and sorted(reader.iter_hashes()) == sorted(writer.iter_hashes())
     writer.pack(everything=True)  # merges both and removes the packs the reader has mapped
-    assert [reader.require(h).payload["n"] for h in hashes + later] == [0, 1, 2, 3, 4, 10, 11, 12]
+    assert [reader.require(h).payload["n"] for h in hashes + later] == [*range(20), 10, 11, 12]
     assert len(reader.packs()) == 2  # still the old ones, mapped (their files are gone)
     newest = writer.put(s, {"n": 99})
     writer.pack()

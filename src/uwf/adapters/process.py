@@ -541,3 +541,21 @@ def spawn_detached(
     # (uwf ui, the CLI run in-process) keeps no zombie and never drops a running Popen.
     threading.Thread(target=proc.wait, daemon=True).start()
     return proc.pid, said.decode("utf-8", "replace")
+
+
+def start_background(argv: Sequence[str], env: dict[str, str]) -> int:
+    """Start ``argv`` to run on after us, unwatched (the filesystem store's automatic
+    packing: docs/architecture.md, "Automatic packing"): its own session, no standard
+    streams, no parent-death signal; its pid. Not waited for; a daemon thread reaps it, so
+    that a process that lives on (a worker) keeps no zombie."""
+    proc = _popen(
+        argv,
+        "background command",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc.pid

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from uwf.agent_kit import children
 from uwf.backend.base import Backend
+from uwf.cas.batch import Batch
 from uwf.cas.store import Store
 from uwf.model import chain, compact
 from uwf.model.cost import Meter
@@ -91,6 +92,9 @@ class AgentContext:
         # its detail keeps (docs/format.md, "Previous attempts"); None when there were none
         self.previous_attempts = previous_attempts
         self._since: tuple[list[StepView], StepView | None] | None = None
+        # Every node the step writes is held here and written at once by ``flush``, before
+        # the StepNode's hash is printed (one pack, one transaction: ``cas.batch``).
+        self._batch = Batch(backend.nodes)
 
     # -- where the agent runs: its process, or uwf's (``call``) -------------------------------
 
@@ -158,7 +162,13 @@ class AgentContext:
 
     @property
     def store(self) -> Store:
-        return self.backend.nodes
+        """The store, as the step sees it: puts are checked at once and held until
+        ``flush`` (reads see them); everything else is the backend's store."""
+        return self._batch
+
+    def flush(self) -> None:
+        """Write the nodes the step put, together (``Store.put_many``)."""
+        self._batch.flush()
 
     @property
     def task(self) -> str:

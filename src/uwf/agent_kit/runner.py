@@ -4,8 +4,10 @@ An agent supplies ``run`` (and optionally ``resume`` for correction prompts); th
 the rest: arguments, context from the chain (with compaction summaries: ``ctx.history``), the
 format instruction, the two-layer extract (frontmatter fast path, up to two corrections, then
 the LLM fallback), the artifacts left in ``$UWF_ARTIFACTS_DIR``, the StepNode write, and
-printing its hash. Every failure is one ``error: …`` line on stderr and exit 1 (2 for a usage
-error: ``uwf.agent_kit.args``, the command line every agent shares).
+printing its hash. Every node the step puts is held by ``ctx.store`` and written with the
+others in one ``put_many`` once the StepNode is put (one pack, one transaction). Every
+failure is one ``error: …`` line on stderr and exit 1 (2 for a usage error:
+``uwf.agent_kit.args``, the command line every agent shares).
 """
 
 from __future__ import annotations
@@ -294,6 +296,7 @@ def execute(
                         ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None
                     )
                 h = _step_node(agent, ctx, span)
+                ctx.flush()  # the step's nodes, durable together before their hash is printed
         except UwfError as exc:
             llm = sys.modules.get("uwf.adapters.llm")  # imported only by agents that call models
             if llm is not None and isinstance(exc, llm.RateLimited) and backend is not None:

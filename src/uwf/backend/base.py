@@ -565,8 +565,10 @@ class Locks(abc.ABC):
         and return what it said; None when the lock is held or no record was left."""
 
     @abc.abstractmethod
-    def gc(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the gc lock: a second ``cas gc`` fails at once (Busy)."""
+    def gc(self, *, background: bool = False) -> contextlib.AbstractContextManager[None]:
+        """Hold the gc lock: a second ``cas gc`` fails at once (Busy). ``background``: the
+        filesystem store's automatic packing, which a ``cas gc`` or ``cas pack`` waits for
+        instead of failing (docs/architecture.md, "Automatic packing")."""
 
     @abc.abstractmethod
     def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:

@@ -235,7 +235,7 @@ class MemoryLocks(Locks):
         return swept
 
     @contextlib.contextmanager
-    def gc(self) -> Iterator[None]:
+    def gc(self, *, background: bool = False) -> Iterator[None]:
         if not self._gc.acquire(blocking=False):
             raise Busy("cas gc or cas pack is already running")
         try:

@@ -295,7 +295,7 @@ class _NoLocks(Locks):
     def clear_stale(self, thread: ThreadId) -> Any:
         raise _refused("the step locks")
 
-    def gc(self) -> Any:
+    def gc(self, *, background: bool = False) -> Any:
         raise _refused("the gc lock")
 
     def sweep(self, archived: Collection[ThreadId], *, dry_run: bool = False) -> int:

@@ -222,6 +222,18 @@ class Store(abc.ABC):
         """
         return {"packed": 0, "loose": 0, "packs": 0, "bytes": 0}
 
+    def pack_due(self) -> bool:
+        """Whether enough small packs or loose nodes piled up to pack them (asked after each
+        step, cheaply: docs/architecture.md, "Automatic packing"). Never on a store without
+        packs."""
+        return False
+
+    def pack_in_background(self, *, process: bool = False) -> str | None:
+        """Start packing beside the caller unless a ``cas gc`` or ``cas pack`` runs: in a
+        process of its own (``process``: the caller exits soon), else in a thread; what was
+        started (``pid <n>``, ``thread``), or None."""
+        return None
+
     def scan_order(self, hashes: set[NodeHash]) -> list[NodeHash]:
         """``hashes`` in the order that reads them all cheapest (``cas verify``): by hash,
         unless the backend stores nodes together (the filesystem's packs)."""

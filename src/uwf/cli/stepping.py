@@ -154,23 +154,25 @@ def _step_thread(
             done = " (done)" if result.done else ""
             typer.echo(f"step {ran}/{n}: {result.role or '-'} -> {result.head}{done}", err=True)
 
-    engine.step_many(
-        backend(), thread, n, on_result=landed, agent=agent, timeout=timeout, wait=wait
-    )
+    with engine.packing_in_a_process():  # this command exits after its steps
+        engine.step_many(
+            backend(), thread, n, on_result=landed, agent=agent, timeout=timeout, wait=wait
+        )
 
 
 def _step_next(
     n: int, workflow: str | None, agent: str | None, timeout: float | None, fmt: Format | None
 ) -> None:
     """``thread step --next [-c N]``: up to N steps, each of the thread ``--next`` picks."""
-    from uwf.engine.step import fleet
+    from uwf.engine.step import fleet, packing_in_a_process
     from uwf.util.errors import NothingToStep
 
     storage = backend()
     versions = fleet.workflow_versions(storage, workflow) if workflow is not None else None
     for ran in range(n):
         try:
-            result = fleet.step_next(storage, versions=versions, agent=agent, timeout=timeout)
+            with packing_in_a_process():  # this command exits after its steps
+                result = fleet.step_next(storage, versions=versions, agent=agent, timeout=timeout)
         except NothingToStep:
             if ran == 0:
                 raise

@@ -123,6 +123,8 @@ class Config(NamedTuple):
     fan_out_threads: int = DEFAULT_FAN_OUT_THREADS
     # directories searched for workflow files by name (docs/format.md, "Workflow directories")
     workflow_paths: tuple[str, ...] = ()
+    # whether steps start the filesystem store's automatic packing (docs/architecture.md)
+    auto_pack: bool = True
 
     def wants_cli_reference(self, workflow: str, role: str) -> bool:
         """Whether the prompt of ``role`` in ``workflow`` embeds the uwf CLI reference."""
@@ -212,6 +214,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         workflow_paths=tuple(raw.get("workflowPaths") or ()),
         root=root,
         cli_reference=raw.get("cliReference") is not False,
+        auto_pack=raw.get("autoPack") is not False,
         cli_reference_overrides=_frozen(
             {
                 str(workflow): MappingProxyType(

@@ -169,6 +169,7 @@ CONFIG: dict[str, Any] = {
             "items": _text("a directory"),
         },
         "cliReference": {"type": ["boolean", "null"], EXPECTED: "true or false"},
+        "autoPack": {"type": ["boolean", "null"], EXPECTED: "true or false"},
         "cliReferenceOverrides": _entries(
             {
                 "type": "object",

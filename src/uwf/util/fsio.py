@@ -119,7 +119,14 @@ def append_line(path: Path, line: str) -> None:
     file ends in a torn line all the same (power lost mid-append), the new line starts on a
     line of its own, so the torn fragment cannot swallow it.
     """
-    data = (line.rstrip("\n") + "\n").encode()
+    append_lines(path, [line])
+
+
+def append_lines(path: Path, lines: list[str], *, sync: bool = True) -> None:
+    """``append_line`` for several lines in one ``write``; without ``sync`` no fsync (a file
+    whose lines can be rebuilt, as the type index after a step's nodes are durable:
+    docs/format.md, "The filesystem backend")."""
+    data = "".join(line.rstrip("\n") + "\n" for line in lines).encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -133,7 +140,8 @@ def append_line(path: Path, line: str) -> None:
                     with contextlib.suppress(OSError):  # fragment is left to read as damage
                         os.ftruncate(fd, size)
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:

@@ -59,6 +59,7 @@ TAGS: dict[str, str] = {
     "F8K3M6T2": "step failure recorded in the thread state",
     "G5Q9W2R7": "step failure not recorded",
     "J6R3X8M5": "thread retried: its failure ended (thread retry)",
+    "A7P3K9W2": "automatic packing started (the filesystem store)",
 }
 
 

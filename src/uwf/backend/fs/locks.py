@@ -27,6 +27,7 @@ import contextlib
 import fcntl
 import functools
 import os
+import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
@@ -37,6 +38,20 @@ from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
 PROC_LOCKS = Path("/proc/locks")
+GC_LOCK = "gc.lock"
+AUTO = b"auto"  # in gc.lock while the automatic packing holds it
+
+
+def _auto_holds(fd: int) -> bool:
+    """Whether the holder of the gc lock open at ``fd`` is the automatic packing: ``auto`` in
+    the file, which it writes the moment it has the lock (asked again a moment later when
+    the file is still empty, so that a holder caught before its write is not mistaken)."""
+    for pause in (0.0, 0.02, 0.05):
+        time.sleep(pause)
+        mark = os.pread(fd, len(AUTO), 0)
+        if mark:
+            return mark == AUTO
+    return False
 
 
 def held_flock_inodes() -> set[int] | None:
@@ -327,13 +342,27 @@ class FsLocks(Locks):
             os.close(fd)
 
     @contextlib.contextmanager
-    def gc(self) -> Iterator[None]:
-        fd = fsio.open_lock(self.dir / "gc.lock")
+    def gc(self, *, background: bool = False) -> Iterator[None]:
+        """``flock`` of ``gc.lock``. Its holder writes ``auto`` into the file when it is the
+        automatic packing (``background``), nothing otherwise: a ``cas gc`` or ``cas pack``
+        that finds the lock held waits for an automatic packing to end, and fails at once
+        beside anything else. The automatic packing fails at once whoever holds it."""
+        fd = fsio.open_lock(self.dir / GC_LOCK)
+        held = False
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise Busy("cas gc or cas pack is already running") from None
+                if background or not _auto_holds(fd):
+                    raise Busy("cas gc or cas pack is already running") from None
+                fcntl.flock(fd, fcntl.LOCK_EX)  # an automatic packing ends soon: wait
+            held = True
+            os.ftruncate(fd, 0)
+            if background:
+                os.pwrite(fd, AUTO, 0)
             yield
         finally:
+            if held and background:  # only its holder clears the mark
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
             os.close(fd)

@@ -1,21 +1,23 @@
 """The filesystem store: loose node files, and packs of many nodes (docs/format.md, "Packs").
 
-A new node is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compact JSON, read-only,
-written once (temp file, fsync, link, fsync of the directory) and never rewritten, so a crash
-leaves it either absent or whole. ``uwf cas pack`` (and ``cas gc``) move loose nodes into
-packs under ``<root>/cas/packs/`` (``packs.py``): a pack and its index are durable before any
-loose file goes. Readers look in the packs, then at the loose file, and when both miss they
-list the packs again (a pack written meanwhile may hold a node whose loose file just went).
-Whatever holds it, a node whose content does not hash to its name is reported as corrupt,
-never used. The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended
-after the node is durable.
+A node put alone is a loose file, ``<root>/cas/objects/<2 chars>/<HASH>``, compact JSON,
+read-only, written once (temp file, fsync, link, fsync of the directory) and never rewritten,
+so a crash leaves it either absent or whole. The nodes of one step (``put_many``) are one
+small pack under ``<root>/cas/packs/`` (``batch.py``); ``uwf cas pack``, ``cas gc`` and the
+automatic packing after steps merge loose nodes and packs into larger packs (``packing.py``,
+``autopack.py``): a pack and its index are durable before any loose file or replaced pack
+goes. Readers look in the packs, then at the loose file, and when both miss they list the
+packs again (a pack written meanwhile may hold a node whose loose file just went). Whatever
+holds it, a node whose content does not hash to its name is reported as corrupt, never used.
+The type index is ``<root>/cas/index/<TYPEHASH>``, one hash per line, appended after the node
+is durable.
 
-Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a shared ``flock`` on
-``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is never
-deleted between a writer's "it exists" and the writer linking to it. A put that finds its
-node already stored refreshes its last put: the loose file's mtime, or, for a node only in a
-pack, a loose copy of it (packs never change). gc judges a node's age by the later of its
-timestamp and its last put.
+Coordination with ``cas gc`` (see ``uwf.engine.store.gc``): every write holds a shared
+``flock`` on ``<root>/locks/cas-sweep.lock`` and the sweep holds it exclusively, so a node is
+never deleted between a writer's "it exists" and the writer linking to it. A put that finds
+its node already stored refreshes its last put: the loose file's mtime, or, for a node only
+in a pack, a loose copy of it (a batch: a copy in its own pack; packs never change). gc
+judges a node's age by the later of its timestamp and its last put.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.fs.damage import INDEX_LIMIT, read_state
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from uwf.util.outputs import PackDamage, Packed
 
 SWEEP_LOCK = "cas-sweep.lock"
-MAX_PACKS = 8  # `cas pack` merges every pack into one when the store has this many
 BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
 
 
@@ -116,8 +117,17 @@ class FsStore(Store):
                 except OSError as exc:
                     raise UwfError(f"cannot read pack {name}: {exc.strerror or exc}") from None
             found.append(pack)
+        found.sort(key=lambda p: p.count, reverse=True)  # most lookups end in the largest
         self._packs = found
         return found
+
+    def add_pack(self, name: str) -> None:
+        """A pack this process just wrote (``put_many``): read from now on, without listing
+        the packs again."""
+        from uwf.backend.fs.packs import Pack
+
+        current = [p for p in self.packs() if p.name != name]
+        self._packs = [*current, Pack(self.pack_dir, name)]
 
     def _packs_changed(self) -> bool:
         """List the packs again after a miss; True when the set changed."""
@@ -292,7 +302,7 @@ class FsStore(Store):
             if problem is not None:
                 damaged.append({"pack": name, "problem": str(pack.corrupt(problem))})
             pack.close()
-        return damaged + self._orphan_damage()
+        return damaged + self.storage_doubts()
 
     # -- packs without an index (backend/fs/orphans.py) ----------------------------------
     def _elsewhere(self, h: str) -> bool:
@@ -304,42 +314,19 @@ class FsStore(Store):
         when its records cannot even be read). A crash leftover holds none: left out."""
         from uwf.backend.fs import orphans
 
-        out: dict[str, list[str] | None] = {}
-        for name in orphans.names(self.pack_dir):
-            try:
-                unique: list[str] | None = orphans.only_here(self.pack_dir, name, self._elsewhere)
-            except (CorruptNode, OSError):
-                unique = None
-            if unique is None or unique:
-                out[name] = unique
-        return out
-
-    def _orphan_damage(self) -> list[PackDamage]:
-        damaged: list[PackDamage] = []
-        for name, unique in self.orphan_nodes().items():
-            what = (
-                f"{len(unique)} nodes only it holds cannot be read; `uwf cas reindex` rebuilds "
-                "the index"
-                if unique is not None
-                else "its records cannot be read either"
-            )
-            problem = f"{self.pack_dir / name}.pack has no index ({name}.idx): {what}"
-            damaged.append({"pack": name, "problem": problem})
-        return damaged
+        return orphans.found(self.pack_dir, self._elsewhere)
 
     def storage_doubts(self) -> list[PackDamage]:
-        return self._orphan_damage()
+        from uwf.backend.fs import orphans
+
+        return orphans.damage(self.pack_dir, self.orphan_nodes())
 
     def repair_storage(self) -> int:
         """Rebuild the index of every pack that lost it and holds nodes found nowhere else
         (``cas reindex``); how many indexes were written."""
         from uwf.backend.fs import orphans
 
-        rebuilt = 0
-        for name, unique in self.orphan_nodes().items():
-            if unique is not None:
-                orphans.rebuild(self.pack_dir, name)
-                rebuilt += 1
+        rebuilt = orphans.repair(self.pack_dir, self.orphan_nodes())
         if rebuilt:
             self._list_packs()
         return rebuilt
@@ -348,23 +335,37 @@ class FsStore(Store):
         """Why a node may be missing: a pack that lost its index (named), else nothing."""
         from uwf.backend.fs import orphans
 
-        lost = orphans.names(self.pack_dir)
-        if not lost:
-            return ""
-        return (
-            f" ({self.pack_dir / lost[0]}.pack has no index: `uwf cas verify` says what is "
-            "damaged, `uwf cas reindex` rebuilds the index)"
-        )
+        return orphans.hint(self.pack_dir)
 
     # -- writing ------------------------------------------------------------------------
+    def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
+        """The nodes of one step as one pack: three fsyncs for the batch, whatever its size
+        (``batch``; docs/format.md, "The filesystem backend"). A single node is a loose file."""
+        if len(nodes) < 2:
+            return super().put_many(nodes)
+        from uwf.backend.fs import batch
+
+        return batch.put_many(self, nodes)
+
     def _create(self, h: NodeHash, node: Node) -> bool:
         data = dumps(node.as_dict()).encode()
         return fsio.create_once(self.path(h), data, mode=0o444)
 
     def _refresh(self, h: str) -> bool:
         now = time.time_ns()  # the clock of node timestamps, not the kernel's coarser one
+        found = self._touch(h, now)
+        if not isinstance(found, bytes):
+            return found  # False: stored again as a new loose file, which readers then use
+        # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
+        fsio.create_once(self.path(h), found, mode=0o444)
+        return True
+
+    def _touch(self, h: str, ns: int) -> bool | bytes:
+        """Record a put of ``h`` at ``ns`` on its loose file (True); a node only in a pack:
+        its record's bytes, checked, for the caller to record it; False when it is not
+        stored (or its only copy is corrupt). A store of another user: whether it exists."""
         try:
-            os.utime(self._file(h), ns=(now, now))  # allowed on a 0444 file for its owner
+            os.utime(self._file(h), ns=(ns, ns))  # allowed on a 0444 file for its owner
             return True
         except FileNotFoundError:
             pass
@@ -377,10 +378,8 @@ class FsStore(Store):
             data = found[0].read(found[1])
             _decode(h, data)
         except CorruptNode:
-            return False  # stored again as a new loose file, which readers then use
-        # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
-        fsio.create_once(self.path(h), data, mode=0o444)
-        return True
+            return False
+        return data
 
     @contextlib.contextmanager
     def _flock(self, operation: int) -> Iterator[None]:
@@ -415,6 +414,16 @@ class FsStore(Store):
         from uwf.backend.fs.packing import pack_store
 
         return pack_store(self, everything=everything)
+
+    def pack_due(self) -> bool:
+        from uwf.backend.fs.packing import due
+
+        return due(self)
+
+    def pack_in_background(self, *, process: bool = False) -> str | None:
+        from uwf.backend.fs import autopack
+
+        return autopack.start(self, process=process)
 
     # -- the type index -----------------------------------------------------------------
     def _index_add(self, type_hash: str, h: NodeHash) -> None:

@@ -18,10 +18,13 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from uwf.backend.fs import packs
 from uwf.util.errors import CorruptNode, UwfError
+
+if TYPE_CHECKING:
+    from uwf.util.outputs import PackDamage
 
 _CHUNK = 1 << 16
 
@@ -176,3 +179,53 @@ def _name_of(digest: int) -> str:
     from uwf.util.base32 import encode64
 
     return encode64(digest)
+
+
+def found(pack_dir: Path, elsewhere: Callable[[str], bool]) -> dict[str, list[str] | None]:
+    """Each pack without an index that holds nodes ``elsewhere`` cannot find: those nodes
+    (None when its records cannot even be read). A crash leftover holds none: left out."""
+    out: dict[str, list[str] | None] = {}
+    for name in names(pack_dir):
+        try:
+            unique: list[str] | None = only_here(pack_dir, name, elsewhere)
+        except (CorruptNode, OSError):
+            unique = None
+        if unique is None or unique:
+            out[name] = unique
+    return out
+
+
+def damage(pack_dir: Path, orphans: dict[str, list[str] | None]) -> list[PackDamage]:
+    """``cas verify``'s line for each pack of ``orphans`` (``found``)."""
+    damaged: list[PackDamage] = []
+    for name, unique in orphans.items():
+        what = (
+            f"{len(unique)} nodes only it holds cannot be read; `uwf cas reindex` rebuilds "
+            "the index"
+            if unique is not None
+            else "its records cannot be read either"
+        )
+        problem = f"{pack_dir / name}.pack has no index ({name}.idx): {what}"
+        damaged.append({"pack": name, "problem": problem})
+    return damaged
+
+
+def repair(pack_dir: Path, orphans: dict[str, list[str] | None]) -> int:
+    """Rebuild the index of each pack of ``orphans`` whose records can be read; how many."""
+    rebuilt = 0
+    for name, unique in orphans.items():
+        if unique is not None:
+            rebuild(pack_dir, name)
+            rebuilt += 1
+    return rebuilt
+
+
+def hint(pack_dir: Path) -> str:
+    """Why a node may be missing: a pack that lost its index (named), else nothing."""
+    lost = names(pack_dir)
+    if not lost:
+        return ""
+    return (
+        f" ({pack_dir / lost[0]}.pack has no index: `uwf cas verify` says what is "
+        "damaged, `uwf cas reindex` rebuilds the index)"
+    )

@@ -1,21 +1,33 @@
-"""``uwf cas pack`` on the filesystem store: loose nodes into a new pack, safely.
+"""``uwf cas pack`` on the filesystem store: loose nodes and small packs into one pack, safely.
 
-1. The loose files are listed (with their mtimes); with ``everything`` (gc), or once the store
-   has ``MAX_PACKS`` packs, every pack's records join them, so that one pack replaces all.
-2. The new pack is written: each loose node is read and checked against its name first (a
+1. Under the sweep lock, what a killed pack write left goes (``packs.remove_leftovers``).
+2. The loose files are listed (with their mtimes) and the packs to merge chosen: with
+   ``everything`` (gc) every pack; otherwise the smallest packs, geometrically (``choose``),
+   so that the packs left form a progression at least doubling in size: a store of ``n``
+   nodes has at most about log2(n) packs, and a node is rewritten about log2(n) times in its
+   life. The packs of steps (one each, ``batch``) are merged a few at a time, a large pack
+   seldom.
+3. The new pack is written: each loose node is read and checked against its name first (a
    corrupt one stays loose, for ``cas verify`` to report), in the order of the files' mtimes
-   so that a chain's steps sit near each other; then the merged packs' records, each pack in
-   its own order, a node once (its newest copy). Its .pack and .idx are fsynced and renamed,
-   the directory fsynced: from here every node it holds is readable from it.
-3. Only then, under the store's sweep lock (in batches, so writers are never held long), the
+   so that a chain's steps sit near each other; then the merged packs' records, oldest pack
+   first, each in its own order, a node once, with the latest last put of all its copies.
+   Its .idx and .pack are fsynced and renamed, the directory fsynced: from here every node it
+   holds is readable from it.
+4. Only then, under the store's sweep lock (in batches, so writers are never held long), the
    loose files go — each only if its mtime is the one packed: a put that refreshed it since
-   keeps it (its later last put must not be lost) — and then the packs it replaced (all of
-   them stay when one of their records could not be read: it is for ``cas verify``).
+   keeps it (its later last put must not be lost) — and then the packs it replaced, each only
+   if its index is still the one read (a put that wrote the same pack again keeps it), and
+   none when one of their records could not be read (it is for ``cas verify``).
+
+``due`` is the cheap test a step makes before it starts ``uwf cas pack --auto`` in the
+background (docs/architecture.md, "Automatic packing"): the packs the rule would merge number
+``AUTO_PACKS``, or the loose nodes about ``AUTO_LOOSE``.
 
 A crash at any moment leaves each node in its loose file, in the new pack or in both; temp
-files and a .pack whose .idx never came are removed by the next run (unless the .pack holds
-nodes found nowhere else: its index was lost afterwards, and it is kept for `cas reindex`).
-The caller holds the gc lock (``cas pack`` and ``cas gc`` never run at once).
+files, an .idx whose .pack never came, and a .pack whose .idx never came (an older uwf's
+crash) are removed by the next run (unless the .pack holds nodes found nowhere else: its index
+was lost afterwards, and it is kept for `cas reindex`). The caller holds the gc lock (``cas
+pack`` and ``cas gc`` never run at once).
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from uwf.backend.fs import packs
-from uwf.backend.fs.packs import Pack, Source
+from uwf.backend.fs.packs import ENTRY_BYTES, Pack, Source
 from uwf.util.errors import CorruptNode
 
 if TYPE_CHECKING:
@@ -33,6 +45,63 @@ if TYPE_CHECKING:
     from uwf.util.outputs import Packed
 
 SAMPLE = 64  # records sampled for a pack's dictionary
+FACTOR = 2  # a pack is kept beside smaller ones only when it holds at least this many times more
+AUTO_PACKS = 8  # automatic packing starts when the rule would merge this many packs,
+AUTO_LOOSE = 512  # or when there are about this many loose nodes
+_FANS = ("0G", "4R", "8Z", "CA")  # fan-out directories whose loose files ``due`` counts
+_IDX_FIXED = 12 + 4 * 512 + 16  # an index's bytes besides its entries (packs.py)
+
+
+def choose(counts: list[tuple[str, int]], loose: int) -> list[str]:
+    """The packs to merge with ``loose`` loose nodes, given each pack's name and node count.
+
+    From the largest down, the packs that each hold at least ``FACTOR`` times the next
+    smaller one are left alone; below the first that does not, every pack is chosen, and so
+    is each next larger pack that holds less than ``FACTOR`` times all that is chosen (the
+    loose nodes included). Nothing when that is one pack alone (it would be written again as
+    it is)."""
+    ordered = sorted(counts, key=lambda c: (c[1], c[0]))
+    split = 0
+    for i in range(len(ordered) - 1, 0, -1):
+        if ordered[i][1] < FACTOR * ordered[i - 1][1]:
+            split = i + 1
+            break
+    total = loose + sum(count for _, count in ordered[:split])
+    while split < len(ordered) and ordered[split][1] < FACTOR * total:
+        total += ordered[split][1]
+        split += 1
+    chosen = [name for name, _ in ordered[:split]]
+    return chosen if loose or len(chosen) > 1 else []
+
+
+def due(store: FsStore) -> bool:
+    """Whether automatic packing has work: a few ``stat`` calls, no pack opened (a pack's node
+    count is read from its index's size; the loose nodes are counted in four of the 512
+    fan-out directories)."""
+    loose = 0
+    for fan in _FANS:
+        try:
+            loose += len(os.listdir(store.objects / fan))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    loose *= 512 // len(_FANS)
+    if loose >= AUTO_LOOSE:
+        return True
+    try:
+        entries = list(os.scandir(store.pack_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    names = [e for e in entries if e.name.startswith("pack-") and e.name.endswith(".idx")]
+    if len(names) < AUTO_PACKS:
+        return False
+    counts = []
+    for entry in names:
+        try:
+            size = entry.stat().st_size
+        except FileNotFoundError:
+            continue
+        counts.append((entry.name[:-4], max(1, (size - _IDX_FIXED) // ENTRY_BYTES)))
+    return len(choose(counts, loose)) >= AUTO_PACKS
 
 
 class _Loose:
@@ -64,7 +133,8 @@ class _Loose:
             return None
         return data
 
-    def sources(self) -> Iterator[Source]:
+    def sources(self, latest: dict[str, int]) -> Iterator[Source]:
+        """Each loose node, its last put the later of its mtime and its packed copies'."""
         for mtime, name in self.files:
 
             def load(mtime: int = mtime, name: str = name) -> bytes | None:
@@ -74,24 +144,35 @@ class _Loose:
                     self.packed_names.add(name)
                 return data
 
-            yield Source(name, load, mtime // 1_000_000)
+            yield Source(name, load, max(mtime // 1_000_000, latest.get(name, 0)))
 
 
-def _merged(store: FsStore, old: list[Pack], loose: _Loose, broken: set[str]) -> Iterator[Source]:
-    """The records of ``old`` (oldest pack first, each in record order), each name once: a
-    record whose node was just packed from its loose file or is in a newer pack is left to
-    that newer copy; a dropped (collected) one is left out. Runs after the loose sources."""
-    for n, pack in enumerate(reversed(old)):
-        newer = old[: len(old) - 1 - n]
+def _latest(old: list[Pack]) -> dict[str, int]:
+    """The latest last put of each node in ``old`` over all its copies there."""
+    latest: dict[str, int] = {}
+    for pack in old:
+        for i in range(pack.count):
+            name, last_put = pack.name_at(i), pack.entry(i).last_put
+            if last_put > latest.get(name, -1):
+                latest[name] = last_put
+    return latest
+
+
+def _merged(
+    store: FsStore, old: list[Pack], loose: _Loose, broken: set[str], latest: dict[str, int]
+) -> Iterator[Source]:
+    """The records of ``old`` (oldest pack first, each in record order), each name once,
+    with its latest last put: a node just packed from its loose file is left to that copy; a
+    dropped (collected) one is left out. Runs after the loose sources."""
+    done: set[str] = set()
+    for pack in sorted(old, key=lambda p: p.written_ns):
         entries = [pack.entry(i) for i in range(pack.count)]
         order = sorted(range(pack.count), key=lambda i: (entries[i].offset, entries[i].inner))
         for i in order:
             name = pack.name_at(i)
-            if name in loose.packed_names or name in store._dropped:
+            if name in done or name in loose.packed_names or name in store._dropped:
                 continue
-            key = name.encode("ascii")
-            if any(p.find(key) >= 0 for p in newer):
-                continue
+            done.add(name)
 
             def load(pack: Pack = pack, i: int = i) -> bytes | None:
                 try:
@@ -100,7 +181,7 @@ def _merged(store: FsStore, old: list[Pack], loose: _Loose, broken: set[str]) ->
                     broken.add(pack.name)  # `cas verify` reports it
                     return None
 
-            yield Source(name, load, pack.entry(i).last_put)
+            yield Source(name, load, latest[name])
 
 
 def _sample(loose: _Loose, old: list[Pack]) -> bytes:
@@ -122,42 +203,47 @@ def _sample(loose: _Loose, old: list[Pack]) -> bytes:
 
 
 def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
-    """Pack the loose nodes (and, with ``everything`` or too many packs, merge every pack):
-    ``{"packed", "loose", "packs", "bytes"}`` — nodes moved out of loose files, loose files
-    left, packs now, and their bytes."""
-    from uwf.backend.fs.nodes import MAX_PACKS
-
-    packs.remove_leftovers(store.pack_dir, keep=store.orphan_nodes())
+    """Pack the loose nodes and merge the packs ``choose`` picks (with ``everything``:
+    every pack): ``{"packed", "loose", "packs", "bytes"}`` — nodes moved out of loose files,
+    loose files left, packs now, and their bytes."""
+    with store.sweeping():  # no pack is being written (a batch holds the lock shared)
+        packs.remove_leftovers(store.pack_dir, keep=store.orphan_nodes())
     current = store._list_packs()
     loose = _Loose(store)
-    merge = everything or len(current) >= MAX_PACKS
-    old = current if merge else []
+    if everything:
+        old = current
+        merge = len(current) > 1 or bool(store._dropped)
+    else:
+        chosen = set(choose([(p.name, p.count) for p in current], len(loose.files)))
+        old = [p for p in current if p.name in chosen]
+        merge = bool(old)
     removed = 0
-    if loose.files or (merge and (len(current) > 1 or store._dropped)):
+    if loose.files or merge:
         broken: set[str] = set()
         zdict = _sample(loose, old)
+        latest = _latest(old)
 
         def sources() -> Iterator[Source]:
-            yield from loose.sources()
-            yield from _merged(store, old, loose, broken)
+            yield from loose.sources(latest)
+            yield from _merged(store, old, loose, broken, latest)
 
         name = packs.write(store.pack_dir, sources(), zdict)
         removed = _remove_packed(store, loose.packed)
         # A record that cannot be read keeps every merged pack (an older one may hold the
         # only good copy of that node): nothing is lost, the new pack merely duplicates.
-        replaced = [] if broken else [p.name for p in old if p.name != name]
+        replaced = [] if broken else [p for p in old if p.name != name]
         if replaced:
             with store.sweeping():
-                for pack_name in replaced:
-                    packs.remove(store.pack_dir, pack_name)
-        if replaced:
+                for pack in replaced:
+                    if pack.still_here():
+                        packs.remove(store.pack_dir, pack.name)
             store._dropped.clear()
     final = store._list_packs()
     return {
         "packed": len(loose.packed),
         "loose": len(loose.files) - removed,
         "packs": len(final),
-        "bytes": sum(len(p.pack) + len(p.idx) for p in final),
+        "bytes": sum(p.bytes for p in final),
     }
 
 

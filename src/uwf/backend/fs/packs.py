@@ -22,8 +22,10 @@ name by binary search within its fan-out bucket (the first two characters); a pr
 looks up many names in one pack builds a table of them once. A node was checked against its
 name when it was packed; a read checks the inflated JSON against the record's ``check``,
 which binds it to its name (``Pack.read``); ``cas verify`` re-hashes every node. A pack is
-written as temp files, fsynced, renamed (the .pack first, the .idx last: a pack exists once
-its index does), the directory fsynced; it is never changed afterwards, only removed whole.
+written as temp files, fsynced, renamed (the .idx first, the .pack last: a pack exists once
+both do, and there is never a moment of records without their index, which is what a lost
+index looks like), the directory fsynced; it is never changed afterwards, only removed whole
+(the .pack first). A step's nodes are one small pack (``batch``); ``packing`` merges packs.
 """
 
 from __future__ import annotations
@@ -89,14 +91,21 @@ def check_of(name: bytes, data: bytes) -> int:
     return xxhash.xxh64_intdigest(name + data)
 
 
-def _map(path: Path) -> mmap.mmap:
+def _map(path: Path) -> tuple[mmap.mmap, os.stat_result]:
     fd = os.open(path, os.O_RDONLY)
     try:
-        if os.fstat(fd).st_size == 0:
+        st = os.fstat(fd)
+        if st.st_size == 0:
             raise ValueError("empty file")
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), st
     finally:
         os.close(fd)
+
+
+def identity(st: os.stat_result) -> tuple[int, int, int]:
+    """What tells one file at a path from another written there since (a pack written
+    again under the same name: the same records, a newer index)."""
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 class Pack:
@@ -107,10 +116,13 @@ class Pack:
         self.idx_path = directory / f"{name}.idx"
         self.pack_path = directory / f"{name}.pack"
         try:
-            self.idx = _map(self.idx_path)
-            self.pack = _map(self.pack_path)
+            self.idx, idx_stat = _map(self.idx_path)
+            self.pack, pack_stat = _map(self.pack_path)
         except ValueError:
             raise self.corrupt("an empty file") from None
+        self.identity = identity(idx_stat)  # `still_here`: the index this reads
+        self.written_ns = idx_stat.st_mtime_ns
+        self.bytes = pack_stat.st_size + idx_stat.st_size
         magic, count = _HEAD.unpack_from(self.idx)
         self.v1 = magic == V1_MAGICS[1]
         self.entry_struct = _ENTRY_V1 if self.v1 else _ENTRY
@@ -242,32 +254,45 @@ class Pack:
             previous = name
         return None
 
+    def still_here(self) -> bool:
+        """Whether the index at this pack's path is still the one this reads (the caller
+        holds the sweep lock: ``cas pack`` removes a pack it merged only then, and keeps one
+        that a put wrote again meanwhile, whose index records that later put)."""
+        try:
+            return identity(os.stat(self.idx_path)) == self.identity
+        except FileNotFoundError:
+            return False
+
     def close(self) -> None:
         self.idx.close()
         self.pack.close()
 
 
 def remove(directory: Path, name: str) -> None:
-    """Remove a pack: its index first (it is gone for readers), then its records."""
-    for suffix in (".idx", ".pack"):
+    """Remove a pack: its records first (it is gone for readers), then its index — never a
+    moment with records and no index, which would read as a lost index."""
+    for suffix in (".pack", ".idx"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / f"{name}{suffix}")
 
 
 def remove_leftovers(directory: Path, keep: Iterable[str] = ()) -> None:
-    """Temp files of a pack write that never finished, and records whose index never came
-    (the caller holds the gc lock: no pack is being written) — but the packs named in
-    ``keep``, whose index was lost after they held the only copy of a node (damage:
-    backend/fs/orphans.py)."""
+    """What a pack write killed midway left: its temp files, an index whose records never
+    came, records whose index never came (written by an older uwf, which renamed the records
+    first) — but the packs named in ``keep``, whose index was lost after they held the only
+    copy of a node (damage: backend/fs/orphans.py). The caller holds the gc lock and the
+    sweep lock exclusively, so no pack is being written meanwhile."""
     try:
         entries = os.listdir(directory)
     except FileNotFoundError:
         return
     indexes = {e[:-4] for e in entries if e.endswith(".idx")}
+    records = {e[:-5] for e in entries if e.endswith(".pack")}
     kept = set(keep)
     for entry in entries:
         orphan = entry.endswith(".pack") and entry[:-5] not in indexes | kept
-        if entry.startswith(TMP_PREFIX) or orphan:
+        lone = entry.endswith(".idx") and entry[:-4] not in records
+        if entry.startswith(TMP_PREFIX) or orphan or lone:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(directory / entry)
 

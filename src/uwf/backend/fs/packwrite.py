@@ -98,10 +98,13 @@ def write_pack(directory: Path, sources: Iterable[Source], zdict: bytes) -> str 
             out.write(index_bytes(blocks.names, blocks.entries, blocks.digest.intdigest()))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp_pack, directory / f"{name}.pack")
+        # The index first: an index without its records is nothing to a reader (skipped,
+        # then removed by the next `cas pack`), while records without their index are a
+        # lost index, which `cas verify` reports (docs/format.md, "Packs").
         os.replace(tmp_idx, directory / f"{name}.idx")
+        os.replace(tmp_pack, directory / f"{name}.pack")
     except OSError as exc:
-        raise UwfError(f"cannot write a pack in {directory}: {exc.strerror or exc}") from None
+        raise UwfError(f"cannot write {directory}: {exc.strerror or exc}") from None
     finally:
         for path in (tmp_pack, tmp_idx):
             with contextlib.suppress(FileNotFoundError):

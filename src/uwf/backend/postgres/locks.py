@@ -296,7 +296,7 @@ class PgLocks(Locks):
             )
 
     @contextlib.contextmanager
-    def gc(self) -> Iterator[None]:
+    def gc(self, *, background: bool = False) -> Iterator[None]:  # no automatic packing here
         with self._advisory(GC_KEY, False, "cas gc or cas pack is already running"):
             yield
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.adapters import otel
@@ -59,6 +60,7 @@ __all__ = [
     "check_timeout",
     "dry_run",
     "hold",
+    "packing_in_a_process",
     "preplan",
     "step",
     "step_held",
@@ -293,6 +295,7 @@ def step_held(
                 with backend.nodes.staging():  # the agent's puts land with the head
                     result = _run(backend, lock, plan, runner, log, span, should_stop, shut_down)
             tracing.landed(span, result)
+            _pack_soon(backend, log)
             return result
         except UwfError as exc:
             log.write("B8T5N1V6", f"step failed: {exc.message}")
@@ -304,6 +307,41 @@ def step_held(
             log.write("H2V7N5C9", f"step failed: {exc.message}")
             tracing.failed(span, exc.message, exc.exit_code)
             raise
+
+
+#: Where a step starts the store's automatic packing: in a thread of this process (the
+#: default: a worker, a background run, a program using uwf as a library), or, set by a
+#: command that exits after its steps (``packing_in_a_process``), in a process of its own.
+_PACK_IN_A_PROCESS: ContextVar[bool] = ContextVar("uwf_pack_in_a_process", default=False)
+
+
+@contextlib.contextmanager
+def packing_in_a_process() -> Iterator[None]:
+    """For the steps of the block, start the automatic packing in a process of its own
+    (``uwf thread step``: the command exits before a pack in a thread would end)."""
+    token = _PACK_IN_A_PROCESS.set(True)
+    try:
+        yield
+    finally:
+        _PACK_IN_A_PROCESS.reset(token)
+
+
+def _pack_soon(backend: Backend, log: ProcessLog) -> None:
+    """Start the store's automatic packing when enough small packs or loose nodes piled up
+    (docs/architecture.md, "Automatic packing"; ``autoPack: false`` in config.yaml turns it
+    off). A few ``stat`` calls when there is nothing to do; never fails the step."""
+    try:
+        if not backend.nodes.pack_due():
+            return
+        from uwf.config.config import load_config
+
+        if not load_config(backend.root).auto_pack:
+            return
+        started = backend.nodes.pack_in_background(process=_PACK_IN_A_PROCESS.get())
+    except (UwfError, OSError):
+        return
+    if started is not None:
+        log.write("A7P3K9W2", f"automatic packing started ({started})")
 
 
 def _run(
