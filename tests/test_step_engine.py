@@ -173,8 +173,8 @@ def test_kill_racing_the_archive_of_a_finishing_step_keeps_the_step(
     was recorded and must say so, with the thread's status ``killed``."""
 
     class KillAfterMove(MemoryThreads):
-        def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash) -> None:
-            super().move(thread, expected, new)
+        def move(self, thread: ThreadId, expected: NodeHash, new: NodeHash, **kw: Any) -> None:
+            super().move(thread, expected, new, **kw)
             threads.kill(backend, thread)  # the racing `thread kill`
 
     workflows.put_workflow(backend, EXAMPLES / "solve-issue.yaml")

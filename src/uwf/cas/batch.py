@@ -41,6 +41,13 @@ class Batch(Store):
         nodes = [(node.type, node.payload) for node in self.pending.values()]
         self.pending = {}
         self.inner.put_many(nodes)
+        self.inner.remember_schemas(self._schemas_put())  # written: put once per process
+
+    def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
+        """A schema this process put into the wrapped store already is not held again (put
+        once per process: docs/architecture.md, "What a process keeps")."""
+        known = self.inner.schema_put_here(schema_payload)
+        return known if known is not None else super().put_schema(schema_payload)
 
     def _store(self, h: NodeHash, type_hash: NodeHash, payload: Any, *, typed: bool = True) -> None:
         held = self.pending.get(h)

@@ -79,6 +79,17 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
 _MADE = threading.Lock()  # a store's memories are made once, whichever thread asks first
 
 
+def _schema_key(schema_payload: Any) -> tuple[str, tuple[str, ...]] | None:
+    """What ``SchemasPut`` knows a schema by: the schema as given, and the secrets its
+    redaction masks; None when it is not JSON (``put`` refuses it)."""
+    from uwf.util import secrets
+
+    try:
+        return (dumps(schema_payload), secrets.values())
+    except (TypeError, ValueError):
+        return None
+
+
 def _size(payload: Any) -> int:
     """About how many bytes a node's payload takes (its JSON), for ``Kept``'s bound."""
     try:
@@ -518,12 +529,7 @@ class Store(abc.ABC):
         puts the type again should gc have collected it, so a schema is never taken from under
         the nodes it types. A schema referred to by ``cas_ref`` instead (a Workflow node's
         role schemas) is put with ``put(ensure_meta(), schema)``, which refreshes it."""
-        from uwf.util import secrets
-
-        try:  # the schema as given, and the secrets its redaction masks
-            key: tuple[str, tuple[str, ...]] | None = (dumps(schema_payload), secrets.values())
-        except (TypeError, ValueError):  # not JSON: put refuses it
-            key = None
+        key = _schema_key(schema_payload)
         memo = self._schemas_put()
         found = memo.hashes.get(key) if key is not None else None
         if found is not None:
@@ -536,6 +542,17 @@ class Store(abc.ABC):
         if key is not None:
             memo.remember(key, h, payload)
         return h
+
+    def schema_put_here(self, schema_payload: dict[str, Any] | bool) -> NodeHash | None:
+        """The hash of ``schema_payload`` if this process put it into this store already."""
+        key = _schema_key(schema_payload)
+        return self._schemas_put().hashes.get(key) if key is not None else None
+
+    def remember_schemas(self, other: SchemasPut) -> None:
+        """Remember the schemas ``other`` records as put here too (a batch, once written)."""
+        memo = self._schemas_put()
+        for key, h in other.hashes.items():
+            memo.remember(key, h, other.payloads[h])
 
     def ensure_meta(self) -> NodeHash:
         """Write the self-typed meta-schema if it is missing; return its hash. Asked once per

@@ -45,6 +45,9 @@ def put_many(store: FsStore, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]
     batch = Batch(store)
     hashes = [batch.put(type_hash, payload) for type_hash, payload in nodes]
     write(store, batch.pending)
+    kept = store.kept()  # this process keeps what it wrote, as ``put`` does (nodes never change)
+    for h, node in batch.pending.items():
+        kept.keep(h, node, len(dumps(node.payload)))
     return hashes
 
 
