@@ -70,7 +70,7 @@ def scenario(tmp_path: Path) -> Any:
 
     counter = iter(range(1000))
 
-    def make(roles: dict[str, Any] | None = None, *, inprocess: bool = False) -> str:
+    def make(roles: dict[str, Any] | None = None, *, inprocess: bool = True) -> str:
         path = tmp_path / f"scenario-{next(counter)}.yaml"
         path.write_text(yaml.safe_dump({"roles": roles or ONE_REJECTION}))
         return f"{'python:' if inprocess else ''}uwf-mock --scenario {path}"

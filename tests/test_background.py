@@ -116,7 +116,8 @@ def test_a_run_outlives_its_shell_and_steps_the_thread_to_its_end(
             "planner": [{"output": PLAN, "sleep": 1.0, "stderr": "planning"}],
             "developer": [DEV],
             "reviewer": [APPROVE],
-        }
+        },
+        inprocess=False,
     )
     screen = in_shell(f"uwf thread step {thread} --background -c 10 --agent '{agent}'")
     started = json.loads(screen.strip().splitlines()[-1])
@@ -244,7 +245,8 @@ def test_a_failing_step_ends_the_run_with_its_reason(
 ) -> None:
     thread = new_thread()
     failing = scenario(
-        {"planner": [PLAN], "developer": [{"exit": 1, "stderr": "error: out of tokens"}]}
+        {"planner": [PLAN], "developer": [{"exit": 1, "stderr": "error: out of tokens"}]},
+        inprocess=False,
     )
     launch(cli_proc, thread, failing, "-c", "5")
     last = ended(root, thread)

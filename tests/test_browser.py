@@ -126,7 +126,9 @@ def test_a_step_appears_live_and_the_graph_marks_the_current_role(
     page: Any, server: str, new_thread: Any, scenario: Any
 ) -> None:
     thread = new_thread("Validate the e-mail field of the signup form")
-    agent = scenario({"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]})
+    agent = scenario(
+        {"planner": [PLAN], "developer": [DEV], "reviewer": [REJECT, APPROVE]}, inprocess=False
+    )
     step(thread, agent, 2)
     page.goto(f"{server}thread/{thread}")
     page.evaluate("window.__sameDocument = true")
@@ -134,7 +136,7 @@ def test_a_step_appears_live_and_the_graph_marks_the_current_role(
     current = page.locator("svg.uwf-graph g.node.current")
     assert current.get_attribute("data-node") == "reviewer"
 
-    slow = scenario({"reviewer": [{"output": REJECT, "sleep": 1.5}]})
+    slow = scenario({"reviewer": [{"output": REJECT, "sleep": 1.5}]}, inprocess=False)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     other = subprocess.Popen(
         [str(BIN / "uwf"), "thread", "step", thread, "--agent", slow],
@@ -168,7 +170,7 @@ def test_agent_html_renders_as_text(
     page: Any, server: str, new_thread: Any, scenario: Any, cli: Any, tmp_path: Path
 ) -> None:
     thread = new_thread("Task with <i>markup</i> & {{ braces }}")
-    step(thread, scenario({"planner": [PLAN], "developer": [HOSTILE]}), 2)
+    step(thread, scenario({"planner": [PLAN], "developer": [HOSTILE]}, inprocess=False), 2)
     page.goto(f"{server}thread/{thread}")
     check_text(page)
     page.click("#step-2 details.detail summary")  # detail and turns, loaded on demand
@@ -279,9 +281,14 @@ def test_failing_and_waiting_threads_say_why(
 ) -> None:
     failing, waiting = new_thread("Fails at once"), new_thread("Waits for a person")
     with pytest.raises(subprocess.CalledProcessError):
-        step(failing, scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]}))
-    step(waiting, scenario({"planner": [PLAN], "developer": [DEV]}), 2)
-    deferring = scenario({"reviewer": [{"exit": 75, "stderr": "error: no terminal"}]})
+        step(
+            failing,
+            scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]}, inprocess=False),
+        )
+    step(waiting, scenario({"planner": [PLAN], "developer": [DEV]}, inprocess=False), 2)
+    deferring = scenario(
+        {"reviewer": [{"exit": 75, "stderr": "error: no terminal"}]}, inprocess=False
+    )
     proc = subprocess.run(
         [str(BIN / "uwf"), "thread", "step", waiting, "--agent", deferring],
         capture_output=True,

@@ -38,7 +38,7 @@ def wait_for_lines(path: Path, n: int, timeout: float = 20) -> None:
 
 def slow_agent(agent_script: Any, scenario: Any, marker: Path, seconds: float) -> str:
     """An agent that records its start in ``marker``, sleeps, then acts as uwf-mock."""
-    mock = scenario().split()
+    mock = scenario(inprocess=False).split()
     return agent_script(
         f"open({str(marker)!r}, 'a').write(str(os.getpid()) + '\\n')\n"
         f"time.sleep({seconds})\n"
@@ -49,7 +49,7 @@ def slow_agent(agent_script: Any, scenario: Any, marker: Path, seconds: float) -
 def gated_agent(agent_script: Any, scenario: Any, marker: Path, gate: Path) -> str:
     """An agent that records its start in ``marker``, waits for ``gate`` to exist (60 s at
     most), then acts as uwf-mock."""
-    mock = scenario().split()
+    mock = scenario(inprocess=False).split()
     return agent_script(
         f"open({str(marker)!r}, 'a').write(str(os.getpid()) + '\\n')\n"
         "deadline = time.monotonic() + 60\n"
@@ -105,7 +105,7 @@ def test_wait_queues_behind_the_running_step(
 def test_eight_processes_on_eight_threads(
     cli: Any, root: Path, new_thread: Any, scenario: Any
 ) -> None:
-    agent = scenario(ONE_REJECTION)
+    agent = scenario(ONE_REJECTION, inprocess=False)
     threads = [new_thread(f"task {i}") for i in range(8)]
     procs = [spawn("thread", "step", t, "--agent", agent, "-c", "20") for t in threads]
     for proc in procs:

@@ -76,7 +76,9 @@ def test_a_run_is_a_thread_in_a_copy_of_the_fixture_judged_and_recorded(
         fixture={"src/app.py": "print('hi')\n"},
     )
     tmp = {"TMPDIR": str(tmp_path)}
-    result = cli_proc("eval", "run", folder, "--agent", scenario(), "--keep-workdir", env=tmp)
+    result = cli_proc(
+        "eval", "run", folder, "--agent", scenario(inprocess=False), "--keep-workdir", env=tmp
+    )
     assert result.code == 0, result.err
     [line] = result.jsonl()
     assert set(line) == {"run", "task", "batch", "thread", "outcome", "score", "judges", "workdir"}

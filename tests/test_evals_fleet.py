@@ -133,7 +133,7 @@ def test_a_failed_step_ends_its_run_failed_and_scored(
     """The first failure a worker records ends the run (no retry is waited for), with the
     error the in-process path records; the other task's run goes on to the end."""
     failing, fine = task(fixture={"fail.txt": "x"}), task()
-    mock = scenario().split()
+    mock = scenario(inprocess=False).split()
     agent = agent_script(
         "if os.path.exists('fail.txt'):\n    sys.exit('error: rate limited')\n"
         f"os.execvp({mock[0]!r}, {mock!r} + sys.argv[1:])\n"

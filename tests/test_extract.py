@@ -74,7 +74,7 @@ def thread(new_thread: Any) -> str:
 @pytest.fixture
 def raw_agent(scenario: Any) -> str:
     """A uwf-mock whose planner forgets the frontmatter."""
-    return str(scenario({"planner": [RAW]}))
+    return str(scenario({"planner": [RAW]}, inprocess=False))
 
 
 def step_fails(cli: Any, root: Path, thread: str, agent: str, message: str) -> Result:
@@ -174,7 +174,7 @@ def test_valid_frontmatter_never_calls_the_model(
     cli: Any, root: Path, thread: str, scenario: Any, llm: LLMServer
 ) -> None:
     write_config(root, llm.base_url)
-    r = cli("thread", "step", thread, "--agent", scenario())
+    r = cli("thread", "step", thread, "--agent", scenario(inprocess=False))
     assert r.code == 0, r.err
     assert llm.requests == []
 

@@ -23,7 +23,12 @@ ERROR = "agent command failed (uwf-mock) with exit code 1: error: rate limited"
 
 def failing_then_ok(scenario: Any, failures: int) -> str:
     """A planner whose first ``failures`` runs fail, then succeed; the rest of ONE_REJECTION."""
-    return str(scenario({**ONE_REJECTION, "planner": [{"attempts": [FAILS] * failures + [PLAN]}]}))
+    return str(
+        scenario(
+            {**ONE_REJECTION, "planner": [{"attempts": [FAILS] * failures + [PLAN]}]},
+            inprocess=False,
+        )
+    )
 
 
 def test_a_foreground_step_records_the_failure_and_a_landed_step_clears_it(
@@ -68,7 +73,9 @@ def test_busy_not_active_and_deferred_are_not_failures(
     any_store: str, cli_proc: Any, new_thread: Any, scenario: Any
 ) -> None:
     thread = new_thread()
-    defer = scenario({"planner": [{"exit": 75, "stderr": "error: a person answers"}]})
+    defer = scenario(
+        {"planner": [{"exit": 75, "stderr": "error: a person answers"}]}, inprocess=False
+    )
     r = cli_proc("thread", "step", thread, "--agent", defer)
     assert r.code == 6, r.err
     shown = show(cli_proc, thread)
@@ -97,7 +104,7 @@ def test_a_failed_background_run_leaves_the_failure_in_the_thread(
     any_store: str, cli_proc: Any, new_thread: Any, scenario: Any
 ) -> None:
     thread = new_thread()
-    agent = scenario({"planner": [FAILS]})
+    agent = scenario({"planner": [FAILS]}, inprocess=False)
     r = cli_proc("thread", "step", thread, "--background", "-c", "3", "--agent", agent)
     assert r.code == 0, r.err
     deadline = time.monotonic() + 30

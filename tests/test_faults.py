@@ -73,6 +73,8 @@ class Injector:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if not sys._getframe(1).f_globals.get("__name__", "").startswith("uwf."):
                 return real(*args, **kwargs)
+            if self.name == "write" and not stat.S_ISREG(os.fstat(args[0]).st_mode):
+                return real(*args, **kwargs)  # a pipe (the watchdog's), not the disk
             self.calls += 1
             if self.calls != self.fail_at:
                 return real(*args, **kwargs)

@@ -110,7 +110,7 @@ def test_worker_max_steps_and_a_failing_thread(
     cli_proc: Any, new_thread: Any, scenario: Any, agent_script: Any
 ) -> None:
     bad, good = new_thread("bad"), new_thread("good")
-    mock = scenario(ONE_REJECTION).split()
+    mock = scenario(ONE_REJECTION, inprocess=False).split()
     agent = agent_script(
         f"if sys.argv[1] == {bad!r}:\n    sys.exit('error: no')\n"
         f"os.execvp({mock[0]!r}, {mock!r} + sys.argv[1:])\n"

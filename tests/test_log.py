@@ -189,7 +189,9 @@ def test_show_follow_prints_new_entries_as_they_are_written(root: Path, three_da
 
 def test_a_failed_step_is_logged_with_its_reason(cli: Any, new_thread: Any, scenario: Any) -> None:
     thread = new_thread()
-    agent = scenario({"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]})
+    agent = scenario(
+        {"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]}, inprocess=False
+    )
     assert cli("thread", "step", thread, "--agent", agent).code == 5
     failed = cli("log", "show", "--thread", thread, "--take", "2").json()
     assert [(e["tag"], e["msg"]) for e in failed] == [

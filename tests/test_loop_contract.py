@@ -33,7 +33,9 @@ def test_count_prints_the_steps_that_landed_and_exits_with_the_failure(
     cli: Any, cli_proc: Any, new_thread: Any, scenario: Any
 ) -> None:
     failing = {"output": "", "exit": 1, "stderr": "error: rate limited"}
-    agent = scenario({"planner": [PLAN], "developer": [failing], "reviewer": [REJECT]})
+    agent = scenario(
+        {"planner": [PLAN], "developer": [failing], "reviewer": [REJECT]}, inprocess=False
+    )
     thread = new_thread()
     r = cli_proc("thread", "step", thread, "-c", "10", "--agent", agent)
     assert r.code == 5  # the agent failed: the code of the last attempt

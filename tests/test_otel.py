@@ -127,7 +127,7 @@ def test_without_the_extra_one_warning_names_the_install(
     new_thread: Any, scenario: Any, otlp: OTLPReceiver, traced: Any
 ) -> None:
     thread = new_thread()
-    last, err = run_python(MISSING_SDK, thread, scenario(), env=traced)
+    last, err = run_python(MISSING_SDK, thread, scenario(inprocess=False), env=traced)
     assert last == "0"
     assert err.splitlines()[0] == (
         "warning: OTEL_EXPORTER_OTLP_ENDPOINT asks for traces, but the OpenTelemetry SDK is not "

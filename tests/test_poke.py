@@ -65,9 +65,14 @@ def test_a_poke_that_fails_leaves_the_thread_as_it_was(
     cli: Any, cli_proc: Any, new_thread: Any, scenario: Any
 ) -> None:
     thread = new_thread()
-    assert cli("thread", "step", thread, "--agent", scenario({"planner": [PLAN]})).code == 0
+    assert (
+        cli(
+            "thread", "step", thread, "--agent", scenario({"planner": [PLAN]}, inprocess=False)
+        ).code
+        == 0
+    )
     before = cli("thread", "show", thread).json()
-    broken = scenario({"planner": [{"exit": 1, "stderr": "error: out of tokens"}]})
+    broken = scenario({"planner": [{"exit": 1, "stderr": "error: out of tokens"}]}, inprocess=False)
     failed = cli_proc("thread", "poke", thread, "-p", "Again.", "--agent", broken)
     assert failed.code == 5
     assert failed.err.splitlines()[-1].startswith("error: agent command failed (uwf-mock)")

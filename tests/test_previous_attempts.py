@@ -37,7 +37,8 @@ def test_a_step_after_failed_attempts_keeps_them_in_its_detail(
                 {"attempts": [FLAKY, {**FLAKY, "stderr": "error: still overloaded"}, PLAN]}
             ],
             "developer": [DEV],
-        }
+        },
+        inprocess=False,
     )
     for _ in range(2):
         assert cli_proc("thread", "step", thread, "--agent", agent).code == 5

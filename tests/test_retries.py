@@ -32,7 +32,7 @@ def test_the_last_attempt_makes_the_thread_failed_until_thread_retry(
 ) -> None:
     configure(root, retry={"attempts": 2, "backoff": 0})
     thread = new_thread()
-    agent = scenario({"planner": [{"attempts": [FAILS, FAILS, FAILS]}]})
+    agent = scenario({"planner": [{"attempts": [FAILS, FAILS, FAILS]}]}, inprocess=False)
     first = cli_proc("thread", "step", thread, "--agent", agent)
     assert first.code == 5, first.err
     shown = show(cli_proc, thread)
@@ -82,7 +82,7 @@ def test_the_last_attempt_makes_the_thread_failed_until_thread_retry(
     ok = cli_proc("thread", "step", "--next", "--agent", agent)  # the third run: fails once more
     assert ok.code == 5
     assert show(cli_proc, thread)["failure"]["attempts"] == 1  # counted anew
-    landed = cli_proc("thread", "step", thread, "--agent", scenario())
+    landed = cli_proc("thread", "step", thread, "--agent", scenario(inprocess=False))
     assert landed.code == 0, landed.err
     assert "failure" not in show(cli_proc, thread)
 

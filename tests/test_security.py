@@ -93,10 +93,12 @@ SUBPROCESS_CALLS = {"Popen", "run", "call", "check_call", "check_output", "getou
 
 def test_no_shell() -> None:
     """No ``shell=`` for a subprocess (nor ``shell=True`` anywhere), ``os.system`` or
-    ``os.popen``. The one ``/bin/sh -c`` is the builtin agent's run_command tool, whose purpose
-    is the model's shell commands. (``shell=`` naming the shell a completion script is for, in
-    ``typer.completion``'s calls, runs nothing; nor does ``SHELLS``, the names of the shells
-    whose completion scripts ``uwf --show-completion`` prints.)"""
+    ``os.popen``. Two ``/bin/sh -c`` are allowed: the builtin agent's run_command tool, whose
+    purpose is the model's shell commands, and uwf's watchdog, a fixed script (its ``SCRIPT``)
+    that reads process group ids from uwf on its stdin and is handed nothing else.
+    (``shell=`` naming the shell a completion script is for, in ``typer.completion``'s calls,
+    runs nothing; nor does ``SHELLS``, the names of the shells whose completion scripts
+    ``uwf --show-completion`` prints.)"""
     sh: list[str] = []
     for path, text, tree in sources():
         assert "os.system(" not in text and "os.popen(" not in text, path
@@ -119,7 +121,7 @@ def test_no_shell() -> None:
                     pytest.fail(f"{path}: shell= keyword of {name}")
             if isinstance(node, ast.Constant) and node.value in ("/bin/sh", "sh", "bash"):
                 sh.append(f"{path.relative_to(SRC)}")
-    assert sh == ["agents/builtin/tools.py"]
+    assert sorted(sh) == ["adapters/watchdog.py", "agents/builtin/tools.py"]
 
 
 # -- names from a workflow file ----------------------------------------------------------------
@@ -284,7 +286,9 @@ def test_an_api_key_appears_nowhere_but_in_env(
     ok(cli, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
     thread = ok(cli, "thread", "start", "solve-issue", "-p", "task")["thread"]
     # the planner answers without frontmatter: the agent asks the model (with the key)
-    agent = scenario({"planner": ["a plan in prose only"], "developer": ["no frontmatter"]})
+    agent = scenario(
+        {"planner": ["a plan in prose only"], "developer": ["no frontmatter"]}, inprocess=False
+    )
     step = cli("thread", "step", thread, "--agent", agent)
     assert step.code == 0, step.err
     # the key was really used: by setup's model check, then by the extract

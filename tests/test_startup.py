@@ -180,7 +180,9 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     new_thread: Any, scenario: Any
 ) -> None:
     thread = new_thread()
-    modules = loaded_modules("thread", "step", thread, "--agent", scenario(), spawn=True)
+    modules = loaded_modules(
+        "thread", "step", thread, "--agent", scenario(inprocess=False), spawn=True
+    )
     assert "uwf.adapters.process" in modules  # the probe saw the spawn
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
     heavy = [h for h in HEAVY if h != "chevron_blue"]  # it renders the edge prompt
@@ -198,7 +200,7 @@ def test_a_version_1_step_renders_liquid_and_loads_no_mustache(
     version1.write_review(tmp_path / "cwd")
     started = cli("thread", "start", "review", "-p", "Add a flag")
     assert started.code == 0, started.err
-    agent = scenario({"planner": [version1.PLAN]})
+    agent = scenario({"planner": [version1.PLAN]}, inprocess=False)
     modules = loaded_modules(
         "thread", "step", started.json()["thread"], "--agent", agent, spawn=True
     )
@@ -216,7 +218,9 @@ def test_config_yaml_is_checked_without_jsonschema(
     (root / "config.yaml").write_text(
         "agents:\n  mock: {command: uwf-mock, args: []}\ndefaultAgent: mock\nmaxRounds: 50\n"
     )
-    modules = loaded_modules("thread", "step", thread, "--agent", scenario(), spawn=True)
+    modules = loaded_modules(
+        "thread", "step", thread, "--agent", scenario(inprocess=False), spawn=True
+    )
     assert "uwf.config.schema" in modules  # the probe saw the check
     assert among(modules, ["jsonschema", "uwf.cas.schema", "uwf.cas.wording"]) == []
 

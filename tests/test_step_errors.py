@@ -230,7 +230,7 @@ def test_agent_timeout_kills_the_process_group(
 def test_output_without_frontmatter_and_no_model(
     cli: Any, root: Path, thread: str, scenario: Any
 ) -> None:
-    agent = scenario({"planner": ["I made a plan but forgot the frontmatter."]})
+    agent = scenario({"planner": ["I made a plan but forgot the frontmatter."]}, inprocess=False)
     before = state_bytes(root)
     r = cli("thread", "step", thread, "--agent", agent)
     assert r.code == 5

@@ -53,7 +53,7 @@ def test_agent_environment_and_dotenv(
     cli: Any, root: Path, new_thread: Any, agent_script: Any, scenario: Any, tmp_path: Path
 ) -> None:
     seen = tmp_path / "env.json"
-    mock = scenario().split()
+    mock = scenario(inprocess=False).split()
     agent = agent_script(
         "import json\n"
         f"json.dump({{k: os.environ.get(k) for k in ['UWF_EDGE_PROMPT', 'WORKFLOW_STORAGE_ROOT',"
@@ -98,7 +98,7 @@ def test_agent_timeout_from_config(
 def test_agent_overrides_per_role(
     cli: Any, root: Path, new_thread: Any, scenario: Any, agent_script: Any, tmp_path: Path
 ) -> None:
-    mock = scenario().split()
+    mock = scenario(inprocess=False).split()
     marker = tmp_path / "reviewer-agent-ran"
     special = agent_script(
         f"open({str(marker)!r}, 'a').write(sys.argv[-1] + '\\n')\n"
@@ -116,7 +116,9 @@ def test_agent_overrides_per_role(
 
 
 def test_mock_entry_with_exit_and_stderr(cli: Any, new_thread: Any, scenario: Any) -> None:
-    agent = scenario({"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]})
+    agent = scenario(
+        {"planner": [{"output": "", "exit": 4, "stderr": "simulated crash"}]}, inprocess=False
+    )
     thread = new_thread()
     r = cli("thread", "step", thread, "--agent", agent)
     assert r.code == 5
@@ -184,7 +186,8 @@ def test_mock_attempts_fail_then_succeed(
             "planner": [{"attempts": [limited, PLAN]}],
             "developer": [DEV],
             "reviewer": [{"attempts": [limited, REJECT]}, APPROVE],
-        }
+        },
+        inprocess=False,
     )
     thread = new_thread()
 
@@ -223,7 +226,7 @@ def test_mock_attempts_fail_then_succeed(
 
 
 def test_mock_attempts_must_be_a_list(cli: Any, new_thread: Any, scenario: Any) -> None:
-    agent = scenario({"planner": [{"attempts": [], "output": PLAN}]})
+    agent = scenario({"planner": [{"attempts": [], "output": PLAN}]}, inprocess=False)
     r = cli("thread", "step", new_thread(), "--agent", agent)
     assert r.code == 5
     path = agent.split()[-1]

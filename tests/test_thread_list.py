@@ -442,9 +442,11 @@ def test_table_format_of_list_show_steps_and_workflow_list(
 ) -> None:
     """`--format table`: aligned columns, chosen explicitly; JSON stays the default."""
     done = new_thread("Ship the\nnew signup form")  # only the first line is listed
-    assert cli_proc("thread", "step", done, "-c", "5", "--agent", scenario()).code == 0
+    assert (
+        cli_proc("thread", "step", done, "-c", "5", "--agent", scenario(inprocess=False)).code == 0
+    )
     failing = new_thread("Fix the login bug")
-    bad = scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]})
+    bad = scenario({"planner": [{"exit": 1, "stderr": "error: rate limited"}]}, inprocess=False)
     assert cli_proc("thread", "step", failing, "--agent", bad).code == 5
     assert cli_proc("thread", "step", failing, "--agent", bad).code == 5
 

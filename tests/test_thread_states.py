@@ -97,7 +97,9 @@ def test_failing_and_failed_threads_say_so_at_the_top_of_thread_read(
 ) -> None:
     failing = new_thread("Fails")
     assert state(cli, failing) is None  # idle: the task section as v0.5.0 printed it
-    broken = scenario({"planner": [{"exit": 1, "stderr": "error: rate `limited`"}]})
+    broken = scenario(
+        {"planner": [{"exit": 1, "stderr": "error: rate `limited`"}]}, inprocess=False
+    )
     assert cli("thread", "step", failing, "--agent", broken).code == 5
     said = state(cli, failing) or ""
     assert re.fullmatch(
@@ -117,5 +119,10 @@ def test_failing_and_failed_threads_say_so_at_the_top_of_thread_read(
     assert table_status(cli, failing) == "failed"
 
     landed = new_thread("Lands")
-    assert cli("thread", "step", landed, "--agent", scenario({"planner": [PLAN]})).code == 0
+    assert (
+        cli(
+            "thread", "step", landed, "--agent", scenario({"planner": [PLAN]}, inprocess=False)
+        ).code
+        == 0
+    )
     assert state(cli, landed) is None

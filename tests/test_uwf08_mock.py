@@ -240,7 +240,9 @@ def test_in_uwfs_process_a_roles_scenario_counts_a_suspended_visit_too(
     cli: Any, cli_proc: Any, solve_issue: str, scenario: Any
 ) -> None:
     ask = "---\nstatus: $SUSPEND\nreason: which repository?\n---\n"
-    agent = "python:" + scenario({"planner": [ask, PLAN], "developer": [DEV], "reviewer": [REJECT]})
+    agent = "python:" + scenario(
+        {"planner": [ask, PLAN], "developer": [DEV], "reviewer": [REJECT]}, inprocess=False
+    )
     thread = ok(cli("thread", "start", "solve-issue", "-p", "Fix it"))["thread"]
     assert cli_proc("thread", "step", thread, "--agent", agent).code == 6
     resumed = cli_proc("thread", "resume", thread, "-p", "uwf", "--agent", agent)

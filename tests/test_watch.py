@@ -64,7 +64,8 @@ def test_watch_follows_a_thread_to_its_end(
             "planner": slow(PLAN),
             "developer": slow(DEV),
             "reviewer": slow(REJECT + "\n\nSee <b>notes</b>.", APPROVE),
-        }
+        },
+        inprocess=False,
     )
     watch = spawn("thread", "watch", thread, "--interval", "0.05")
     try:
@@ -114,7 +115,7 @@ def test_watch_ends_on_kill_and_on_max_rounds(cli: Any, new_thread: Any, scenari
 
 def test_watch_all_follows_every_active_thread(cli: Any, new_thread: Any, scenario: Any) -> None:
     first, second = new_thread("one"), new_thread("two")
-    agent = scenario({"planner": slow(PLAN), "developer": slow(DEV)})
+    agent = scenario({"planner": slow(PLAN), "developer": slow(DEV)}, inprocess=False)
     watch = spawn("thread", "watch", "--all", "--interval", "0.05")
     try:
         header = {read_line(watch), read_line(watch)}
@@ -189,7 +190,7 @@ def test_watch_on_a_terminal_shows_a_live_status_line(
     import pty
 
     thread = new_thread()
-    agent = scenario({"planner": [{"output": PLAN, "sleep": 1.0}]})
+    agent = scenario({"planner": [{"output": PLAN, "sleep": 1.0}]}, inprocess=False)
     primary, secondary = pty.openpty()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", TERM="xterm")
     watch = subprocess.Popen(

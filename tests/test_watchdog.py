@@ -201,7 +201,7 @@ def test_a_step_starts_one_watchdog_for_all_its_runs(
         real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    agent = scenario()
+    agent = scenario(inprocess=False)
     try:
         res = cli("thread", "step", new_thread(), "-c", "3", "--agent", agent)
     finally:

@@ -126,7 +126,11 @@ def agent_of(worker: int, timeout: float = 30) -> int:
 
 
 def slow_agent(scenario: Any, seconds: float) -> str:
-    return str(scenario({"planner": [{"output": PLAN, "sleep": seconds}], "developer": [DEV]}))
+    return str(
+        scenario(
+            {"planner": [{"output": PLAN, "sleep": seconds}], "developer": [DEV]}, inprocess=False
+        )
+    )
 
 
 def start_worker(args: list[str], agent: str) -> subprocess.Popen[str]:

@@ -32,6 +32,7 @@ TAGS: dict[str, str] = {
     "R5J2W8N4": "moderator decision and agent spawn",
     "C6P9E3H7": "agent returned",
     "F4D8Q2K5": "thread archived",
+    "T7M2K9Q4": "thread archived with the step's landing (one commit)",
     "B8T5N1V6": "step error",
     "K4F7N2Q8": "fan-out not started (the next step starts it)",
     "P6W3H9T2": "fan-out started",

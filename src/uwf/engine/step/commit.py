@@ -151,7 +151,7 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
     children = None
     if ending is not None and ended:
         status = ending
-        log.write("F4D8Q2K5", f"thread archived status={status} head={h}")
+        log.write("T7M2K9Q4", f"thread archived status={status} head={h}")
     elif ending is not None:
         status = archive(backend, plan, ending, h, log)
     elif after.fan_out is not None:
