@@ -63,9 +63,10 @@ def _venv_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def scenario(tmp_path: Path) -> Any:
     """Write a uwf-mock scenario (role -> entries) and return its ``--agent`` command line:
-    the ``uwf-mock`` process, or with ``inprocess=True`` uwf-mock run in the stepping process
-    (``python:uwf-mock``, docs/api.md "Python agents") for tests whose subject is not the
-    process boundary — no process is started per step."""
+    by default uwf-mock run in the stepping process (``python:uwf-mock``, docs/api.md "Python
+    agents": the same StepNode and detail, no process started per step); with
+    ``inprocess=False`` the ``uwf-mock`` process, for tests whose subject is the process
+    boundary (an agent's exit code, stderr, signals, environment or timing)."""
     import yaml
 
     counter = iter(range(1000))
