@@ -11,13 +11,12 @@ import pytest
 from uwf.agent_kit import prompts
 from uwf.agent_kit.prompts import (
     CORRECTION_MESSAGE,
-    FIRST_VISIT_QUOTA,
     build_agent_prompt,
-    build_continuation_prompt,
     build_output_format_instruction,
     build_role_prompt,
     cli_reference,
 )
+from uwf.agent_kit.thread_prompt import FIRST_VISIT_QUOTA, build_continuation_prompt
 from uwf.moderator.emits import Field
 from uwf.moderator.emits import fields as schema_fields
 
