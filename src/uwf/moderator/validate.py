@@ -46,7 +46,7 @@ from uwf.cas.schema import check_schema, problems
 from uwf.cas.wording import shown, where
 from uwf.moderator import graphcheck
 from uwf.moderator.problems import Problems, key_text, loc
-from uwf.protocol import schemas
+from uwf.protocol import workflow_schemas
 from uwf.protocol.schemas import is_name, workflow_name_problem
 from uwf.util.base32 import describe
 from uwf.util.errors import InvalidInput
@@ -65,7 +65,7 @@ LEGACY = (
 @functools.cache
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a workflow file: the Workflow node's, as a file writes it."""
-    node, target = schemas.WORKFLOW_RETRY, schemas.TARGET
+    node, target = workflow_schemas.WORKFLOW_RETRY, workflow_schemas.TARGET
     role = node["properties"]["roles"]["additionalProperties"]
     inline = {"type": "object", EXPECTED: "a JSON Schema mapping"}
     file_role = {
@@ -74,7 +74,7 @@ def file_schema() -> dict[str, Any]:
         # ``meta`` or ``frontmatter``: which one, and the message when neither, is _schema_of's
         "required": [key for key in role["required"] if key != "meta"],
         "properties": {
-            **schemas.ROLE_DEFINITION["properties"],
+            **workflow_schemas.ROLE_DEFINITION["properties"],
             "meta": inline,
             "frontmatter": inline,
             "retry": retry_schema(),
@@ -88,7 +88,7 @@ def file_schema() -> dict[str, Any]:
             "role": {**to["role"], EXPECTED: "a role name or $END"},
             "prompt": {**to["prompt"], "pattern": r"\S", EXPECTED: "a non-blank Mustache template"},
             "fanOut": {
-                **schemas.FAN_OUT,
+                **workflow_schemas.FAN_OUT,
                 EXPECTED: "a mapping {field, workflow, task?, max?}",
             },
         },
@@ -102,7 +102,7 @@ def file_schema() -> dict[str, Any]:
     }
     return {
         **node,
-        "required": schemas.WORKFLOW["required"],  # compactAfter is optional
+        "required": workflow_schemas.WORKFLOW["required"],  # compactAfter is optional
         "properties": {
             **top,
             "retry": retry_schema(),
@@ -121,8 +121,9 @@ def file_schema() -> dict[str, Any]:
 
 
 def retry_schema() -> dict[str, Any]:
-    """A retry policy as a file writes it (``schemas.RETRY``, with the words of its messages)."""
-    spec = schemas.RETRY
+    """A retry policy as a file writes it (``workflow_schemas.RETRY``, with the words of its
+    messages)."""
+    spec = workflow_schemas.RETRY
     keys = spec["properties"]
     return {
         **spec,
@@ -204,7 +205,7 @@ def _check_role(p: Problems, role: Any, spec: Any) -> dict[str, Any] | None:
         return None
     checked = {
         key: meta if key == "meta" else spec.get(key)
-        for key in schemas.ROLE_DEFINITION["properties"]
+        for key in workflow_schemas.ROLE_DEFINITION["properties"]
     }
     if "retry" in spec:
         checked["retry"] = spec["retry"]

@@ -15,7 +15,7 @@ routes; everything else is checked by the same code (``uwf.moderator.validate``,
   out; an edge may name its agent's working directory, ``location`` (a literal path).
 
 **The shape** has one source, as for uwf 0.5 files: the Workflow (version 1) node's schema
-(``schemas.WORKFLOW_V1_RETRY``: Workflow (version 1) with its optional ``retry`` policies),
+(``workflow_schemas.WORKFLOW_V1_RETRY``: Workflow (version 1) with its optional ``retry`` policies),
 read through :func:`file_schema`, which relaxes what a file may
 leave out and drops ``source`` (what uwf records of the files, never written in one). A key
 uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
@@ -36,7 +36,7 @@ from uwf.cas.wording import where
 from uwf.moderator import emits, graphcheck, validate
 from uwf.moderator.evaluate import BODY, V1
 from uwf.moderator.problems import Problems, loc, seg
-from uwf.protocol import schemas
+from uwf.protocol import workflow_schemas
 from uwf.protocol.schemas import workflow_name_problem
 from uwf.util.base32 import describe
 
@@ -55,7 +55,7 @@ ROLE_DEFAULTS: dict[str, Any] = {
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a version-1 file: the Workflow (version 1) node's, as a file
     writes it (the uwf 0.5 file's role, with every field but the schema optional)."""
-    node, target = schemas.WORKFLOW_V1_RETRY, schemas.TARGET_V1
+    node, target = workflow_schemas.WORKFLOW_V1_RETRY, workflow_schemas.TARGET_V1
     base = validate.file_schema()["properties"]
     role = {**base["roles"]["additionalProperties"], "required": []}
     to = target["properties"]
