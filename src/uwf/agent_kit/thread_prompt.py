@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from uwf.model.window import step_cost, within_budget
-from uwf.util.fences import cut, fence, one_line
+from uwf.util.fences import cut, fence, one_line, shares
 from uwf.util.frontmatter import body
 from uwf.util.jsonfmt import canonical, dumps
 
@@ -53,8 +53,6 @@ def _step_block(
     if isinstance(content, str):
         content = body(content).rstrip()
     if limit is not None and limit != float("inf") and step_cost(step) > limit:
-        from uwf.agent_kit.budget import shares
-
         room = int(limit) - len(title) - len(agent) - len(_CONTENT_HEADING) - 16
         text = content if isinstance(content, str) else ""
         output_room, content_room = shares([len(output), len(text)], room)
