@@ -33,7 +33,7 @@ from typing import Any
 from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import problems
 from uwf.cas.wording import where
-from uwf.moderator import emits, graphcheck, validate
+from uwf.moderator import emits, filecheck, graphcheck
 from uwf.moderator.evaluate import BODY, V1
 from uwf.moderator.problems import Problems, loc, seg
 from uwf.protocol import workflow_schemas
@@ -56,7 +56,7 @@ def file_schema() -> dict[str, Any]:
     """The JSON Schema of a version-1 file: the Workflow (version 1) node's, as a file
     writes it (the uwf 0.5 file's role, with every field but the schema optional)."""
     node, target = workflow_schemas.WORKFLOW_V1_RETRY, workflow_schemas.TARGET_V1
-    base = validate.file_schema()["properties"]
+    base = filecheck.file_schema()["properties"]
     role = {**base["roles"]["additionalProperties"], "required": []}
     to = target["properties"]
     file_target = {
@@ -118,7 +118,7 @@ def _is_fan_out(path: list[Any]) -> bool:
 def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
     """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
     if "name" in document:
-        return validate.check_name(p, document, basename, implied, hint=True)
+        return filecheck.check_name(p, document, basename, implied, hint=True)
     problem = workflow_name_problem(implied)
     if problem is not None:
         p.add("name", f"missing, and the name the file implies, {describe(implied)}, {problem}")
@@ -128,7 +128,7 @@ def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) ->
 
 def _roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, Any]]:
     """The role names and the roles that could be read, what they left out filled in."""
-    names, roles = validate.check_roles(p, document)
+    names, roles = filecheck.check_roles(p, document)
     raw = document.get("roles")
     for role, spec in roles.items():
         for key, default in ROLE_DEFAULTS.items():
