@@ -16,8 +16,8 @@ import typer
 
 from uwf import __version__
 from uwf.cli.lazy import HelpInstead, Root
-from uwf.cli.options import Format, begin_invocation
-from uwf.util.errors import Interrupted, UwfError, report
+from uwf.cli.options import FormatOpt, begin_invocation
+from uwf.util.errors import INTERNAL_EXIT, Interrupted, UwfError, internal_error, report
 
 HELP = """Stateless workflow engine for teams of LLM agents.
 
@@ -102,15 +102,7 @@ def _version(value: bool) -> None:
 
 def _root(
     ctx: typer.Context,
-    fmt: Annotated[
-        Format | None,
-        typer.Option(
-            "--format",
-            help="Output encoding: json (compact; the default) or yaml.",
-            case_sensitive=False,
-            show_default=False,
-        ),
-    ] = None,
+    fmt: FormatOpt = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -212,9 +204,7 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        return _fail(
-            f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the traceback)", 70
-        )
+        return _fail(internal_error(exc), INTERNAL_EXIT)
     return result if isinstance(result, int) else 0
 
 

@@ -1,8 +1,9 @@
 """What both formats of a workflow file check alike (``uwf.moderator.validate`` for uwf 0.5's,
 ``uwf.moderator.version1`` for version 1): the file's shape as the Workflow node's schema
-gives it with the words of its messages (``file_schema``, ``retry_schema``), the name its
-file name implies (``stem``, ``implied_by``, ``check_name``) and its roles (``check_roles``:
-plain identifiers, one JSON Schema each under ``meta`` or ``frontmatter``).
+gives it with the words of its messages (``file_schema``; a retry policy's are config.yaml's,
+``uwf.config.schema.retry_policy``), the name its file name implies (``stem``,
+``implied_by``, ``check_name``) and its roles (``check_roles``: plain identifiers, one JSON
+Schema each under ``meta`` or ``frontmatter``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import check_schema
+from uwf.config.schema import retry_policy
 from uwf.moderator.problems import Problems, key_text, loc
 from uwf.protocol import workflow_schemas
 from uwf.protocol.schemas import is_name, workflow_name_problem
@@ -39,7 +41,7 @@ def file_schema() -> dict[str, Any]:
             **workflow_schemas.ROLE_DEFINITION["properties"],
             "meta": inline,
             "frontmatter": inline,
-            "retry": retry_schema(),
+            "retry": retry_policy(nullable=False),
         },
     }
     to = target["properties"]
@@ -67,7 +69,7 @@ def file_schema() -> dict[str, Any]:
         "required": workflow_schemas.WORKFLOW["required"],  # compactAfter is optional
         "properties": {
             **top,
-            "retry": retry_schema(),
+            "retry": retry_policy(nullable=False),
             "roles": {
                 **top["roles"],
                 EXPECTED: "a mapping of role name -> role definition",
@@ -78,22 +80,6 @@ def file_schema() -> dict[str, Any]:
                 EXPECTED: "a mapping of <role or $START> -> <status> -> {role, prompt}",
                 "additionalProperties": edges,
             },
-        },
-    }
-
-
-def retry_schema() -> dict[str, Any]:
-    """A retry policy as a file writes it (``workflow_schemas.RETRY``, with the words of its
-    messages)."""
-    spec = workflow_schemas.RETRY
-    keys = spec["properties"]
-    return {
-        **spec,
-        EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
-        "properties": {
-            "attempts": {**keys["attempts"], EXPECTED: "a positive integer"},
-            "backoff": {**keys["backoff"], EXPECTED: "a number of seconds (0 or more)"},
-            "maxBackoff": {**keys["maxBackoff"], EXPECTED: "a number of seconds (0 or more)"},
         },
     }
 

@@ -1,6 +1,6 @@
 """The pieces uwf's node schemas share: a CAS reference, a type extended by one field
-(docs/format.md, "Extended types") and the ``artifacts`` list a step's detail and a version-1
-Workflow's ``source`` both hold."""
+(docs/format.md, "Extended types"), the ``artifacts`` list a step's detail and a version-1
+Workflow's ``source`` both hold, and the retry policy a Workflow and config.yaml both hold."""
 
 from __future__ import annotations
 
@@ -32,5 +32,17 @@ ARTIFACTS: dict[str, Any] = {
             "hash": CAS_REF,  # a Text node (UTF-8 text) or a Blob node (anything else)
             "size": {"type": "integer", "minimum": 0},
         },
+    },
+}
+
+#: A retry policy (docs/format.md, "Retries"), at the top or on a role of a Workflow, and as
+#: config.yaml writes one (``uwf.config.schema.retry_policy``): its keys, none required.
+RETRY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "attempts": {"type": "integer", "minimum": 1},
+        "backoff": {"type": "number", "minimum": 0},
+        "maxBackoff": {"type": "number", "minimum": 0},
     },
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uwf.protocol.parts import ARTIFACTS, CAS_REF, extended
+from uwf.protocol.parts import ARTIFACTS, CAS_REF, RETRY, extended
 
 ROLE_DEFINITION: dict[str, Any] = {
     "type": "object",
@@ -90,18 +90,6 @@ WORKFLOW_FAN_OUT: dict[str, Any] = {
                 },
             },
         },
-    },
-}
-
-#: A retry policy written in a workflow file, at its top or on a role (docs/format.md,
-#: "Retries"): config.yaml's keys, none required.
-RETRY: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "attempts": {"type": "integer", "minimum": 1},
-        "backoff": {"type": "number", "minimum": 0},
-        "maxBackoff": {"type": "number", "minimum": 0},
     },
 }
 
