@@ -1,16 +1,17 @@
 """The package's layout holds (docs/architecture.md): no import cycles between uwf's modules
-but the few written down here with their reason, and no module longer than a person can hold
-but the few written down here.
+but the few written down here with their reason, no module longer than a person can hold but
+the few written down here, and every public face says what it exports (``__all__``).
 
 Every import counts — at the top of a module, inside a function (a cycle there is still a
 cycle, only hidden until the function runs) and under ``TYPE_CHECKING`` — read from the
-source with ``ast``, so the test needs nothing installed and imports nothing of uwf.
+source with ``ast``: the cycle test imports nothing of uwf.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib
 from pathlib import Path
 
 from support import REPO
@@ -169,3 +170,21 @@ def test_no_module_over_the_limit_but_the_written_ones() -> None:
     assert grown == {}, "a written-down long module grew"
     gone = [name for name in LONG_MODULES if lengths.get(name, 0) <= LIMIT]
     assert gone == [], "a written-down module is short now: remove it from LONG_MODULES"
+
+
+def test_every_public_face_says_what_it_exports() -> None:
+    """``uwf``, ``uwf.testing`` and each layer's package declare ``__all__`` (an empty one
+    when the package itself exports nothing and its modules are the faces), and every name
+    listed there exists."""
+    faces = ["uwf", "uwf.testing"]
+    faces += [f"uwf.{p.name}" for p in sorted(PACKAGE.iterdir()) if (p / "__init__.py").exists()]
+    missing, absent = [], []
+    for name in faces:
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__", None)
+        if exported is None:
+            missing.append(name)
+            continue
+        absent += [f"{name}.{attr}" for attr in exported if not hasattr(module, attr)]
+    assert missing == [], "declare __all__ in these packages' __init__"
+    assert absent == [], "__all__ names what is not there"
