@@ -21,14 +21,6 @@ from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
 from uwf.protocol.parts import CAS_REF, extended
-from uwf.protocol.workflow_schemas import (
-    WORKFLOW,
-    WORKFLOW_COMPACT,
-    WORKFLOW_FAN_OUT,
-    WORKFLOW_RETRY,
-    WORKFLOW_V1,
-    WORKFLOW_V1_RETRY,
-)
 from uwf.util.base32 import is_hash
 
 # Role names are plain identifiers, so nothing from a workflow can become a flag, a path or a
@@ -291,7 +283,18 @@ def step_type(payload: dict[str, Any]) -> str:
 
 
 def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
-    """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside)."""
+    """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside). The
+    Workflow family is imported here: only a process that writes schema nodes or checks the
+    hashes builds it (a reader knows the hashes from ``HASHES``)."""
+    from uwf.protocol.workflow_schemas import (
+        WORKFLOW,
+        WORKFLOW_COMPACT,
+        WORKFLOW_FAN_OUT,
+        WORKFLOW_RETRY,
+        WORKFLOW_V1,
+        WORKFLOW_V1_RETRY,
+    )
+
     return (
         ("workflow", WORKFLOW),
         ("start", START_NODE),

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from uwf.backend.base import Backend, Holder, ThreadInfo
-from uwf.engine.threads.steplist import chain_entries, thread_cost
 from uwf.model import chain, cost
 from uwf.model.threads import (
     ThreadRef,
@@ -210,9 +209,11 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         "status": status,
         "steps": chain.depth_of(store, head),
         **now,
-        "cost": thread_cost(cost.total(store, head), head.timestamp - start.timestamp),
+        "cost": cost.total(store, head).thread_json(head.timestamp - start.timestamp),
     }
     if full:
+        from uwf.engine.threads.steplist import chain_entries  # the whole chain: --full only
+
         first, entries, _ = chain_entries(store, head)
         out["chain"] = [first, *entries]
     return out

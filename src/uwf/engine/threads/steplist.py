@@ -1,6 +1,5 @@
 """``thread steps`` and a step by its number (``thread steps --at``, ``thread fork --at``):
-the chain as its entries, oldest first, each with its output and what it cost; and the
-thread's cost as ``thread show`` prints it too.
+the chain as its entries, oldest first, each with its output and what it cost.
 """
 
 from __future__ import annotations
@@ -13,12 +12,7 @@ from uwf.model.threads import locate
 from uwf.util.base32 import NodeHash
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import StartAt, StartEntry, StepAt, StepEntry, ThreadCost, ThreadSteps
-
-
-def thread_cost(total: cost.Cost, elapsed_ms: int) -> ThreadCost:
-    """A chain's cost as ``thread show`` and ``thread steps`` print it."""
-    return {**total.total_json(), "elapsedMs": max(0, elapsed_ms)}
+    from uwf.util.outputs import StartAt, StartEntry, StepAt, StepEntry, ThreadSteps
 
 
 def steps(backend: Backend, thread: str) -> ThreadSteps:
@@ -36,7 +30,7 @@ def steps(backend: Backend, thread: str) -> ThreadSteps:
         "thread": ref.thread,
         "workflow": start["workflow"],
         "steps": [start, *entries],
-        "cost": thread_cost(total, head.timestamp - start["timestamp"]),
+        "cost": total.thread_json(head.timestamp - start["timestamp"]),
     }
 
 
