@@ -222,17 +222,16 @@ def check_uwf_fleet(b: Bench, env: dict[str, str], prefix: str) -> None:
     """Every thread ran its steps and ended at its round limit, each step with its answer
     (read through the library, unmeasured)."""
     from uwf.backend import open_backend
-    from uwf.engine.threads import lifecycle
+    from uwf.engine.threads.listing import list_threads
+    from uwf.engine.threads.steplist import steps as thread_steps
 
     with open_backend(env.get("UWF_STORE") or env["UNCAGED_WORKFLOW_STORAGE_ROOT"]) as backend:
-        ended = {
-            t["task"]: t["thread"] for t in lifecycle.list_threads(backend, status="max_rounds")
-        }
+        ended = {t["task"]: t["thread"] for t in list_threads(backend, status="max_rounds")}
         for i in range(b.s.fleet_threads):
             task = task_of(f"{prefix}-{i:04d}")
             if task not in ended:
                 raise harness.CommandFailed(f"the uwf fleet did not finish {task!r}")
-            steps = cast("list[StepEntry]", lifecycle.steps(backend, ended[task])["steps"][1:])
+            steps = cast("list[StepEntry]", thread_steps(backend, ended[task])["steps"][1:])
             answers = [(s["role"], s["output"]) for s in steps]
             expected = [
                 (workload.role_at(k), workload.fields(task, workload.role_at(k), k))

@@ -30,7 +30,7 @@ from uwf.engine.threads import lifecycle as threads
 from uwf.engine.threads import longthreads
 from uwf.engine.workflows import stored as workflows
 from uwf.model import artifacts
-from uwf.protocol import schemas
+from uwf.protocol import parts, schemas
 from uwf.testing import InProcessRunner
 from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.ulid import ThreadId
@@ -279,9 +279,7 @@ def test_extract_refuses_paths_outside_the_directory(tmp_path: Path) -> None:
     into = tmp_path / "into"
     into.mkdir()
     (into / "sub").symlink_to(outside)
-    detail_type = store.put_schema(
-        {"type": "object", "properties": {"artifacts": schemas.ARTIFACTS}}
-    )
+    detail_type = store.put_schema({"type": "object", "properties": {"artifacts": parts.ARTIFACTS}})
     detail = store.put(detail_type, {"artifacts": [{"path": "sub/x", "hash": text, "size": 4}]})
     h = schemas.ensure(store)
     start = store.put(h.start, {"workflow": text, "prompt": "p"})

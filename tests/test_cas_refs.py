@@ -11,7 +11,7 @@ from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
 from uwf.cas.refs import collect, expand, refs, walk
 from uwf.cas.schema import meta_hash
-from uwf.protocol import schemas
+from uwf.protocol import schemas, workflow_schemas
 from uwf.util.errors import NotFound
 
 CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
@@ -70,7 +70,7 @@ def test_collect_additional_properties() -> None:
 def test_collect_nested_additional_properties() -> None:
     # The Workflow shape: roles is a map of role definitions, each with a cas_ref ``meta``.
     roles = {"planner": {"meta": A, "goal": B}, "coder": {"meta": C}}
-    assert collect(schemas.WORKFLOW, {"roles": roles, "graph": {}}) == [A, C]
+    assert collect(workflow_schemas.WORKFLOW, {"roles": roles, "graph": {}}) == [A, C]
 
 
 def test_collect_null_and_non_schemas() -> None:

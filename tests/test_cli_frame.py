@@ -42,7 +42,7 @@ def test_format_before_and_after_the_command(cli: Any) -> None:
 def test_internal_errors_are_one_line_unless_debug(
     cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from uwf.engine.threads import lifecycle as threads
+    from uwf.engine.threads import listing as threads
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("simulated bug")

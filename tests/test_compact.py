@@ -22,7 +22,7 @@ from llm_server import (
     llm_fixture,  # noqa: F401
     write_config,
 )
-from uwf.agent_kit.prompts import SUMMARY_HEADING
+from uwf.agent_kit.thread_prompt import SUMMARY_HEADING
 from uwf.agents.builtin.agent import BuiltinAgent
 from uwf.backend.base import Backend
 from uwf.backend.fs import FsBackend

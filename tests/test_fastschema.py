@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from support import tiers
 from uwf.cas import fastschema
-from uwf.protocol import schemas
+from uwf.protocol import schemas, workflow_schemas
 from uwf.util.base32 import is_hash
 
 CHECKER = FormatChecker()
@@ -106,5 +106,5 @@ def test_anything_else_is_left_to_jsonschema(schema: Any) -> None:
 
 
 def test_uwf_schemas_are_inside_the_subset() -> None:
-    for schema in (schemas.WORKFLOW, schemas.START_NODE, schemas.STEP_NODE, schemas.TEXT):
+    for schema in (workflow_schemas.WORKFLOW, schemas.START_NODE, schemas.STEP_NODE, schemas.TEXT):
         assert fastschema.supported(schema)

@@ -26,7 +26,7 @@ from uwf.backend.memory import MemoryStore
 from uwf.cas import schema as cas_schema
 from uwf.engine.workflows.files import load_file, store_definition
 from uwf.moderator.validate import validate as _validate
-from uwf.protocol import schemas
+from uwf.protocol import schemas, workflow_schemas
 from uwf.util.errors import UwfError
 
 BASE = yaml.safe_load((EXAMPLES / "solve-issue.yaml").read_text(encoding="utf-8"))
@@ -108,7 +108,7 @@ def _check(document: Any) -> None:
     h = store_definition(store, definition)
     node = store.get(h)
     assert node is not None and node.type == schemas.hashes().workflow
-    assert cas_schema.validate(schemas.WORKFLOW, node.payload) == []
+    assert cas_schema.validate(workflow_schemas.WORKFLOW, node.payload) == []
 
 
 @tiers("examples", *FUZZ)

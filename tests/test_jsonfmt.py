@@ -39,3 +39,20 @@ def test_a_cut_string_is_a_value_error_before_json_is_imported() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (out.returncode, out.stdout, out.stderr) == (0, "JSONDecodeError\n", "")
+
+
+@pytest.mark.parametrize("value", [{"a": [1, 2.5, "é", None]}, "x\u2028y", [], {"": {"b": True}}])
+def test_dumps_prints_what_json_prints(value: object) -> None:
+    """Compact, non-ASCII kept: ``json.dumps`` with JavaScript's separators, through the
+    private encoder (the module's docstring says why)."""
+    import json
+
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert jsonfmt.dumps(value) == expected
+
+
+def test_dumps_refuses_what_is_not_json() -> None:
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        jsonfmt.dumps({1, 2})
+    with pytest.raises(ValueError):
+        jsonfmt.dumps(float("nan"))

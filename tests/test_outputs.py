@@ -26,8 +26,8 @@ from uwf.util.ulid import ThreadId
 OPEN = {outputs.LogEntry}
 TYPES = {
     obj
-    for obj in vars(outputs).values()
-    if is_typeddict(obj) and obj.__module__ == outputs.__name__
+    for obj in (getattr(outputs, name) for name in outputs.__all__)
+    if is_typeddict(obj) and obj.__module__.startswith(outputs.__name__ + ".")
 }
 
 

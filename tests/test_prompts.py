@@ -11,13 +11,12 @@ import pytest
 from uwf.agent_kit import prompts
 from uwf.agent_kit.prompts import (
     CORRECTION_MESSAGE,
-    FIRST_VISIT_QUOTA,
     build_agent_prompt,
-    build_continuation_prompt,
     build_output_format_instruction,
     build_role_prompt,
     cli_reference,
 )
+from uwf.agent_kit.thread_prompt import FIRST_VISIT_QUOTA, build_continuation_prompt
 from uwf.moderator.emits import Field
 from uwf.moderator.emits import fields as schema_fields
 
@@ -545,7 +544,7 @@ def test_a_code_span_holds_agent_text_on_one_line(text: str, span: str) -> None:
 
 def test_the_budget_is_shared_fairly() -> None:
     """agent_kit.budget: parts that fit keep all they ask; the longest split what is left."""
-    from uwf.agent_kit.budget import shares
+    from uwf.util.fences import shares
 
     assert shares([10, 20, 30], 100) == [10, 20, 30]  # they fit: nothing changes
     assert shares([100, 257_000, 0, 20_000], 32_000) == [100, 15_950, 0, 15_950]

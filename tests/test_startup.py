@@ -290,6 +290,19 @@ def test_uwf_builtin_loads_only_what_it_needs_before_its_model(new_thread: Any, 
     assert among(report["modules"], heavy) == []
 
 
+def cli_module(cli: Path, path: Path) -> str:
+    """The dotted name, under ``uwf.cli``, of a file of ``cli`` (``thread`` for
+    ``thread/__init__.py``)."""
+    parts = path.relative_to(cli).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def cli_path(cli: Path, module: str) -> Path:
+    """The file of a dotted name under ``uwf.cli`` (``cli_module`` turned around)."""
+    base = cli.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
 def registered_functions(cli: Path) -> set[tuple[str, str]]:
     """(module, function) of every function the CLI registers as a command or callback:
     decorated (``@app.command(…)``), passed (``app.command(…)(name)``, ``app.command(…)(
@@ -297,7 +310,7 @@ def registered_functions(cli: Path) -> set[tuple[str, str]]:
     import ast
 
     found = {
-        (target.partition(":")[0].rsplit(".", 1)[1], target.partition(":")[2])
+        (target.partition(":")[0].removeprefix("uwf.cli."), target.partition(":")[2])
         for target, _help in COMMANDS.values()
     }
 
@@ -308,14 +321,16 @@ def registered_functions(cli: Path) -> set[tuple[str, str]]:
             and node.func.attr in ("command", "callback")
         )
 
-    for path in sorted(cli.glob("*.py")):
+    for path in sorted(cli.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        module = path.stem
+        module = cli_module(cli, path)
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         imported = {
-            a.asname or a.name: a.name
+            a.asname or a.name: f"{n.module.removeprefix('uwf.cli').lstrip('.')}.{a.name}".lstrip(
+                "."
+            )
             for n in ast.walk(tree)
-            if isinstance(n, ast.ImportFrom) and n.module == "uwf.cli"
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("uwf.cli")
             for a in n.names
         }
         for node in ast.walk(tree):
@@ -343,10 +358,10 @@ def test_cli_modules_keep_real_annotations() -> None:
     cli = Path(__file__).resolve().parent.parent / "src" / "uwf" / "cli"
     registered = registered_functions(cli)
     modules = {module for module, _function in registered}
-    assert {"thread", "stepping", "steering", "setup", "main"} <= modules  # the scan works
+    assert {"thread.lifecycle", "stepping", "thread.steering", "setup", "main"} <= modules
     postponed = []
     for module in sorted(modules):
-        tree = ast.parse((cli / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse(cli_path(cli, module).read_text(encoding="utf-8"))
         if any(
             isinstance(n, ast.ImportFrom)
             and n.module == "__future__"

@@ -15,6 +15,8 @@ from uwf.engine import step
 from uwf.engine.step import StepPlan
 from uwf.engine.threads import lifecycle as threads
 from uwf.engine.threads import steer
+from uwf.engine.threads.listing import list_threads
+from uwf.engine.threads.steplist import steps
 from uwf.model import chain
 from uwf.testing import InProcessRunner
 from uwf.util.errors import AgentFailed, Deferred, InvalidInput, SchemaViolation
@@ -67,10 +69,10 @@ def test_a_deferred_step_records_the_wait_and_leaves_the_head(
     again = backend.threads.get(thread)
     assert again is not None and again.waiting is not None
     assert (again.waiting.since, again.waiting.reason) == (first_since, "still nobody")
-    assert [t["status"] for t in threads.list_threads(backend, status="waiting")] == ["waiting"]
+    assert [t["status"] for t in list_threads(backend, status="waiting")] == ["waiting"]
     result = step.step(backend, thread, agent="x", runner=scripted(backend, {"reviewer": [REJECT]}))
     assert result.role == "reviewer" and threads.show(backend, thread)["status"] == "idle"
-    assert threads.list_threads(backend, status="waiting") == []
+    assert list_threads(backend, status="waiting") == []
 
 
 def test_answer_writes_the_waiting_role_through_the_checks(
@@ -109,7 +111,7 @@ def test_fork_with_an_edited_output(backend: MemoryBackend, thread: ThreadId) ->
     fake = to_reviewer(backend, thread)
     dev_step = backend.threads.head(thread)
     assert dev_step is not None
-    before = threads.steps(backend, thread)
+    before = steps(backend, thread)
     forked = steer.fork_edited(
         backend,
         dev_step,
@@ -128,7 +130,7 @@ def test_fork_with_an_edited_output(backend: MemoryBackend, thread: ThreadId) ->
         dev_step,
     )
     assert backend.threads.head(ThreadId(forked["thread"])) == forked["head"]
-    assert threads.steps(backend, thread) == before  # the original is untouched
+    assert steps(backend, thread) == before  # the original is untouched
     # the fork goes on from the edited step: the reviewer sees the new files
     step.step(backend, ThreadId(forked["thread"]), agent="x", runner=fake)
     assert "b.py" in fake.plans[-1].prompt
@@ -176,8 +178,8 @@ def test_a_rerun_that_fails_names_its_thread(backend: MemoryBackend, thread: Thr
     for _ in range(3):  # retried: no idle thread piles up
         with pytest.raises(AgentFailed) as err:
             steer.rerun(backend, dev_step, agent="z", runner=failing)
-    assert [t["thread"] for t in threads.list_threads(backend)] == [thread]
-    killed = threads.list_threads(backend, status="killed")
+    assert [t["thread"] for t in list_threads(backend)] == [thread]
+    killed = list_threads(backend, status="killed")
     assert len(killed) == 3
     forked, parent = killed[0]["thread"], killed[0]["head"]
     assert err.value.message == (

@@ -19,7 +19,7 @@ from uwf.cas.schema import meta_hash, validate
 from uwf.engine.workflows.files import load_file, materialise, store_definition
 from uwf.moderator.evaluate import END, START, evaluate
 from uwf.moderator.validate import LEGACY
-from uwf.protocol import schemas
+from uwf.protocol import schemas, workflow_schemas
 from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
@@ -647,7 +647,7 @@ def test_materialise_stores_schemas_and_rebuilds_roles() -> None:
     payload = materialise(store, definition)
     assert set(payload) == {"name", "description", "roles", "graph"}
     for name, stored in payload["roles"].items():
-        assert list(stored) == list(schemas.ROLE_DEFINITION["required"])
+        assert list(stored) == list(workflow_schemas.ROLE_DEFINITION["required"])
         schema_node = store.get(stored["meta"])
         assert schema_node is not None and schema_node.type == meta_hash()
         expected_title = "Custom" if name == "b" else f"wf.{name}"
@@ -658,7 +658,7 @@ def test_materialise_stores_schemas_and_rebuilds_roles() -> None:
     node = store.get(h)
     assert node is not None and node.type == schemas.hashes().workflow
     assert h == codec.node_hash(schemas.hashes().workflow, payload)
-    assert validate(schemas.WORKFLOW, node.payload) == []
+    assert validate(workflow_schemas.WORKFLOW, node.payload) == []
 
 
 # -- the mock scenario of solve-issue ---------------------------------------------------
@@ -705,7 +705,7 @@ def test_empty_capabilities_are_kept() -> None:
     definition = load_file(write(Path.cwd(), doc))
     payload = materialise(MemoryStore(), definition)
     assert payload["roles"]["a"]["capabilities"] == []
-    assert list(payload["roles"]["a"]) == list(schemas.ROLE_DEFINITION["required"])
+    assert list(payload["roles"]["a"]) == list(workflow_schemas.ROLE_DEFINITION["required"])
 
 
 # -- warnings about prompt variables ---------------------------------------------------------

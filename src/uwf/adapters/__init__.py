@@ -5,3 +5,6 @@
 outside system's quirks in one place and raises ``UwfError`` subclasses, never the library's
 own exceptions.
 """
+
+# The package exports nothing here: one module per outside system.
+__all__: list[str] = []

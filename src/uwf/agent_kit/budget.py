@@ -5,37 +5,23 @@ What a prompt shows of its thread — the task, the moderator's instruction (the
 at a join the children's section, and the history (the newest summary and steps) — comes from
 people and agents, and any of it can be long: one answer printed into the next edge prompt,
 twenty children's outputs. Together they get ``contextBudget`` characters. When they fit,
-nothing changes; when they do not, the budget is shared out fairly (``shares``): a part that
-needs less than an equal share keeps all of it, and the longest parts are cut to one common
-length, each with a marker naming the command that shows it whole. So one answer never makes
+nothing changes; when they do not, the budget is shared out fairly
+(``uwf.util.fences.shares``): a part that needs less than an equal share keeps all of it,
+and the longest parts are cut to one common length, each with a marker naming the command
+that shows it whole. So one answer never makes
 a prompt that no agent can take (a ``{prompt}`` argument holds at most 128 KiB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from uwf.model.window import step_cost
-from uwf.util.fences import cut
+from uwf.util.fences import cut, shares
 
 if TYPE_CHECKING:
     from uwf.agent_kit.context import AgentContext
     from uwf.agent_kit.history import History
-
-
-def shares(demands: Sequence[int], budget: int) -> list[int]:
-    """What each of ``demands`` gets of ``budget``: all it asks when the sum fits; else each
-    part that asks less than an equal share of what is left gets what it asks, and the others
-    split the rest equally (max-min fairness)."""
-    out = [0] * len(demands)
-    left, count = max(0, budget), len(demands)
-    for index in sorted(range(count), key=demands.__getitem__):
-        given = min(max(0, demands[index]), left // count)
-        out[index] = given
-        left -= given
-        count -= 1
-    return out
 
 
 class Fitted(NamedTuple):

@@ -13,12 +13,12 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from uwf.agent_kit.budget import shares
 from uwf.cas.store import Store
 from uwf.model import chain
 from uwf.util import fences
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import InvalidInput
+from uwf.util.fences import shares
 
 ENV = "UWF_CHILDREN"
 HEADING = "## Children"

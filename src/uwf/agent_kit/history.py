@@ -16,15 +16,40 @@ newest first, and the step records no summary.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
-from uwf.agent_kit.context import AgentContext
-from uwf.model import compact
+from uwf.model import chain, compact
 from uwf.model.window import StepView, Window, read_window, text_of, within_budget
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import UwfError
 from uwf.util.fences import cut
+
+if TYPE_CHECKING:
+    from uwf.cas.store import Store
+    from uwf.model.agentcall import Stderr
+    from uwf.model.cost import Meter
+
+
+class Reader(Protocol):
+    """What the history of a step is built from: the agent kit's ``AgentContext``, whose
+    ``history`` calls ``build_history`` (described here so that this module need not import
+    the context that imports it)."""
+
+    head_node: chain.Start | chain.Step
+    workflow: dict[str, Any]
+    meter: Meter
+    compact: NodeHash | None  # set when a summary is written
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def stderr(self) -> TextIO | Stderr: ...
 
 
 class History(NamedTuple):
@@ -38,7 +63,7 @@ class History(NamedTuple):
     budget: int
 
 
-def _warn(ctx: AgentContext, text: str) -> None:
+def _warn(ctx: Reader, text: str) -> None:
     ctx.stderr.write(f"warning: {text}\n")
     ctx.stderr.flush()
 
@@ -54,7 +79,7 @@ def _recent(summary: str | None, window: Window, budget: int) -> History:
     return History(summary, steps, window.depth - len(steps), budget)
 
 
-def build_history(ctx: AgentContext) -> History:
+def build_history(ctx: Reader) -> History:
     """The history of ``ctx``'s step; sets ``ctx.compact`` when it writes a summary."""
     from uwf.config.config import load_config
 
@@ -81,7 +106,7 @@ def build_history(ctx: AgentContext) -> History:
     return _recent(text, window, budget)
 
 
-def _summarise(ctx: AgentContext, window: Window, budget: int) -> tuple[str, NodeHash] | None:
+def _summarise(ctx: Reader, window: Window, budget: int) -> tuple[str, NodeHash] | None:
     """A new summary of everything before the new step, stored: (text, hash); None after a
     warning when it cannot be written."""
     try:

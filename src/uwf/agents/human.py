@@ -57,7 +57,7 @@ def terminal() -> str | None:
 def context_text(ctx: AgentContext) -> str:
     """What the person reads before answering: the role, its goal, the task, the steps since
     the role's last turn and the moderator's instruction."""
-    from uwf.agent_kit.prompts import build_continuation_prompt
+    from uwf.agent_kit.thread_prompt import build_continuation_prompt
 
     since, offset = ctx.since_last_visit()
     goal = str(ctx.role_def.get("goal") or "").strip()

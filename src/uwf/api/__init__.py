@@ -5,3 +5,6 @@ loads these modules on first use; this package imports nothing itself. The CLI c
 engine functions these wrap (their JSON is the CLI's), never this layer: ``thread show``
 imports no module more for it.
 """
+
+# The package exports nothing here: the library's face is the lazy top level, ``uwf``.
+__all__: list[str] = []

@@ -226,10 +226,10 @@ class Store:
         """A new thread whose head is ``node`` (a StepNode or StartNode hash), or, with
         ``at``, step ``at`` of the thread ``node`` (0: its start; its working directory is
         kept unless ``cwd`` is given). Copies nothing."""
-        from uwf.engine.threads import lifecycle
+        from uwf.engine.threads import lifecycle, steplist
 
         if at is not None:
-            node, workdir = lifecycle.step_hash_at(self.backend, node, at)
+            node, workdir = steplist.step_hash_at(self.backend, node, at)
             cwd = cwd if cwd is not None else workdir
         forked = lifecycle.fork(self.backend, node, cwd)
         return types.Forked(forked["thread"], forked["forkedFrom"]["step"])
@@ -299,7 +299,7 @@ class Store:
 
     def steps(self, thread: str) -> types.Steps:
         """Its StartNode and every step, oldest first, outputs expanded (``thread steps``)."""
-        from uwf.engine.threads.lifecycle import steps
+        from uwf.engine.threads.steplist import steps
 
         return types.steps_of(steps(self.backend, thread))
 
@@ -334,7 +334,7 @@ class Store:
         """Threads newest first, with ``thread list``'s filters: active ones, plus ended ones
         with ``all`` or an ended ``status`` (comma-separated, or ``active``); ``workflow`` a
         name or hash; ``after``/``before`` ``7d``, ``24h``, a date; ``parent`` a fan-out's."""
-        from uwf.engine.threads.lifecycle import list_threads
+        from uwf.engine.threads.listing import list_threads
 
         found = list_threads(
             self.backend,

@@ -97,3 +97,15 @@ def open_for_agent() -> Backend:
         if found is not None:
             return found
     return open_backend()
+
+
+__all__ = [
+    "PG_ALIASES",
+    "PG_SCHEMES",
+    "RELAY_ENV",
+    "STORE_ENV",
+    "open_backend",
+    "open_for_agent",
+    "postgres_url",
+    "store_spec",
+]

@@ -13,13 +13,30 @@ start more than the limit between them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from uwf.util.errors import UwfError
 from uwf.util.ulid import ThreadId
 
-if TYPE_CHECKING:
-    from uwf.backend.base import ActiveThread
+
+class Lineage(Protocol):
+    """What ``locate`` reads of a thread's recorded info (``backend.base.ThreadInfo``)."""
+
+    @property
+    def parent(self) -> ThreadId | None: ...
+    @property
+    def descendants(self) -> int: ...
+
+
+class Record(Protocol):
+    """What ``locate`` reads of an active thread's record (``backend.base.ActiveThread``,
+    described here because ``backend.base`` imports this module)."""
+
+    @property
+    def thread(self) -> ThreadId: ...
+    @property
+    def info(self) -> Lineage: ...
+
 
 WALK_LIMIT = 1000  # parents followed at most (a hand-edited cycle of parents ends there)
 SEE = 'docs/format.md, "Fan-out and join"'
@@ -47,7 +64,7 @@ class Place(NamedTuple):
     ended: ThreadId | None = None
 
 
-def locate(thread: ThreadId, get: Callable[[ThreadId], ActiveThread | None]) -> Place:
+def locate(thread: ThreadId, get: Callable[[ThreadId], Record | None]) -> Place:
     """``thread``'s place, from the active records ``get`` answers (``thread`` is active)."""
     record = get(thread)
     depth = 0

@@ -22,8 +22,14 @@ import typer  # noqa: E402
 
 from uwf import __version__  # noqa: E402
 from uwf.cli.lazy import HelpInstead, Root  # noqa: E402
-from uwf.cli.options import Format, begin_invocation  # noqa: E402
-from uwf.util.errors import Interrupted, UwfError, report  # noqa: E402
+from uwf.cli.options import FormatOpt, begin_invocation  # noqa: E402
+from uwf.util.errors import (  # noqa: E402
+    INTERNAL_EXIT,
+    Interrupted,
+    UwfError,
+    internal_error,
+    report,
+)
 
 gc.freeze()
 if _COLLECTING:
@@ -112,15 +118,7 @@ def _version(value: bool) -> None:
 
 def _root(
     ctx: typer.Context,
-    fmt: Annotated[
-        Format | None,
-        typer.Option(
-            "--format",
-            help="Output encoding: json (compact; the default) or yaml.",
-            case_sensitive=False,
-            show_default=False,
-        ),
-    ] = None,
+    fmt: FormatOpt = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -222,9 +220,7 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        return _fail(
-            f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the traceback)", 70
-        )
+        return _fail(internal_error(exc), INTERNAL_EXIT)
     return result if isinstance(result, int) else 0
 
 

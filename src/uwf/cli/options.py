@@ -216,7 +216,7 @@ WorkflowFilterOpt = Annotated[
     ),
 ]
 
-# The filters of `thread list`, shared by the bulk actions (cli/thread_bulk.py): one
+# The filters of `thread list`, shared by the bulk actions (cli/thread/bulk.py): one
 # declaration, so that a filter means the same wherever it selects threads.
 StatusFilterOpt = Annotated[
     str | None,

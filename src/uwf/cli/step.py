@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from uwf.cli import thread as thread_cli
 from uwf.cli.lazy import App
 from uwf.cli.options import (
     FormatOpt,
@@ -19,13 +18,14 @@ from uwf.cli.options import (
     emit_markdown,
     emit_stream,
 )
+from uwf.cli.thread import lifecycle, views
 
 app = App(help="Inspect and fork individual steps.", no_args_is_help=True, rich_markup_mode=None)
 
 for name, current, function in (
-    ("list", "thread steps", thread_cli._steps),
-    ("show", "thread step-details", thread_cli._step_details),
-    ("fork", "thread fork", thread_cli._fork),
+    ("list", "thread steps", lifecycle.steps),
+    ("show", "thread step-details", views.step_details),
+    ("fork", "thread fork", lifecycle.fork),
 ):
     add_alias(app, function, f"step {name}", current, hidden=False)
 

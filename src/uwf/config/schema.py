@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from uwf.cas.fastschema import EXPECTED
+from uwf.protocol.parts import RETRY as NODE_RETRY
 
 
 def _text(what: str) -> dict[str, Any]:
@@ -39,12 +40,33 @@ PYTHON = _text("a Python agent (package.module:function, or an entry point's nam
 POSITIVE = {"type": ["integer", "null"], "minimum": 1, EXPECTED: "a positive integer"}
 
 SECONDS = {"type": ["number", "null"], "minimum": 0, EXPECTED: "a number of seconds (0 or more)"}
-#: A retry policy (docs/format.md, "Retries"): config-wide, per workflow or per role.
-RETRY: dict[str, Any] = {
-    "type": ["object", "null"],
-    EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
-    "properties": {"attempts": POSITIVE, "backoff": SECONDS, "maxBackoff": SECONDS},
-}
+
+
+def retry_policy(*, nullable: bool) -> dict[str, Any]:
+    """A retry policy with the words of its messages (docs/format.md, "Retries"): the keys
+    and bounds of the Workflow node's (``uwf.protocol.parts.RETRY``), worded the same in
+    config.yaml (``nullable``: null is unset, and unknown keys are left alone) and in a
+    workflow file (``uwf.moderator.filecheck``)."""
+    words = {"attempts": POSITIVE[EXPECTED], "backoff": SECONDS[EXPECTED]}
+    words["maxBackoff"] = words["backoff"]
+
+    def key(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        worded = {**spec, EXPECTED: words[name]}
+        return {**worded, "type": [spec["type"], "null"]} if nullable else worded
+
+    policy = {
+        **NODE_RETRY,
+        EXPECTED: "a mapping {attempts, backoff, maxBackoff}",
+        "properties": {name: key(name, spec) for name, spec in NODE_RETRY["properties"].items()},
+    }
+    if nullable:
+        policy["type"] = ["object", "null"]
+        del policy["additionalProperties"]
+    return policy
+
+
+#: A retry policy in config.yaml: config-wide, per workflow or per role.
+RETRY = retry_policy(nullable=True)
 
 #: The fleet limits of one agent alias or provider (docs/format.md, "Limits").
 LIMIT: dict[str, Any] = {

@@ -24,7 +24,7 @@ from uwf.cas.store import Store
 from uwf.model import chain
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import StepSpent, Total, Usage
+    from uwf.util.outputs import StepSpent, ThreadCost, Total, Usage
 
 TOKEN_KEYS = ("promptTokens", "completionTokens", "totalTokens", "calls")
 _COUNT = {"type": "integer", "minimum": 0}
@@ -79,6 +79,11 @@ class Cost(NamedTuple):
 
     def total_json(self) -> Total:
         return {"durationMs": self.duration_ms, **self.usage_json()}
+
+    def thread_json(self, elapsed_ms: int) -> ThreadCost:
+        """A chain's cost as ``thread show`` and ``thread steps`` print it: the total, and
+        the time from the task to the head."""
+        return {**self.total_json(), "elapsedMs": max(0, elapsed_ms)}
 
     @classmethod
     def of_json(cls, value: Any, duration: Any = 0) -> Cost | None:

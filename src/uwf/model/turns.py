@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from uwf.cas.store import Store
-from uwf.protocol.schemas import ARTIFACTS
+from uwf.protocol.parts import ARTIFACTS
 
 #: The correction prompt the agent kit sends when an answer has no usable frontmatter; a
 #: detail records it as a user turn (``uwf-cmd``, ``uwf-builtin``), so its first line marks

@@ -27,10 +27,10 @@ from uwf.moderator.evaluate import (
     output_names,
 )
 from uwf.moderator.problems import Problems, key_text, kind, loc, seg
-from uwf.protocol import schemas
+from uwf.protocol import schemas, workflow_schemas
 
-TARGET_FIELDS = tuple(schemas.TARGET["properties"])  # role, prompt
-TARGET_FIELDS_V1 = tuple(schemas.TARGET_V1["properties"])  # role, prompt, location
+TARGET_FIELDS = tuple(workflow_schemas.TARGET["properties"])  # role, prompt
+TARGET_FIELDS_V1 = tuple(workflow_schemas.TARGET_V1["properties"])  # role, prompt, location
 TEMPLATE_NAMES = {0: "mustache template", 1: "Liquid template"}
 
 

@@ -15,7 +15,7 @@ routes; everything else is checked by the same code (``uwf.moderator.validate``,
   out; an edge may name its agent's working directory, ``location`` (a literal path).
 
 **The shape** has one source, as for uwf 0.5 files: the Workflow (version 1) node's schema
-(``schemas.WORKFLOW_V1_RETRY``: Workflow (version 1) with its optional ``retry`` policies),
+(``workflow_schemas.WORKFLOW_V1_RETRY``: Workflow (version 1) with its optional ``retry`` policies),
 read through :func:`file_schema`, which relaxes what a file may
 leave out and drops ``source`` (what uwf records of the files, never written in one). A key
 uwf-py does not know — a construct of uwf 0.8 it does not support — is an ``unknown key``
@@ -33,10 +33,10 @@ from typing import Any
 from uwf.cas.fastschema import EXPECTED
 from uwf.cas.schema import problems
 from uwf.cas.wording import where
-from uwf.moderator import emits, graphcheck, validate
+from uwf.moderator import emits, filecheck, graphcheck
 from uwf.moderator.evaluate import BODY, V1
 from uwf.moderator.problems import Problems, loc, seg
-from uwf.protocol import schemas
+from uwf.protocol import workflow_schemas
 from uwf.protocol.schemas import workflow_name_problem
 from uwf.util.base32 import describe
 
@@ -55,8 +55,8 @@ ROLE_DEFAULTS: dict[str, Any] = {
 def file_schema() -> dict[str, Any]:
     """The JSON Schema of a version-1 file: the Workflow (version 1) node's, as a file
     writes it (the uwf 0.5 file's role, with every field but the schema optional)."""
-    node, target = schemas.WORKFLOW_V1_RETRY, schemas.TARGET_V1
-    base = validate.file_schema()["properties"]
+    node, target = workflow_schemas.WORKFLOW_V1_RETRY, workflow_schemas.TARGET_V1
+    base = filecheck.file_schema()["properties"]
     role = {**base["roles"]["additionalProperties"], "required": []}
     to = target["properties"]
     file_target = {
@@ -118,7 +118,7 @@ def _is_fan_out(path: list[Any]) -> bool:
 def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) -> str | None:
     """The workflow's name: ``name`` (which must be the implied one), else the implied one."""
     if "name" in document:
-        return validate.check_name(p, document, basename, implied, hint=True)
+        return filecheck.check_name(p, document, basename, implied, hint=True)
     problem = workflow_name_problem(implied)
     if problem is not None:
         p.add("name", f"missing, and the name the file implies, {describe(implied)}, {problem}")
@@ -128,7 +128,7 @@ def _name(p: Problems, document: dict[Any, Any], basename: str, implied: str) ->
 
 def _roles(p: Problems, document: dict[Any, Any]) -> tuple[list[str], dict[str, Any]]:
     """The role names and the roles that could be read, what they left out filled in."""
-    names, roles = validate.check_roles(p, document)
+    names, roles = filecheck.check_roles(p, document)
     raw = document.get("roles")
     for role, spec in roles.items():
         for key, default in ROLE_DEFAULTS.items():

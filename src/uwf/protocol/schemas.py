@@ -20,9 +20,8 @@ import re
 from typing import Any, NamedTuple
 
 from uwf.cas.store import Store
+from uwf.protocol.parts import CAS_REF, extended
 from uwf.util.base32 import is_hash
-
-CAS_REF: dict[str, Any] = {"type": "string", "format": "cas_ref"}
 
 # Role names are plain identifiers, so nothing from a workflow can become a flag, a path or a
 # shell word where uwf passes a role to an agent (as an argument).
@@ -60,43 +59,6 @@ def is_workflow_name(text: object) -> bool:
     return isinstance(text, str) and workflow_name_problem(text) is None
 
 
-ROLE_DEFINITION: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["description", "goal", "capabilities", "procedure", "output", "meta"],
-    "properties": {
-        "description": {"type": "string"},
-        "goal": {"type": "string"},
-        "capabilities": {"type": "array", "items": {"type": "string"}},
-        "procedure": {"type": "string"},
-        "output": {"type": "string"},
-        "meta": CAS_REF,
-    },
-}
-
-TARGET: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["role", "prompt"],
-    "properties": {"role": {"type": "string"}, "prompt": {"type": "string"}},
-}
-
-WORKFLOW: dict[str, Any] = {
-    "title": "Workflow",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["name", "description", "roles", "graph"],
-    "properties": {
-        "name": {"type": "string"},
-        "description": {"type": "string"},
-        "roles": {"type": "object", "additionalProperties": ROLE_DEFINITION},
-        "graph": {
-            "type": "object",
-            "additionalProperties": {"type": "object", "additionalProperties": TARGET},
-        },
-    },
-}
-
 START_NODE: dict[str, Any] = {
     "title": "StartNode",
     "type": "object",
@@ -131,31 +93,9 @@ STEP_NODE: dict[str, Any] = {
 TEXT: dict[str, Any] = {"title": "Text", "type": "string"}
 
 
-def _extended(base: dict[str, Any], title: str, field: str, spec: Any) -> dict[str, Any]:
-    """``base`` with one more property, required: nodes with it get a type of their own."""
-    return {
-        **base,
-        "title": title,
-        "required": [*base["required"], field],
-        "properties": {**base["properties"], field: spec},
-    }
-
-
 #: A StepNode whose ``compact`` is a Text node summarising every step before it
 #: (docs/format.md, "Compaction").
-STEP_NODE_COMPACT = _extended(STEP_NODE, "StepNode (compact)", "compact", CAS_REF)
-
-#: A Workflow whose agents write a summary every ``compactAfter`` steps.
-WORKFLOW_COMPACT = _extended(
-    WORKFLOW, "Workflow (compactAfter)", "compactAfter", {"type": "integer", "minimum": 1}
-)
-
-#: A workflow edge of a version-1 file may name the directory its agent works in
-#: (``location``: a literal path, relative to the thread's working directory).
-TARGET_V1: dict[str, Any] = {
-    **TARGET,
-    "properties": {**TARGET["properties"], "location": {"type": "string", "minLength": 1}},
-}
+STEP_NODE_COMPACT = extended(STEP_NODE, "StepNode (compact)", "compact", CAS_REF)
 
 #: A StepNode that ends a fan-out (docs/format.md, "Fan-out and join"): ``children`` are the
 #: final heads of the child threads, in item order; it may carry ``compact`` too.
@@ -170,79 +110,6 @@ STEP_NODE_JOIN: dict[str, Any] = {
     },
 }
 
-FAN_OUT_MAX = 1000  # the most children one edge may start (``max``)
-
-#: An edge's ``fanOut``: child threads started for each item of an output field.
-FAN_OUT: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["field"],
-    "properties": {
-        "field": {"type": "string", "minLength": 1},
-        "workflow": {"type": "string"},
-        "task": {"type": "string"},
-        "max": {"type": "integer", "minimum": 1, "maximum": FAN_OUT_MAX},
-    },
-}
-
-#: A Workflow with at least one ``fanOut`` edge; ``compactAfter`` allowed.
-WORKFLOW_FAN_OUT: dict[str, Any] = {
-    **WORKFLOW,
-    "title": "Workflow (fanOut)",
-    "properties": {
-        **WORKFLOW["properties"],
-        "compactAfter": {"type": "integer", "minimum": 1},
-        "graph": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "additionalProperties": {
-                    **TARGET,
-                    "properties": {**TARGET["properties"], "fanOut": FAN_OUT},
-                },
-            },
-        },
-    },
-}
-
-#: A retry policy written in a workflow file, at its top or on a role (docs/format.md,
-#: "Retries"): config.yaml's keys, none required.
-RETRY: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "attempts": {"type": "integer", "minimum": 1},
-        "backoff": {"type": "number", "minimum": 0},
-        "maxBackoff": {"type": "number", "minimum": 0},
-    },
-}
-
-
-def _with_retry(base: dict[str, Any], title: str) -> dict[str, Any]:
-    """``base`` with an optional ``retry`` at its top and on each role."""
-    roles = base["properties"]["roles"]
-    role = roles["additionalProperties"]
-    return {
-        **base,
-        "title": title,
-        "properties": {
-            **base["properties"],
-            "retry": RETRY,
-            "roles": {
-                **roles,
-                "additionalProperties": {
-                    **role,
-                    "properties": {**role["properties"], "retry": RETRY},
-                },
-            },
-        },
-    }
-
-
-#: A uwf 0.5 Workflow with a retry policy at its top or on a role; ``compactAfter`` and
-#: ``fanOut`` edges allowed.
-WORKFLOW_RETRY = _with_retry(WORKFLOW_FAN_OUT, "Workflow (retry)")
-
 #: Bytes that are not UTF-8 text (an artifact): standard base64 with padding, no line breaks.
 BLOB: dict[str, Any] = {
     "title": "Blob",
@@ -251,50 +118,11 @@ BLOB: dict[str, Any] = {
     "pattern": "^[A-Za-z0-9+/]*={0,2}$",
 }
 
-#: What the agent kit records of the files an agent left in ``$UWF_ARTIFACTS_DIR``: the
-#: ``artifacts`` field of a step's detail (docs/format.md, "Artifacts").
-ARTIFACTS: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["path", "hash", "size"],
-        "properties": {
-            "path": {"type": "string", "minLength": 1},
-            "hash": CAS_REF,  # a Text node (UTF-8 text) or a Blob node (anything else)
-            "size": {"type": "integer", "minimum": 0},
-        },
-    },
-}
-
-#: A Workflow read from a version-1 file (uwf 0.8's format, docs/format.md "Version-1
-#: workflow files"): routing reads ``$status``, edge prompts are Liquid, ``$START`` has the
-#: edges ``new`` and ``resume``, an edge may carry ``location``; ``source`` lists the files it
-#: was read from (Text nodes, as artifacts are listed) for ``workflow show --source``.
-WORKFLOW_V1: dict[str, Any] = {
-    **WORKFLOW,
-    "title": "Workflow (version 1)",
-    "required": ["version", *WORKFLOW["required"]],
-    "properties": {
-        "version": {"const": 1},
-        **WORKFLOW["properties"],
-        "graph": {
-            "type": "object",
-            "additionalProperties": {"type": "object", "additionalProperties": TARGET_V1},
-        },
-        "compactAfter": WORKFLOW_COMPACT["properties"]["compactAfter"],
-        "source": ARTIFACTS,
-    },
-}
-
-#: A Workflow (version 1) with a retry policy at its top or on a role.
-WORKFLOW_V1_RETRY = _with_retry(WORKFLOW_V1, "Workflow (version 1, retry)")
-
 #: The StartNode of a thread that resumes an ended one (``thread resume``, docs/format.md
 #: "Resuming an ended thread"): ``resumes`` is the ended thread's head, whose steps the chain
 #: continues, and ``resumeText`` what the person resuming it wrote.
-START_NODE_RESUME = _extended(
-    _extended(START_NODE, "StartNode (resume)", "resumes", CAS_REF),
+START_NODE_RESUME = extended(
+    extended(START_NODE, "StartNode (resume)", "resumes", CAS_REF),
     "StartNode (resume)",
     "resumeText",
     {"type": "string"},
@@ -455,7 +283,18 @@ def step_type(payload: dict[str, Any]) -> str:
 
 
 def _schemas() -> tuple[tuple[str, dict[str, Any]], ...]:
-    """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside)."""
+    """Each uwf schema under its name in ``SchemaHashes`` (the meta-schema aside). The
+    Workflow family is imported here: only a process that writes schema nodes or checks the
+    hashes builds it (a reader knows the hashes from ``HASHES``)."""
+    from uwf.protocol.workflow_schemas import (
+        WORKFLOW,
+        WORKFLOW_COMPACT,
+        WORKFLOW_FAN_OUT,
+        WORKFLOW_RETRY,
+        WORKFLOW_V1,
+        WORKFLOW_V1_RETRY,
+    )
+
     return (
         ("workflow", WORKFLOW),
         ("start", START_NODE),

@@ -150,6 +150,17 @@ def shown(message: str) -> str:
     return visible(redact(message))
 
 
+#: The exit code of an unexpected exception (a bug): ``internal_error`` words it.
+INTERNAL_EXIT = 70
+
+
+def internal_error(exc: BaseException) -> str:
+    """The one line an unexpected exception (a bug, exit 70) is reported as, by ``uwf`` and
+    by the agents (``error: `` before it, ``shown`` over it): its type and message, and how
+    to see the traceback."""
+    return f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the traceback)"
+
+
 def exit_code(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
     """The code a command exits with for ``exc`` (``loop``: under the loop contract)."""
     if loop and isinstance(exc, UwfError) and exc.loop_code is not None:

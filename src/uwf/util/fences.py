@@ -7,12 +7,14 @@ step of its own, so every piece of agent text goes into a code fence it cannot c
 (``fence``: CommonMark closes a fence only with a run of the same character at least as
 long, so a fence one backtick longer than any run in the text holds it whole), and one-line
 labels (an agent's name) are made one line (``one_line``). Text over a budget is cut with a
-visible marker (``cut``) rather than sent whole.
+visible marker (``cut``) rather than sent whole, and texts that share one budget get fair
+shares of it first (``shares``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 
 def fence(text: str, info: str = "") -> str:
@@ -51,3 +53,17 @@ def cut(text: str, limit: int, whole: str, size: int | None = None) -> str:
     marker = "\n[… {:,} more characters cut by uwf: over the context budget; {} shows them]"
     keep = max(0, limit - len(marker.format(size, whole)))
     return text[:keep] + marker.format(size - keep, whole)
+
+
+def shares(demands: Sequence[int], budget: int) -> list[int]:
+    """What each of ``demands`` gets of ``budget``: all it asks when the sum fits; else each
+    part that asks less than an equal share of what is left gets what it asks, and the others
+    split the rest equally (max-min fairness)."""
+    out = [0] * len(demands)
+    left, count = max(0, budget), len(demands)
+    for index in sorted(range(count), key=demands.__getitem__):
+        given = min(max(0, demands[index]), left // count)
+        out[index] = given
+        left -= given
+        count -= 1
+    return out

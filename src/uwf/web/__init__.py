@@ -12,6 +12,8 @@ import importlib.util
 
 from uwf.util.errors import UwfError
 
+__all__ = ["EXTRA", "require"]
+
 EXTRA = ("starlette", "uvicorn", "sse_starlette", "jinja2", "markdown_it")
 
 

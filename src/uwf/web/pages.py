@@ -19,7 +19,7 @@ from typing import Any
 
 from uwf.backend.base import Backend
 from uwf.engine.store import cas as casops
-from uwf.engine.threads import lifecycle as threads
+from uwf.engine.threads.listing import list_threads
 from uwf.engine.views import graph as graphs
 from uwf.engine.views import read
 from uwf.engine.views import timeline as view
@@ -225,7 +225,7 @@ def list_page(backend: Backend, query: dict[str, str], fragment: bool = False) -
             raise InvalidInput(f"--{key} must be a non-negative integer")
         return count
 
-    items = threads.list_threads(
+    items = list_threads(
         backend,
         all_=query.get("all", "") not in ("", "0", "false"),
         status=query.get("status") or None,

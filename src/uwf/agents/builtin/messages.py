@@ -63,7 +63,7 @@ def _visit_message(
 ) -> str:
     """What the role is told at one visit: (task and summary on the first), history since,
     instruction; a step over ``budget`` characters cut with a marker."""
-    from uwf.agent_kit.prompts import build_continuation_prompt, first_visit_history
+    from uwf.agent_kit.thread_prompt import build_continuation_prompt, first_visit_history
 
     if not first:
         return build_continuation_prompt(steps, role, edge_prompt, offset=offset, budget=budget)

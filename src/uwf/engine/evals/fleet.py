@@ -5,7 +5,7 @@
 and steps none of them: the fleet's workers — on any machine sharing the store, or N
 ``uwf worker --thread …`` processes started here for the duration — step them, in parallel.
 This process watches the thread table until each run's thread has ended, then judges and
-records the run exactly as the in-process path does (``run.finish``), one JSON line per run
+records the run exactly as the in-process path does (``record.finish``), one JSON line per run
 in the order they end. A run ends as it would in-process (its fan-outs' children are part of
 it: a failure or a wait of one counts as the run's):
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
-from uwf.engine.evals.run import Begun, Recording, begin, discard, finish
+from uwf.engine.evals.record import Begun, Recording, begin, discard, finish
 from uwf.engine.evals.task import Task
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import UsageError, UwfError

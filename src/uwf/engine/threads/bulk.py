@@ -84,7 +84,7 @@ def select(backend: Backend, command: str, ids: Sequence[str], filters: Filters)
             seen.add(tid)
             out.append(_named(backend, tid))
     if filters.selects():
-        from uwf.engine.threads.lifecycle import list_threads
+        from uwf.engine.threads.listing import list_threads
 
         matched = list_threads(
             backend,

@@ -1,4 +1,5 @@
-"""Thread lifecycle commands other than the step itself: start, show, list, steps, fork, kill.
+"""Thread lifecycle commands other than the step itself: start, show, fork, kill (``thread
+list`` is ``listing``, ``thread steps`` is ``steplist``).
 
 Each function takes the backend and returns plain data. A thread is active while the thread
 table has its head, and archived once the history has an entry for it.
@@ -10,13 +11,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from uwf.backend.base import HISTORY_STATUSES, Backend, Holder, ThreadInfo
+from uwf.backend.base import Backend, Holder, ThreadInfo
 from uwf.model import chain, cost
 from uwf.model.threads import (
     ThreadRef,
     active_status,
     failure_json,
-    fanned_out,
     locate,
     require_active,
     task_line,
@@ -24,9 +24,9 @@ from uwf.model.threads import (
     workflow_of,
 )
 from uwf.protocol import schemas
-from uwf.util.base32 import NodeHash, check_hash
-from uwf.util.errors import InvalidInput, NotActive, UsageError, UwfError, oneline
-from uwf.util.ulid import ThreadId, check_thread_id, new_thread_id, now_ms, timestamp_ms
+from uwf.util.base32 import check_hash
+from uwf.util.errors import InvalidInput, NotActive, UsageError, oneline
+from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
 if TYPE_CHECKING:
     from uwf.util.outputs import (
@@ -35,15 +35,10 @@ if TYPE_CHECKING:
         FailureShown,
         Forked,
         Killed,
-        StartAt,
         StartEntry,
-        StepAt,
         StepEntry,
-        ThreadCost,
-        ThreadListed,
         ThreadShown,
         ThreadStarted,
-        ThreadSteps,
         WaitingShown,
         WorkerShown,
     )
@@ -63,8 +58,6 @@ if TYPE_CHECKING:
 
 
 MAX_PROMPT_BYTES = 1 << 20
-LIST_STATUSES = ("idle", "running", "waiting", "failing", "failed", *HISTORY_STATUSES)
-ACTIVE_STATUSES = ("idle", "running", "waiting", "failing", "failed")
 
 
 MAX_CWD_BYTES = 4096
@@ -216,10 +209,12 @@ def show(backend: Backend, thread: str, *, full: bool = False) -> ThreadShown:
         "status": status,
         "steps": chain.depth_of(store, head),
         **now,
-        "cost": _cost(cost.total(store, head), head.timestamp - start.timestamp),
+        "cost": cost.total(store, head).thread_json(head.timestamp - start.timestamp),
     }
     if full:
-        first, entries, _ = _chain_entries(store, head)
+        from uwf.engine.threads.steplist import chain_entries  # the whole chain: --full only
+
+        first, entries, _ = chain_entries(store, head)
         out["chain"] = [first, *entries]
     return out
 
@@ -263,259 +258,6 @@ def _worker(holder: Holder, worker: str) -> WorkerShown:
     if holder.since is not None:
         shown["since"] = holder.since
     return shown
-
-
-def _parse_statuses(value: str | None) -> set[str] | None:
-    if value is None:
-        return None
-    text = value.strip()
-    if text == "active":
-        return set(ACTIVE_STATUSES)
-    parts = [p.strip() for p in text.split(",")]
-    for part in parts:  # in the order given, so the error names the first bad one
-        if part not in LIST_STATUSES:
-            allowed = ", ".join((*LIST_STATUSES, "active"))
-            raise UsageError(f"Invalid status: {oneline(part)}. Must be one of: {allowed}")
-    return set(parts)
-
-
-class _Starts:
-    """The StartNodes of listed heads, each read once: only for threads created by versions
-    that recorded neither workflow nor task (``ThreadInfo``)."""
-
-    def __init__(self, backend: Backend) -> None:
-        self.store = backend.nodes
-        self.read: dict[str, chain.Start] = {}
-
-    def of(self, head: str) -> chain.Start:
-        node = chain.load_head(self.store, NodeHash(head))
-        start_hash = node.hash if isinstance(node, chain.Start) else node.start
-        if start_hash not in self.read:
-            self.read[start_hash] = chain.start_of(self.store, node)
-        return self.read[start_hash]
-
-
-def _cost(total: cost.Cost, elapsed_ms: int) -> ThreadCost:
-    """A chain's cost as ``thread show`` and ``thread steps`` print it."""
-    return {**total.total_json(), "elapsedMs": max(0, elapsed_ms)}
-
-
-def _active_items(backend: Backend, starts: _Starts) -> list[ThreadListed]:
-    """The active threads as listed; the workflow is read from nodes only when not recorded."""
-    running = backend.locks.running()
-    items: list[ThreadListed] = []
-    records = backend.threads.active()
-    live = {record.thread for record in records}
-    for record in records:
-        workflow: str | None = record.info.workflow
-        task = record.info.task
-        if workflow is None:
-            try:
-                start = starts.of(record.head)
-            except UwfError:
-                continue  # an unreadable head is reported by `thread show`, not listed
-            workflow, task = start.workflow, task or task_line(start.prompt)
-        status = active_status(record.waiting, record.thread in running, record.failure)
-        item = _item(record.thread, workflow, record.head, status, task)
-        if record.waiting is not None:
-            item["waiting"] = waiting_json(record.waiting)
-            if fanned_out(record.waiting):
-                kids = record.waiting.children or ()
-                item["fanOut"] = {"children": len(kids), "active": len(live.intersection(kids))}
-        if record.failure is not None:
-            item["failure"] = failure_json(record.failure)
-        if record.info.priority:
-            item["priority"] = record.info.priority
-        items.append(item)
-    return items
-
-
-def _item(
-    thread: ThreadId, workflow: str, head: NodeHash, status: str, task: str | None
-) -> ThreadListed:
-    """One listed thread; ``createdAt`` (unix ms) comes from the ULID, ``task`` may be None
-    until ``_fill_tasks``."""
-    return {
-        "thread": thread,
-        "workflow": workflow,
-        "head": head,
-        "status": status,
-        "task": task,
-        "createdAt": timestamp_ms(thread),
-    }
-
-
-def _fill_tasks(starts: _Starts, items: list[ThreadListed]) -> None:
-    """The task line of listed threads that recorded none (archived by older versions), from
-    their StartNode: only for the items shown, after filters and pagination."""
-    for item in items:
-        if item["task"] is None:
-            try:
-                item["task"] = task_line(starts.of(item["head"]).prompt)
-            except UwfError:
-                continue  # an unreadable chain: the task stays unknown
-
-
-def _archived_items(backend: Backend, seen: set[str]) -> list[ThreadListed]:
-    items = []
-    for entry in reversed(backend.threads.history()):  # the LAST entry of a thread decides
-        if entry.thread in seen:
-            continue
-        seen.add(entry.thread)
-        items.append(_item(entry.thread, entry.workflow, entry.head, entry.status, entry.task))
-    return items
-
-
-def _in_window(thread: str, after_ms: int | None, before_ms: int | None) -> bool:
-    ts = timestamp_ms(thread)
-    if ts is None:
-        return False
-    return (after_ms is None or ts > after_ms) and (before_ms is None or ts < before_ms)
-
-
-def list_threads(
-    backend: Backend,
-    *,
-    all_: bool = False,
-    status: str | None = None,
-    workflow: str | None = None,
-    after: str | None = None,
-    before: str | None = None,
-    skip: int = 0,
-    take: int | None = None,
-    parent: str | None = None,
-) -> list[ThreadListed]:
-    """Threads newest first: active ones, plus archived ones with ``--all`` or a status filter.
-
-    Each ``{"thread","workflow","head","status","task","createdAt"}``: ``task`` is the first
-    line of the task (recorded when the thread was created), ``createdAt`` unix ms.
-    ``workflow``: a name (any of its stored versions) or a Workflow hash.
-    """
-    wanted = _parse_statuses(status)
-    if skip < 0:
-        raise UsageError("--skip must be a non-negative integer")
-    if take is not None and take < 1:
-        raise UsageError("--take must be a positive integer")
-    from uwf.util.timeparse import parse_time_ms
-
-    after_ms = parse_time_ms(after) if after is not None else None
-    before_ms = parse_time_ms(before) if before is not None else None
-
-    versions = None
-    if workflow is not None:
-        from uwf.engine.step.fleet import workflow_versions
-
-        versions = workflow_versions(backend, workflow)
-    kids = None
-    if parent is not None:  # active and archived (docs/format.md, "Fan-out and join")
-        kids = {child.thread for child in backend.threads.children(check_thread_id(parent))}
-    starts = _Starts(backend)
-    items = _active_items(backend, starts)
-    if all_ or kids is not None or (wanted is not None and bool(wanted & set(HISTORY_STATUSES))):
-        items += _archived_items(backend, {item["thread"] for item in items})
-    if kids is not None:
-        items = [i for i in items if i["thread"] in kids]
-    if wanted is not None:
-        items = [i for i in items if i["status"] in wanted]
-    if versions is not None:
-        items = [i for i in items if i["workflow"] in versions]
-    if after_ms is not None or before_ms is not None:
-        items = [i for i in items if _in_window(i["thread"], after_ms, before_ms)]
-    # A ULID's first 10 characters are its creation time, in an alphabet that sorts like
-    # the numbers it encodes (and every id here was checked): no decoding to sort.
-    items.sort(key=lambda i: i["thread"][:10], reverse=True)
-    end = None if take is None else skip + take
-    page = items[skip:end]
-    _fill_tasks(starts, page)
-    return page
-
-
-def steps(backend: Backend, thread: str) -> ThreadSteps:
-    """Every node of the chain, oldest first, outputs expanded, each step's cost.
-
-    Two reads per step (the StepNode, its detail for the cost), plus one per distinct
-    output: a role that answers alike on many steps (an approval, a rejection) stores that
-    output once, and it is read once.
-    """
-    ref = locate(backend, thread)
-    store = backend.nodes
-    head = chain.load_head(store, ref.head)
-    start, entries, total = _chain_entries(store, head)
-    return {
-        "thread": ref.thread,
-        "workflow": start["workflow"],
-        "steps": [start, *entries],
-        "cost": _cost(total, head.timestamp - start["timestamp"]),
-    }
-
-
-def step_at(backend: Backend, thread: str, number: int) -> StartAt | StepAt:
-    """Step ``number`` of a thread (0: its StartNode), as ``thread steps`` lists it, with
-    ``thread`` and ``number``: found through the step index (``model.stepindex``), so a few
-    reads at any depth."""
-    from uwf.model import stepindex
-
-    ref = locate(backend, thread)
-    store = backend.nodes
-    node = stepindex.step_at(backend, chain.load_head(store, ref.head), number)
-    if isinstance(node, chain.Start):
-        return {"thread": ref.thread, "number": number, **_start_entry(node)}
-    entry, _ = _step_entry(store, node, chain.output_of(store, node))
-    return {"thread": ref.thread, "number": number, **entry}
-
-
-def _start_entry(start: chain.Start) -> StartEntry:
-    return {
-        "hash": start.hash,
-        "workflow": start.workflow,
-        "prompt": start.prompt,
-        "timestamp": start.timestamp,
-    }
-
-
-def _step_entry(store: Any, step: chain.Step, output: Any) -> tuple[StepEntry, cost.Cost]:
-    """A step as ``thread steps`` lists it, and what it cost."""
-    payload = step.payload
-    spent, paid = cost.step_cost(store, step)
-    entry: StepEntry = {
-        "hash": step.hash,
-        "role": step.role,
-        "output": output,
-        "detail": payload.get("detail") or None,
-        "agent": payload.get("agent", ""),
-        "timestamp": step.timestamp,
-        **spent,
-    }
-    return entry, paid
-
-
-def _chain_entries(
-    store: Any, head: chain.Start | chain.Step
-) -> tuple[StartEntry, list[StepEntry], cost.Cost]:
-    """The StartNode, then every step oldest first, each with its output expanded and what
-    it cost; and the chain's total cost."""
-    start = _start_entry(chain.start_of(store, head))
-    out: list[StepEntry] = []
-    total = cost.Cost()
-    outputs: dict[Any, Any] = {}
-    for step in chain.steps_oldest_first(store, head):
-        key = step.payload.get("output")
-        if key not in outputs:
-            outputs[key] = chain.output_of(store, step)
-        entry, paid = _step_entry(store, step, outputs[key])
-        total = total + paid
-        out.append(entry)
-    return start, out, total
-
-
-def step_hash_at(backend: Backend, thread: str, number: int) -> tuple[NodeHash, str | None]:
-    """The hash of step ``number`` of a thread (``thread fork <thread> --at N``) and the
-    thread's working directory, which the fork keeps unless given another."""
-    from uwf.model import stepindex
-
-    ref = locate(backend, thread)
-    head = chain.load_head(backend.nodes, ref.head)
-    return stepindex.step_at(backend, head, number).hash, ref.cwd
 
 
 def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> Forked:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import Backend, Holder
-from uwf.engine.threads import lifecycle as threads
+from uwf.engine.threads.listing import list_threads
 from uwf.engine.views import timeline as view
 from uwf.model.threads import locate
 from uwf.util.errors import NotFound
@@ -126,7 +126,7 @@ class AllFollower:
 
     def poll(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
-        for item in reversed(threads.list_threads(self.backend, status="active")):
+        for item in reversed(list_threads(self.backend, status="active")):
             if item["thread"] not in self.followers:
                 self.followers[item["thread"]] = Follower(self.backend, item["thread"])
         for thread, follower in list(self.followers.items()):

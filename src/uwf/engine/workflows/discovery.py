@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from uwf.engine.workflows.files import INDEX, LOCAL_DIRS
-from uwf.moderator.validate import EXTENSIONS, stem
+from uwf.moderator.filecheck import EXTENSIONS, stem
 from uwf.protocol.schemas import is_workflow_name
 
 __all__ = [

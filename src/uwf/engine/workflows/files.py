@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from uwf.cas.store import Store
-from uwf.moderator.validate import EXTENSIONS, implied_by, stem, validate
+from uwf.moderator.filecheck import EXTENSIONS, implied_by, stem
+from uwf.moderator.validate import validate
 from uwf.protocol import schemas
 from uwf.util import yamlio
 from uwf.util.base32 import NodeHash

@@ -1,56 +1,34 @@
-"""`uwf thread …`: start, show, list, steps, read, compact, fork, step-details, graph, watch,
-export; step comes from ``uwf.cli.stepping``, answer, resume, poke and priority from
-``uwf.cli.steering``, kill, stop, retry and rerun (one thread, or in bulk) from
-``uwf.cli.thread_bulk``."""
+"""The ``thread`` commands of a thread's life: start, show, list, steps, compact, fork
+(over ``engine/threads``: ``lifecycle``, ``listing``, ``steplist``, ``longthreads``,
+``refork``)."""
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from uwf.cli.lazy import App
 from uwf.cli.options import (
     AfterOpt,
     BeforeOpt,
     CwdOpt,
-    Format,
     FormatOpt,
-    GraphFormat,
-    GraphFormatOpt,
     NoCwdOpt,
     ParentOpt,
-    QuotaOpt,
     StatusFilterOpt,
-    StepHashArg,
     TableFormatOpt,
     ThreadArg,
     WorkflowFilterOpt,
-    add_alias,
     backend,
-    complete_threads,
     complete_workflows,
     emit,
-    emit_graph,
     emit_listing,
-    emit_markdown,
     list_page,
     read_input,
     thread_cwd,
 )
-from uwf.util.errors import Interrupted, InvalidInput, UsageError
-
-if TYPE_CHECKING:
-    from uwf.util.outputs import Exported
-
-app = App(
-    help="Start, step, inspect, fork and kill threads.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+from uwf.util.errors import UsageError
 
 
-@app.command()
 def start(
     workflow: Annotated[
         str,
@@ -121,18 +99,6 @@ def start(
     )
 
 
-def _register_stepping() -> None:
-    from uwf.cli import stepping, thread_bulk
-
-    app.command("step")(stepping.step)
-    add_alias(app, stepping.step, "thread exec", "thread step")
-    app.command("stop")(thread_bulk.stop)
-
-
-_register_stepping()
-
-
-@app.command()
 def show(
     thread: ThreadArg,
     full: Annotated[
@@ -162,7 +128,6 @@ def show(
     emit_listing(shown, fmt, lambda: tables.show_rows(storage, shown))
 
 
-@app.command("list")
 def list_(
     all_: Annotated[bool, typer.Option("--all", help="Include archived threads.")] = False,
     status: StatusFilterOpt = None,
@@ -196,12 +161,12 @@ def list_(
     (thread kill, stop, retry, rerun).
     """
     from uwf.cli import tables
-    from uwf.engine.threads import lifecycle as threads
+    from uwf.engine.threads.listing import list_threads
 
     skip_n, take_n = list_page(skip, take, offset, limit)
 
     storage = backend()
-    items = threads.list_threads(
+    items = list_threads(
         storage,
         all_=all_,
         status=status,
@@ -239,7 +204,7 @@ def _step_number(at: str) -> int:
     return number
 
 
-def _steps(thread: ThreadArg, at: AtOpt = None, fmt: TableFormatOpt = None) -> None:
+def steps(thread: ThreadArg, at: AtOpt = None, fmt: TableFormatOpt = None) -> None:
     """List the start node and every step of a thread, oldest first.
 
     Prints {"thread","workflow","steps","cost"}: the StartNode, then each step with its
@@ -249,54 +214,17 @@ def _steps(thread: ThreadArg, at: AtOpt = None, fmt: TableFormatOpt = None) -> N
     "usage"} ({"thread","number","hash","workflow","prompt","timestamp"} for 0, the start).
     """
     from uwf.cli import tables
-    from uwf.engine.threads import lifecycle as threads
+    from uwf.engine.threads import steplist
 
     storage = backend()
     if at is not None:
-        found = threads.step_at(storage, thread, _step_number(at))
+        found = steplist.step_at(storage, thread, _step_number(at))
         emit_listing(found, fmt, lambda: tables.step_at_rows(storage, found))
         return
-    listed = threads.steps(storage, thread)
+    listed = steplist.steps(storage, thread)
     emit_listing(listed, fmt, lambda: tables.steps_rows(storage, listed))
 
 
-app.command("steps")(_steps)
-
-
-@app.command()
-def read(
-    thread: ThreadArg,
-    quota: QuotaOpt = "4000",
-    before: Annotated[
-        str | None,
-        typer.Option("--before", help="Show only steps before this step hash.", show_default=False),
-    ] = None,
-    start_: Annotated[
-        bool, typer.Option("--start", help="Include the task section even with --before.")
-    ] = False,
-    full: Annotated[
-        bool,
-        typer.Option(
-            "--full", help="Ignore compaction summaries: show the steps they cover instead."
-        ),
-    ] = False,
-) -> None:
-    """Render a thread as markdown, newest steps first to fit the quota.
-
-    A thread that is running, waiting (for a person, or for its fan-out's children), failing
-    or failed says so on a State line at the top, with what continues it. Each step shows
-    its role's goal (once per role), the edge prompt it was given, its output
-    (the last assistant turn of its detail) and the artifacts it recorded. Walking back, the
-    first step that carries a compaction summary ends the walk: the summary is shown in place
-    of the steps before it, with where it is (--full shows those steps instead, marking where
-    summaries are).
-    """
-    from uwf.engine.views.read import parse_quota, read_thread
-
-    emit_markdown(read_thread(backend(), thread, parse_quota(quota), before, start_, full))
-
-
-@app.command()
 def compact(
     thread: ThreadArg,
     text: Annotated[
@@ -325,7 +253,7 @@ def compact(
     emit(compact_thread(backend(), thread, summary), fmt)
 
 
-def _fork(
+def fork(
     step_hash: Annotated[
         str,
         typer.Argument(
@@ -386,12 +314,12 @@ def _fork(
     forked thread's, else the current directory (--no-cwd: none). Prints {"thread","forkedFrom"}
     ({"thread","head","forkedFrom"} when edited; also "workflow" with --workflow).
     """
-    from uwf.cli.steering import fork_edited
+    from uwf.cli.thread.steering import fork_edited
 
     if at is not None:
-        from uwf.engine.threads import lifecycle as threads
+        from uwf.engine.threads.steplist import step_hash_at
 
-        step_hash, kept = threads.step_hash_at(backend(), step_hash, _step_number(at))
+        step_hash, kept = step_hash_at(backend(), step_hash, _step_number(at))
         cwd = kept if cwd is None and not no_cwd else thread_cwd(cwd, no_cwd)
     else:
         cwd = thread_cwd(cwd, no_cwd)
@@ -409,135 +337,3 @@ def _fork(
         emit(threads.fork(backend(), step_hash, cwd), fmt)
         return
     emit(fork_edited(backend(), step_hash, output, edit, cwd), fmt)
-
-
-app.command("fork")(_fork)
-
-
-def _step_details(step_hash: StepHashArg, fmt: FormatOpt = None) -> None:
-    """Show a step's detail node with its references expanded (YAML unless --format json)."""
-    from uwf.engine.views.read import step_details
-
-    emit(step_details(backend(), step_hash), fmt, default=Format.yaml)
-
-
-app.command("step-details")(_step_details)
-
-
-def _register_kill() -> None:
-    from uwf.cli import thread_bulk
-
-    app.command("kill")(thread_bulk.kill)
-    add_alias(app, thread_bulk.kill, "thread cancel", "thread kill")
-
-
-_register_kill()
-
-
-@app.command("graph")
-def graph(thread: ThreadArg, fmt: GraphFormatOpt = GraphFormat.mermaid) -> None:
-    """Print the thread's workflow graph with the path it took, as Mermaid or DOT text.
-
-    Edges the thread took are drawn thick and labelled with how often ("rejected ×2"); the
-    edge an active thread takes next is dashed; visited roles are shaded and the current
-    role (the one that runs next, $END once completed, the last role once killed) is
-    highlighted.
-    """
-    from uwf.engine.views.timeline import thread_graph
-
-    emit_graph(thread_graph(backend(), thread), fmt)
-
-
-@app.command("watch")
-def watch(
-    thread: Annotated[
-        str | None,
-        typer.Argument(
-            help="Thread id (a 26-character ULID); omit with --all.",
-            show_default=False,
-            autocompletion=complete_threads,
-        ),
-    ] = None,
-    all_: Annotated[
-        bool, typer.Option("--all", help="Follow every active thread, and new ones, until Ctrl-C.")
-    ] = False,
-    interval: Annotated[
-        float, typer.Option("--interval", help="Seconds between two polls of the store.")
-    ] = 0.25,
-) -> None:
-    """Follow a thread live: each step as it starts and lands, then the thread's end.
-
-    Prints a line when a step starts (number, role, agent command) and when it lands
-    (number, role, status, agent, duration, first line of its output). Exits 0 when the
-    thread ends ($END, kill or max rounds), after a line with its final status. Polls the
-    head and the step lock (passively: watching never delays or blocks a step). A live status
-    line when stdout is a terminal, plain lines when not.
-    """
-    from uwf.cli.watching import watch as follow
-    from uwf.engine.views.follow import AllFollower, Follower
-
-    if (thread is None) == (not all_):
-        raise UsageError("give a thread id or --all (not both)")
-    if not 0 < interval <= 60:
-        raise InvalidInput(f"--interval must be a number of seconds in (0, 60], got: {interval}")
-    terminal = sys.stdout.isatty()
-    if thread is not None:
-        one = Follower(backend(), thread)
-        follow(one.poll, lambda: one.done, interval, terminal, show_thread=False)
-        return
-    every = AllFollower(backend())
-    try:
-        follow(every.poll, lambda: False, interval, terminal, show_thread=True)
-    except (KeyboardInterrupt, Interrupted):
-        return  # Ctrl-C is how --all ends
-
-
-@app.command("export")
-def export(
-    thread: ThreadArg,
-    html: Annotated[
-        Path,
-        typer.Option(
-            "--html",
-            metavar="FILE",
-            help="Write the thread page to FILE ('-' for stdout).",
-            show_default=False,
-        ),
-    ],
-) -> None:
-    """Write the thread page as one self-contained HTML file (needs the ui extra).
-
-    The file has the same content as the `uwf ui` thread page — graph, task, every step with
-    its prompt, output, detail and turns — with its CSS and SVG inline and no script: it makes
-    no request when opened, so a CI job can attach it as an artifact or mail it.
-    Prints {"thread","file","bytes"}.
-    """
-    from uwf.web import require
-
-    require()
-    from uwf.web.pages import export_thread
-
-    text = export_thread(backend(), thread)
-    if str(html) == "-":
-        sys.stdout.write(text)
-        return
-    from uwf.util import fsio
-
-    data = text.encode("utf-8")
-    fsio.atomic_write(html, data)
-    exported: Exported = {"thread": thread, "file": str(html), "bytes": len(data)}
-    emit(exported)
-
-
-def _register_steering() -> None:
-    from uwf.cli import steering, thread_bulk
-
-    app.command("rerun")(thread_bulk.rerun)
-    app.command("answer")(steering.answer)
-    app.command("resume")(steering.resume)
-    app.command("poke")(steering.poke)
-    app.command("retry")(thread_bulk.retry)
-    app.command("priority")(steering.priority)
-
-
-_register_steering()

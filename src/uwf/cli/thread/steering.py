@@ -1,7 +1,7 @@
 """`uwf thread answer`, `thread resume`, `thread poke`, `thread priority` and the edits of
 `thread fork --output/--edit`: steering a thread by hand (docs/agents.md, "People as
 roles"). Registered on the thread group by ``uwf.cli.thread`` (rerun and retry, which also
-act in bulk: in ``uwf.cli.thread_bulk``)."""
+act in bulk: in ``uwf.cli.thread.bulk``)."""
 
 import time
 from typing import TYPE_CHECKING, Annotated
