@@ -21,11 +21,35 @@ import abc
 import contextlib
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING
 
 from uwf.backend.failure import Failure as Failure
 from uwf.backend.failure import RetryPolicy as RetryPolicy
 from uwf.backend.tree import FanOutLimits
+from uwf.backend.values import (  # the records, importable from here as before
+    HISTORY_STATUSES as HISTORY_STATUSES,
+)
+from uwf.backend.values import (
+    ActiveThread as ActiveThread,
+)
+from uwf.backend.values import (
+    Ending as Ending,
+)
+from uwf.backend.values import (
+    HistoryEntry as HistoryEntry,
+)
+from uwf.backend.values import (
+    Holder as Holder,
+)
+from uwf.backend.values import (
+    ThreadInfo as ThreadInfo,
+)
+from uwf.backend.values import (
+    Waiting as Waiting,
+)
+from uwf.backend.values import (
+    not_active as not_active,
+)
 from uwf.cas.store import Store
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import Conflict, NotActive, NotFound, UwfError
@@ -33,151 +57,6 @@ from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:  # the worker registry's module: only where workers are read or written
     from uwf.backend.workers import Workers
-
-HISTORY_STATUSES = ("completed", "killed", "max_rounds")
-
-
-def not_active(thread: ThreadId, entry: HistoryEntry | None) -> NotActive:
-    """The one wording of "thread not active" (docs/errors.md, "thread step"): with the
-    status of ``entry``, its archive entry, when it has one."""
-    status = f" (status: {entry.status})" if entry is not None else ""
-    return NotActive(f"thread not active: {thread}{status}")
-
-
-# The records below are NamedTuples, not frozen dataclasses: every command imports this module,
-# and `uwf thread show` loads no ``dataclasses`` (tests/test_startup.py).
-
-
-class ThreadInfo(NamedTuple):
-    """What a thread's active record holds besides its head.
-
-    Written when the thread is created (``thread start``, ``thread fork``), so that listing
-    threads reads no node. Threads created by older versions have none of it (all None):
-    readers then fall back to the nodes.
-    """
-
-    workflow: NodeHash | None = None  # the Workflow the thread runs
-    task: str | None = None  # the first line of its task, shortened (for listings)
-    cwd: str | None = None  # the directory its agents work in (``thread start --cwd``)
-    parent: ThreadId | None = None  # the thread whose fan-out started it
-    priority: int = 0  # higher is stepped first by --next and workers (``prioritize``)
-    # a root's: the threads its fan-out tree has started (``uwf.backend.tree``)
-    descendants: int = 0
-
-    def as_json(self) -> dict[str, str | int]:
-        pairs = (
-            ("workflow", self.workflow),
-            ("task", self.task),
-            ("cwd", self.cwd),
-            ("parent", self.parent),
-        )
-        out: dict[str, str | int] = {k: v for k, v in pairs if v}
-        if self.priority:
-            out["priority"] = self.priority
-        if self.descendants:
-            out["descendants"] = self.descendants
-        return out
-
-
-class Waiting(NamedTuple):
-    """A thread whose agent deferred its step ("not now", exit 75): it waits at ``head`` for
-    ``role``, e.g. for a person to answer. A mark for another head than the thread's is stale
-    and never shown: any head move ends the wait."""
-
-    role: str
-    since: int  # unix ms
-    head: NodeHash
-    reason: str | None = None  # what the agent said when it deferred; "children": a fan-out
-    children: tuple[ThreadId, ...] | None = None  # a fan-out's children, in item order
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "since": self.since, "head": self.head}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.children is not None:
-            out["children"] = list(self.children)
-        return out
-
-
-class ActiveThread(NamedTuple):
-    """An active thread: its head, what was recorded when it was created, whether it waits
-    and its last failure (``waiting`` and ``failure`` are None unless they are at this very
-    head)."""
-
-    thread: ThreadId
-    head: NodeHash
-    info: ThreadInfo = ThreadInfo()
-    waiting: Waiting | None = None
-    failure: Failure | None = None
-
-
-class Ending(NamedTuple):
-    """How a step ends its thread (``ThreadTable.move``'s ``end``): the archive's arguments."""
-
-    workflow: NodeHash
-    status: str  # one of HISTORY_STATUSES
-    at_ms: int
-
-
-class HistoryEntry(NamedTuple):
-    """One archived thread:
-    ``{"thread","workflow","head","completedAt","status","task"?,"cwd"?}``.
-
-    ``task`` is the active record's task line and ``cwd`` its working directory, carried
-    over when the thread is archived (so that listings read no node, and a resumed thread
-    works where the ended one did); entries written by older versions have neither.
-    """
-
-    thread: ThreadId
-    workflow: NodeHash
-    head: NodeHash
-    completed_at: int  # unix ms
-    status: str  # one of HISTORY_STATUSES
-    task: str | None = None
-    cwd: str | None = None
-    parent: ThreadId | None = None  # the active record's parent, carried over
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "thread": self.thread,
-            "workflow": self.workflow,
-            "head": self.head,
-            "completedAt": self.completed_at,
-            "status": self.status,
-        }
-        if self.task is not None:
-            out["task"] = self.task
-        if self.cwd is not None:
-            out["cwd"] = self.cwd
-        if self.parent is not None:
-            out["parent"] = self.parent
-        return out
-
-
-class Holder(NamedTuple):
-    """Who holds a thread's step lock, as far as the holder recorded it."""
-
-    thread: ThreadId
-    pid: int | None = None
-    host: str | None = None
-    since: int | None = None  # unix ms the lock was taken
-    role: str | None = None  # set once the step knows which role runs
-    agent: str | None = None  # the agent command (argv[0]) that runs
-    log: str | None = None  # set for a background run: its log file (on ``host``)
-    worker: str | None = None  # the ``uwf worker`` stepping it (``WorkerRecord.id``)
-
-    @property
-    def background(self) -> bool:
-        """Whether the holder is a background run (``thread step --background``)."""
-        return self.log is not None
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"thread": self.thread}
-        for key in ("pid", "host", "since", "role", "agent", "log", "worker"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
 
 
 class ThreadTable(abc.ABC):

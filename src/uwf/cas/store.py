@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.cas import codec
+from uwf.cas.kept import Kept, SchemasPut, schema_key, size_of
 from uwf.util.base32 import NodeHash, check_hash, is_hash
 from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical, dumps
@@ -77,93 +78,6 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
 
 
 _MADE = threading.Lock()  # a store's memories are made once, whichever thread asks first
-
-
-def _schema_key(schema_payload: Any) -> tuple[str, tuple[str, ...]] | None:
-    """What ``SchemasPut`` knows a schema by: the schema as given, and the secrets its
-    redaction masks; None when it is not JSON (``put`` refuses it)."""
-    from uwf.util import secrets
-
-    try:
-        return (dumps(schema_payload), secrets.values())
-    except (TypeError, ValueError):
-        return None
-
-
-def _size(payload: Any) -> int:
-    """About how many bytes a node's payload takes (its JSON), for ``Kept``'s bound."""
-    try:
-        return len(dumps(payload))
-    except (TypeError, ValueError):
-        return 1 << 30  # not JSON (a damaged record): never kept
-
-
-class Kept:
-    """The nodes a process keeps, read or written (docs/architecture.md, "What a process
-    keeps"): at most ``count`` of them and about ``size`` bytes of their JSON, the least
-    recently used going first. A node never changes once stored, so a kept one is never
-    stale; whether it is still stored (gc may have deleted it) is the store's to say."""
-
-    def __init__(self, count: int, size: int) -> None:
-        self.count = count
-        self.size = size
-        self.bytes = 0
-        self._nodes: dict[str, tuple[Node, int]] = {}
-        self._lock = threading.Lock()  # a Python agent's lane shares the store
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-    def get(self, h: str) -> Node | None:
-        with self._lock:
-            found = self._nodes.pop(h, None)
-            if found is None:
-                return None
-            self._nodes[h] = found  # the most recently used, last
-            return found[0]
-
-    def keep(self, h: str, node: Node, size: int) -> None:
-        if size > self.size // 8:  # one node never takes the place of many
-            return
-        with self._lock:
-            old = self._nodes.pop(h, None)
-            if old is not None:
-                self.bytes -= old[1]
-            self._nodes[h] = (node, size)
-            self.bytes += size
-            while len(self._nodes) > self.count or self.bytes > self.size:
-                self.bytes -= self._nodes.pop(next(iter(self._nodes)))[1]
-
-    def drop(self, h: str) -> None:
-        with self._lock:
-            old = self._nodes.pop(h, None)
-            if old is not None:
-                self.bytes -= old[1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._nodes.clear()
-            self.bytes = 0
-
-
-class SchemasPut:
-    """The schemas a process put into a store (``Store.put_schema``): the schema as given
-    (its JSON, with the secrets known then) → its hash, and its hash → its payload as stored,
-    to put it again should gc collect it; whether the meta-schema is stored."""
-
-    LIMIT = 1024  # schemas a process keeps the hash of (a few per agent in practice)
-
-    def __init__(self) -> None:
-        self.hashes: dict[tuple[str, tuple[str, ...]], NodeHash] = {}
-        self.payloads: dict[str, Any] = {}
-        self.meta = False
-
-    def remember(self, key: tuple[str, tuple[str, ...]], h: NodeHash, payload: Any) -> None:
-        if len(self.hashes) >= self.LIMIT:
-            self.hashes.clear()
-            self.payloads.clear()
-        self.hashes[key] = h
-        self.payloads[h] = payload
 
 
 class Store(abc.ABC):
@@ -296,13 +210,13 @@ class Store(abc.ABC):
         return contextlib.nullcontext()
 
     # -- what this process keeps (docs/architecture.md, "What a process keeps") -----------
-    def kept(self) -> Kept:
+    def kept(self) -> Kept[Node]:
         """The nodes this process keeps of this store, read or written (made on first use)."""
-        found: Kept | None = self.__dict__.get("_kept_nodes")
+        found: Kept[Node] | None = self.__dict__.get("_kept_nodes")
         if found is None:
             with _MADE:
                 found = self.__dict__.setdefault(
-                    "_kept_nodes", Kept(self.KEEP_NODES, self.KEEP_BYTES)
+                    "_kept_nodes", Kept[Node](self.KEEP_NODES, self.KEEP_BYTES)
                 )
         return found
 
@@ -348,7 +262,7 @@ class Store(abc.ABC):
             kept.drop(h)
         node = self._load(h)
         if node is not None:
-            kept.keep(h, node, _size(node.payload))
+            kept.keep(h, node, size_of(node.payload))
         return node
 
     def require(self, h: str, what: str = "CAS node") -> Node:
@@ -529,7 +443,7 @@ class Store(abc.ABC):
         puts the type again should gc have collected it, so a schema is never taken from under
         the nodes it types. A schema referred to by ``cas_ref`` instead (a Workflow node's
         role schemas) is put with ``put(ensure_meta(), schema)``, which refreshes it."""
-        key = _schema_key(schema_payload)
+        key = schema_key(schema_payload)
         memo = self._schemas_put()
         found = memo.hashes.get(key) if key is not None else None
         if found is not None:
@@ -545,7 +459,7 @@ class Store(abc.ABC):
 
     def schema_put_here(self, schema_payload: dict[str, Any] | bool) -> NodeHash | None:
         """The hash of ``schema_payload`` if this process put it into this store already."""
-        key = _schema_key(schema_payload)
+        key = schema_key(schema_payload)
         return self._schemas_put().hashes.get(key) if key is not None else None
 
     def remember_schemas(self, other: SchemasPut) -> None:
