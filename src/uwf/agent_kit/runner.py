@@ -25,7 +25,14 @@ from uwf.agent_kit.args import Target
 from uwf.agent_kit.context import AgentContext, build_context
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
-from uwf.util.errors import Interrupted, UwfError, report, shown
+from uwf.util.errors import (
+    INTERNAL_EXIT,
+    Interrupted,
+    UwfError,
+    internal_error,
+    report,
+    shown,
+)
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
@@ -330,9 +337,8 @@ def main(agent: Agent, target: Target | None = None) -> None:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        message = shown(f"internal error: {type(exc).__name__}: {exc}")
-        sys.stderr.write(f"error: {message}\n")
-        sys.exit(70)
+        sys.stderr.write(f"error: {shown(internal_error(exc))}\n")
+        sys.exit(INTERNAL_EXIT)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()
     # As in uwf's own main: freezing what is alive spares the full garbage collection at exit

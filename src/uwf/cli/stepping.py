@@ -1,5 +1,5 @@
 """`uwf thread step`: running a thread's steps, in the foreground or in a background run
-(docs/architecture.md, "Background runs"; `thread stop` is in ``uwf.cli.thread_bulk``).
+(docs/architecture.md, "Background runs"; `thread stop` is in ``uwf.cli.thread.bulk``).
 Registered on the thread group by ``uwf.cli.thread``."""
 
 from typing import TYPE_CHECKING, Annotated
