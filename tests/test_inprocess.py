@@ -60,7 +60,9 @@ def no_process(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def test_uwf_mock_in_process_lands_the_very_steps_of_its_process(
     any_store: str, root: Path, cli: Any, cli_proc: Any, solve_issue: str, monkeypatch: Any
 ) -> None:
-    write_config(root)
+    # no automatic packing: after enough steps it packs in a process of its own, which is
+    # the store's upkeep, not the step's (docs/architecture.md, "Automatic packing")
+    write_config(root, autoPack=False)
     thread = cli("thread", "start", "solve-issue", "-p", "Fix the login bug").json()["thread"]
     twin = cli("thread", "fork", thread, "--at", "0").json()["thread"]
     by_process = cli_proc("thread", "step", thread, "-c", "5", "--agent", "proc")

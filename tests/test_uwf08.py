@@ -416,3 +416,25 @@ def test_a_thread_remembers_where_it_was_started(
     both = cli_proc("thread", "start", "here", "-p", "x", "--cwd", project, "--no-cwd")
     assert (both.code, both.err) == (2, "error: --cwd and --no-cwd exclude each other\n")
     assert os.getcwd() == str(project)  # the link resolved
+
+
+def test_a_rerun_keeps_the_threads_directory_or_records_none_with_no_cwd(
+    cli: Any, cli_proc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`thread rerun` of a thread works where the thread was started; with --no-cwd (a fleet
+    whose machines do not share paths) its new thread records none, as `thread start
+    --no-cwd` does; --cwd with --no-cwd is refused before anything runs."""
+    ok(cli("workflow", "put", write(tmp_path / "here.yaml", HERE)))
+    agent = f"uwf-cmd -- {sys.executable} {write(tmp_path / 'where.py', WHERE)}"
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    thread = ok(cli_proc("thread", "start", "here", "-p", "x"))["thread"]
+    assert cli_proc("thread", "step", thread, "--agent", agent).code == 0
+    monkeypatch.chdir(tmp_path)
+    kept = ok(cli_proc("thread", "rerun", thread, "--agent", agent))["thread"]
+    loose = ok(cli_proc("thread", "rerun", thread, "--agent", agent, "--no-cwd"))["thread"]
+    shown = [ok(cli("thread", "show", t)).get("cwd") for t in (kept, loose)]
+    assert shown == [str(project), None]
+    both = cli_proc("thread", "rerun", thread, "--cwd", str(project), "--no-cwd")
+    assert (both.code, both.err) == (2, "error: --cwd and --no-cwd exclude each other\n")

@@ -20,6 +20,7 @@ from uwf.cli.options import (
     CwdOpt,
     Format,
     FormatOpt,
+    NoCwdOpt,
     ParentOpt,
     StatusFilterOpt,
     TimeoutOpt,
@@ -227,6 +228,7 @@ def rerun(
         ),
     ] = None,
     cwd: CwdOpt = None,
+    no_cwd: NoCwdOpt = False,
     dry_run: BulkDryRunOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -236,7 +238,7 @@ def rerun(
     with --agent, --timeout or --edge-prompt when given; the original thread is untouched. A
     thread stands for its last step (active or ended); its re-run works in the thread's
     working directory, a step's in the current directory (a step names no thread) — unless
-    --cwd gives one.
+    --cwd gives one, or --no-cwd records none.
     The single form (one step or thread) prints the step's line
     ({"workflow","thread","head","role","done","status"}, thread being the new one) plus
     "rerunOf", with the exit codes of thread step (an error names the new thread). In bulk,
@@ -246,7 +248,10 @@ def rerun(
     from uwf.engine.threads import bulk
 
     filters = _filters(status, workflow, after, before, parent)
-    action = bulk.Rerun(agent=agent, timeout=timeout, edge_prompt=edge_prompt, cwd=cwd)
+    thread_cwd(cwd, no_cwd)  # --cwd with --no-cwd is refused before anything runs
+    action = bulk.Rerun(
+        agent=agent, timeout=timeout, edge_prompt=edge_prompt, cwd=cwd, no_cwd=no_cwd
+    )
     one = _single(threads, filters, dry_run)
     if one is None:
         if any(len(t) != 26 for t in threads or []):
@@ -259,7 +264,7 @@ def rerun(
     from uwf.engine.threads import steer
 
     storage = backend()
-    step, cwd = action.of_thread(storage, one) if len(one) == 26 else (one, thread_cwd(cwd, False))
+    step, cwd = action.of_thread(storage, one) if len(one) == 26 else (one, thread_cwd(cwd, no_cwd))
     with loop_contract():
         emit_stream(
             steer.rerun(

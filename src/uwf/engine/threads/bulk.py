@@ -221,12 +221,14 @@ class Retry(Action):
 @dataclass
 class Rerun(Action):
     """``thread rerun`` of each thread's last step (active or archived), in a new thread
-    that works in ``cwd`` when given, else in the thread's working directory."""
+    that works in ``cwd`` when given, in none with ``no_cwd`` (``--no-cwd``), else in the
+    thread's working directory."""
 
     agent: str | None = None
     timeout: float | None = None
     edge_prompt: str | None = None
     cwd: str | None = None
+    no_cwd: bool = False
     name = "rerun"
     loop = True
 
@@ -247,8 +249,10 @@ class Rerun(Action):
         )
 
     def of_thread(self, backend: Backend, thread: str) -> tuple[str, str | None]:
-        """The step a thread's re-run runs again, and where: ``cwd``, else the thread's."""
-        return self.last_step(backend, thread), self.cwd or locate(backend, thread).cwd
+        """The step a thread's re-run runs again, and where: ``cwd``, none with ``no_cwd``,
+        else the thread's."""
+        where = None if self.no_cwd else self.cwd or locate(backend, thread).cwd
+        return self.last_step(backend, thread), where
 
     @staticmethod
     def last_step(backend: Backend, thread: str) -> str:
