@@ -119,10 +119,20 @@ def agent_of(worker: int, timeout: float = 30) -> int:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"uwf-mock" in cmdline and b"--scenario" in cmdline:
+            # the program itself, its group made: a child between vfork and exec still shows
+            # the worker's command line, which names uwf-mock in its --agent
+            program = [Path(os.fsdecode(a)).name for a in cmdline.split(b"\0")[:2]]
+            if "uwf-mock" in program and _leads_its_group(pid):
                 return pid
         time.sleep(0.05)
     raise AssertionError("the worker's agent never started")
+
+
+def _leads_its_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
 
 
 def slow_agent(scenario: Any, seconds: float) -> str:

@@ -47,7 +47,9 @@
   source.addEventListener("step.turn", function (ev) {
     const d = JSON.parse(ev.data);
     const live = $("live-turns");
-    if (!live) return;
+    // a turn read after its step landed (the stream polls the live file): the step's own
+    // section holds it now
+    if (!live || $("step-" + d.number)) return;
     if (live.dataset.step !== String(d.number)) { live.innerHTML = ""; live.dataset.step = d.number; }
     live.insertAdjacentHTML("beforeend", d.html);
     live.hidden = false;
