@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: set up .venv with the dev, hermes, ui, otel and
 # postgres extras, then run the linters, the type checker, the layer contracts and pytest on
-# every core (pytest-xdist, work-stealing; UWF_TEST_WORKERS overrides how many). Any failure
+# two workers per core (pytest-xdist, work-stealing: a test waiting on a process, a server or a
+# deadline leaves its core to another; UWF_TEST_WORKERS overrides how many). Any failure
 # fails the run. Arguments go to pytest: `-m stress` runs the long tier instead of the default
 # one, `-m "stress or not stress"` both (README.md, "Tests").
 # UWF_FRESH_VENV=1 (set by .ci/run) rebuilds the venv from scratch.
@@ -42,5 +43,6 @@ stage "ruff check";      ruff check src tests benchmarks
 stage "ruff format";     ruff format --check src tests benchmarks
 stage "mypy";            mypy
 stage "import-linter";   lint-imports
-stage "pytest";          pytest -n "${UWF_TEST_WORKERS:-auto}" --dist worksteal "$@"
+workers="${UWF_TEST_WORKERS:-$(( $(nproc) * 2 ))}"
+stage "pytest ($workers workers)"; pytest -n "$workers" --dist worksteal "$@"
 stage "done"
