@@ -93,7 +93,11 @@ class _Worker:
 
 
 def _read(worker: _Worker) -> None:
-    """Stamp each line of a worker as it arrives: ready, a step, a failed step, its total."""
+    """Stamp each line of a worker: ready, a step, a failed step, its total. A line's own
+    ``"t"`` (the worker's ``time.monotonic()`` when it wrote it: one clock for every process
+    on Linux) is its stamp, else the moment it is read here. Lines of two workers are read by
+    two threads, which a loaded machine can delay differently: the worker's own stamp keeps
+    their order (a step written after the last worker said it was ready is in the window)."""
     out = cast(IO[str], worker.proc.stdout)
     for line in out:
         now = time.monotonic()
@@ -102,6 +106,12 @@ def _read(worker: _Worker) -> None:
         except ValueError:
             worker.errors.append(line.strip()[:200])
             continue
+        if not isinstance(item, dict):
+            worker.errors.append(line.strip()[:200])
+            continue
+        stamp = item.get("t")
+        if isinstance(stamp, float):
+            now = stamp
         if item.get("ready"):
             worker.ready = now
         elif "error" in item:

@@ -244,7 +244,7 @@ def test_fleet_claim_takes_each_thread_once_at_a_time(
 WINDOW_WORKER = """
 import json, os, sys, time
 def say(item):
-    print(json.dumps(item), flush=True)
+    print(json.dumps({**item, "t": time.monotonic()}), flush=True)
 def wait(path):
     deadline = time.monotonic() + 30
     while not os.path.exists(path) and time.monotonic() < deadline:

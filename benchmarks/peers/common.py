@@ -259,7 +259,7 @@ def fleet_loop(step: Callable[[str, int], object], url: str, max_steps: int) -> 
         import yaml  # noqa: F401  # the node's frontmatter parser: an import, done before
 
     claims = Claims(url)
-    emit({"ready": True})
+    emit({"ready": True, "t": time.monotonic()})
     count = 0
     try:
         while not max_steps or count < max_steps:
@@ -274,7 +274,7 @@ def fleet_loop(step: Callable[[str, int], object], url: str, max_steps: int) -> 
                 raise
             claims.done(thread)
             count += 1
-            emit({"thread": thread, "step": done + 1})
+            emit({"thread": thread, "step": done + 1, "t": time.monotonic()})
     finally:
         claims.close()
     return {"steps": count}
