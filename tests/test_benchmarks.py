@@ -659,6 +659,8 @@ def test_postgres_and_fleet_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         "fleet-fs@2",
         "fleet-pg@1",
         "fleet-pg@2",
+        "fleet-inproc@1",  # uwf's in-process agents (fleet.uwf_inprocess_agent): a row of its own
+        "fleet-inproc@2",
     ]
     figs = b.figs  # type: ignore[attr-defined]
     assert figs["pg-cold-statements"]["uwf"].value > 0
