@@ -36,6 +36,9 @@ if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres
 fi
 bash scripts/fetch-mermaid.sh
+# Compile uwf's modules once, as pip does for what it installs: otherwise every worker and every
+# `uwf` process they start compiles the editable source again until one has written its cache.
+.venv/bin/python -m compileall -q -j 0 src >/dev/null
 export PATH="$PWD/.venv/bin:$PATH"
 
 stage() { echo "== $1 (${SECONDS}s)"; }
