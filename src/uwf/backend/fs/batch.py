@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from uwf.backend.fs import packs
 from uwf.backend.fs.packs import Source
 from uwf.cas.batch import Batch
+from uwf.cas.kept import size_of
 from uwf.util import fsio
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotFound
@@ -47,7 +48,7 @@ def put_many(store: FsStore, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]
     write(store, batch.pending)
     kept = store.kept()  # this process keeps what it wrote, as ``put`` does (nodes never change)
     for h, node in batch.pending.items():
-        kept.keep(h, node, len(dumps(node.payload)))
+        kept.keep(h, node, size_of(node.payload))
     return hashes
 
 
