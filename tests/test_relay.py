@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from support import EXAMPLES
-from uwf.backend import RELAY_ENV, relay
+from uwf.backend import RELAY_ENV, open_for_agent, relay
 from uwf.backend.memory import MemoryBackend
 from uwf.engine.step import relay as server_side
 from uwf.engine.step.plan import StepPlan
@@ -219,16 +219,23 @@ def test_a_malformed_or_stalled_request_ends_the_relay(
 def test_take_claims_the_offer_and_keeps_it_from_children(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An agent opening its store takes the relay offered in ``$UWF_STORE_RELAY``: the
+    variable is removed and the descriptor made non-inheritable; an offer that is not a
+    descriptor is removed too, and the agent opens the store itself."""
     ours, theirs = socket.socketpair()
     fd = os.dup(theirs.fileno())
     os.set_inheritable(fd, True)
     monkeypatch.setenv(RELAY_ENV, str(fd))
-    backend = relay.take(root)
+    backend = open_for_agent()
     assert isinstance(backend, relay.RelayBackend) and backend.fd == fd
     assert RELAY_ENV not in os.environ and not os.get_inheritable(fd)
     backend.close()
     monkeypatch.setenv(RELAY_ENV, "not a descriptor")
-    assert relay.take(root) is None and RELAY_ENV not in os.environ
+    monkeypatch.delenv("UWF_STORE", raising=False)
+    with open_for_agent() as fallback:
+        assert not isinstance(fallback, relay.RelayBackend) and fallback.root == root
+    assert RELAY_ENV not in os.environ
+    assert relay.take(root, "not a descriptor") is None
     for end in (ours, theirs):
         end.close()
 

@@ -21,6 +21,11 @@ that runs beside us and dies with us (``uwf eval run --local-workers``' workers)
 session, on Linux a parent-death signal, stdout discarded, stderr to a file; ``kill_group``
 ends it.
 
+The groups themselves — starting a command in its own session, waiting for its exit on a
+pidfd, ending the group — are ``adapters.groups``; this module re-exports what its callers
+use of them (``kill_group``, ``start_child``, ``terminate``, ``alive``, ``can_serve``,
+``CannotStart``).
+
 ``uwf.util.signals.interrupt_on_signals`` turns SIGTERM, SIGHUP and SIGINT into
 :class:`Interrupted` in the main thread, so that a ``timeout 2 uwf thread step …`` or a
 Ctrl-C unwinds through ``run`` and takes the agent's group down with it; a signal that
@@ -31,7 +36,6 @@ arrives while the child is being started or killed waits for that to finish
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import select
 import signal
@@ -39,11 +43,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from uwf.adapters import watchdog
+from uwf.adapters.groups import KILL_GRACE as KILL_GRACE
+from uwf.adapters.groups import CannotStart as CannotStart
+from uwf.adapters.groups import Serve as Serve
+from uwf.adapters.groups import alive as alive
+from uwf.adapters.groups import can_serve as can_serve
+from uwf.adapters.groups import end_group, exit_event, popen, reap
+from uwf.adapters.groups import kill_group as kill_group
+from uwf.adapters.groups import start_child as start_child
+from uwf.adapters.groups import terminate as terminate
 from uwf.adapters.pipes import Tail, feed, pump_stderr, pump_stdout
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
@@ -53,7 +66,6 @@ STDERR_TAIL = 2000  # characters of stderr kept for error messages
 # Linux's MAX_ARG_STRLEN: the bytes of one argument or one NAME=value environment string,
 # its final NUL included (32 pages). Longer ones make exec fail with E2BIG.
 ARG_LIMIT = 131072
-KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 STOP_GRACE = 0.5  # the same when ``should_stop`` asked for it (the work is no longer wanted)
 POLL = 0.5  # seconds between two calls of ``should_stop``
 READY_FD = "UWF_READY_FD"  # where a detached child finds the write end of its ready pipe
@@ -89,15 +101,6 @@ def fits_arg(value: str) -> bool:
     return len(value.encode("utf-8", "surrogateescape")) + 1 <= ARG_LIMIT
 
 
-class CannotStart(UwfError):
-    """The command could not be started; ``cause`` is the operating system's error, for a
-    caller that words it its own way (``hermes not found on PATH: …``)."""
-
-    def __init__(self, message: str, cause: OSError) -> None:
-        super().__init__(message)
-        self.cause = cause
-
-
 class Finished(NamedTuple):
     """How a child process ended, and what it printed. (A NamedTuple, not a dataclass: no
     ``dataclasses`` on an agent's path, tests/test_startup.py.)"""
@@ -112,81 +115,6 @@ class Finished(NamedTuple):
     stderr_dropped: int = 0  # bytes of stderr before the tail kept (``stderr_keep``)
 
 
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that asks Linux to SIGKILL the child when its parent dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def hook() -> None:  # runs in the child between fork and exec: nothing but the call
-        prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-    return hook
-
-
-def kill_group(proc: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL it if it is still there; reap
-    ``proc``.
-
-    A signal to us in the meantime waits until the group is gone (a second Ctrl-C must not
-    leave the children running)."""
-    with deferred():
-        _kill_group(proc, grace)
-        _reap(proc, grace)
-
-
-def _kill_group(proc: subprocess.Popen[Any], grace: float) -> None:
-    """The group's end, its leader left unreaped where it can be (``_ended``)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        if _ended(proc, grace):
-            break
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived their leader
-
-
-def _ended(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
-    """Whether ``proc`` exited within ``timeout`` seconds. On Linux 5.3+ (a pidfd) it is
-    left unreaped: its pid, so the id of its group, stays its own — nothing else can be
-    given that number — until ``_reap``; elsewhere waiting reaps it."""
-    if proc.returncode is not None:
-        return True
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    try:
-        return bool(select.select([pidfd], [], [], timeout)[0])
-    finally:
-        os.close(pidfd)
-
-
-def _reap(proc: subprocess.Popen[Any], timeout: float | None = None) -> None:
-    """Collect ``proc``'s exit status (it has exited, or was sent SIGKILL: ``timeout``
-    bounds the wait for a process the kernel is slow to end)."""
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=timeout)
-
-
-def terminate(pid: int) -> None:
-    """Send SIGTERM to the process ``pid`` (gone already, or not ours: nothing happens)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGTERM)
-
-
 def _start(
     argv: Sequence[str],
     env: dict[str, str] | None,
@@ -195,7 +123,7 @@ def _start(
     cwd: Path | str | None,
     pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    return _popen(
+    return popen(
         argv,
         what,
         stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
@@ -208,49 +136,16 @@ def _start(
     )
 
 
-def start_child(
-    argv: Sequence[str], env: dict[str, str], *, stderr: Any, what: str = "command"
-) -> subprocess.Popen[bytes]:
-    """Start ``argv`` beside us: its own session, SIGKILLed should we die (on Linux), stdin
-    from /dev/null, stdout discarded, stderr to the file ``stderr``; CannotStart if it cannot
-    start."""
-    return _popen(
-        argv,
-        what,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        env=env,
-        start_new_session=True,
-        preexec_fn=_parent_death_hook(),
-    )
-
-
-def _popen(argv: Sequence[str], what: str, **options: Any) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(list(argv), **options)
-    except FileNotFoundError as exc:
-        message = f"{what} not found: {argv[0]} (is it installed and on PATH?)"
-        raise CannotStart(message, exc) from None
-    except PermissionError as exc:
-        raise CannotStart(f"{what} is not executable: {argv[0]}", exc) from None
-    except OSError as exc:
-        raise CannotStart(f"{what} could not start: {argv[0]}: {exc.strerror}", exc) from None
-
-
-Serve = tuple[int, Callable[[], bool]]
-
-
 def _wait(
     proc: subprocess.Popen[bytes],
     timeout: float | None,
     should_stop: Callable[[], bool] | None,
     serve: Serve | None = None,
 ) -> tuple[bool, bool]:
-    """Wait for ``proc`` to exit (unreaped where it can be, ``_ended``); (timed out,
+    """Wait for ``proc`` to exit (unreaped where it can be, ``ended``); (timed out,
     stopped). The group is killed in either case."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    with _exit_event(proc, serve) as exited:
+    with exit_event(proc, serve) as exited:
         while True:
             step = POLL if should_stop is not None else None
             if deadline is not None:
@@ -260,69 +155,12 @@ def _wait(
                 return False, False
             if deadline is not None and time.monotonic() >= deadline:
                 with deferred():
-                    _kill_group(proc, KILL_GRACE)
+                    end_group(proc, KILL_GRACE)
                 return True, False
             if should_stop is not None and should_stop():
                 with deferred():
-                    _kill_group(proc, STOP_GRACE)
+                    end_group(proc, STOP_GRACE)
                 return False, True
-
-
-@functools.cache
-def can_serve() -> bool:
-    """Whether ``run`` can serve a descriptor while it waits (``serve``): it needs a pidfd
-    (Linux 5.3+) to wait on the child and the descriptor at once."""
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except (AttributeError, OSError):
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _exit_event(
-    proc: subprocess.Popen[bytes], serve: Serve | None = None
-) -> Iterator[Callable[[float | None], bool]]:
-    """A function that waits up to ``timeout`` seconds for ``proc`` to exit (leaving it
-    unreaped where it can, ``_ended``) and says whether it did; meanwhile, each time
-    ``serve``'s descriptor is readable, it calls ``serve``'s function (until that answers
-    False).
-
-    On Linux it waits on a pidfd, which becomes readable the moment the process exits.
-    ``Popen.wait(timeout)`` polls instead, sleeping up to 50 ms between two looks: every step
-    would notice its agent's exit ~25 ms late on average. Elsewhere, or when no pidfd can be
-    had, that is the fallback (and nothing is served: callers check ``can_serve``).
-    """
-    try:
-        pidfd: int | None = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux 5.3+, or the process is already reaped
-        pidfd = None
-    serving = [serve] if serve is not None else []
-
-    def exited(timeout: float | None) -> bool:
-        if pidfd is not None:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                watch = [pidfd, *(fd for fd, _ in serving)]
-                ready = select.select(watch, [], [], left)[0]
-                if pidfd in ready:
-                    return True  # exited; reaped by ``run`` once the watchdog let it go
-                if not ready:
-                    return False
-                if not serving[0][1]():
-                    serving.clear()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-
-    try:
-        yield exited
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
 
 
 def run(
@@ -369,12 +207,12 @@ def run(
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
     except BaseException:
         with deferred():
-            _kill_group(proc, KILL_GRACE)
+            end_group(proc, KILL_GRACE)
         raise
     finally:
         with deferred():  # the group is gone: the watchdog lets it go, then the leader is reaped
             watchdog.release(proc.pid)
-            _reap(proc, KILL_GRACE)
+            reap(proc, KILL_GRACE)
     for worker in workers:
         worker.join(timeout=5)
     kept = out if stdout_limit is None else out[-stdout_limit:]
@@ -432,24 +270,6 @@ def _read_all(fd: int, timeout: float) -> bytes | None:
         if not chunk:
             return bytes(data)
         data.extend(chunk)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not exited (a zombie has)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    state = stat.rsplit(")", 1)[-1].split()
-    return bool(state) and state[0] != "Z"
 
 
 class Epitaph:
@@ -519,7 +339,7 @@ def spawn_detached(
     try:
         try:
             with out:
-                proc = _popen(
+                proc = popen(
                     argv,
                     what,
                     stdin=subprocess.DEVNULL,
@@ -548,7 +368,7 @@ def start_background(argv: Sequence[str], env: dict[str, str]) -> int:
     packing: docs/architecture.md, "Automatic packing"): its own session, no standard
     streams, no parent-death signal; its pid. Not waited for; a daemon thread reaps it, so
     that a process that lives on (a worker) keeps no zombie."""
-    proc = _popen(
+    proc = popen(
         argv,
         "background command",
         stdin=subprocess.DEVNULL,

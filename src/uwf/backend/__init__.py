@@ -89,11 +89,12 @@ def open_for_agent() -> Backend:
     """The backend of an agent process: the store relay of the step that spawned it when it
     offers one (``uwf.backend.relay``: no database driver, no connection), else
     ``open_backend()``."""
-    if os.environ.get(RELAY_ENV):
+    offer = os.environ.pop(RELAY_ENV, "")  # kept from the commands the agent runs
+    if offer:
         from uwf.backend import relay
         from uwf.util.root import storage_root
 
-        found = relay.take(storage_root())
+        found = relay.take(storage_root(), offer)
         if found is not None:
             return found
     return open_backend()

@@ -2,7 +2,7 @@
 that it reads and writes whole under a lock (the filesystem's ``threads.yaml``, the memory
 backend's dict).
 
-``ThreadTable`` (``uwf.backend.base``) holds the semantics of ``move``, ``wait``, ``fail``,
+``ThreadTable`` (``uwf.backend.table``) holds the semantics of ``move``, ``wait``, ``fail``,
 ``retry`` and ``archive``; this class answers its five primitives from two of the backend's own:
 ``_edit`` (the records under the lock, written back when changed) and ``_append`` (one
 history entry, durable before the record goes); and start keys from ``_keys``/``_save_keys``.

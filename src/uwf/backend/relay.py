@@ -28,7 +28,6 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from uwf.backend import RELAY_ENV
 from uwf.backend.base import (
     ActiveThread,
     Backend,
@@ -355,14 +354,14 @@ class RelayBackend(Backend):
         os.close(self.fd)
 
 
-def take(root: Path) -> RelayBackend | None:
-    """The relay uwf offered this process (``$UWF_STORE_RELAY``), taken: the variable
-    removed and the descriptor kept from the commands this process runs. None when none was
-    offered, or the offer is not a descriptor of this process."""
-    value = os.environ.pop(RELAY_ENV, "")
-    if not value.isdigit():
+def take(root: Path, offer: str) -> RelayBackend | None:
+    """The relay uwf offered this process, ``offer`` the value of ``$UWF_STORE_RELAY``
+    (``uwf.backend.open_for_agent`` removes the variable), taken: the descriptor kept from
+    the commands this process runs. None when the offer is not a descriptor of this
+    process."""
+    if not offer.isdigit():
         return None
-    fd = int(value)
+    fd = int(offer)
     try:
         os.set_inheritable(fd, False)
     except OSError:
