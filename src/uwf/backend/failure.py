@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from uwf.util.base32 import NodeHash
+from uwf.util.optional import present
 
 if TYPE_CHECKING:
     from uwf.util.outputs import FailureShown
@@ -64,26 +65,22 @@ class Failure(NamedTuple):
     def shown(self) -> FailureShown:
         """What ``thread show`` and ``thread list`` say of it: ``{error, code, at, attempts,
         since, role?, agent?, host?, limit?, retryAt?, exhausted?}`` (at the thread's head)."""
-        out: FailureShown = {
+        out = {
             "error": self.error,
             "code": self.code,
             "at": self.at,
             "attempts": self.attempts,
             "since": self.at if self.since is None else self.since,
+            **present(
+                role=self.role,
+                agent=self.agent,
+                host=self.host,
+                limit=self.limit,
+                retryAt=self.retry_at,
+                exhausted=self.exhausted or None,
+            ),
         }
-        if self.role is not None:
-            out["role"] = self.role
-        if self.agent is not None:
-            out["agent"] = self.agent
-        if self.host is not None:
-            out["host"] = self.host
-        if self.limit is not None:
-            out["limit"] = self.limit
-        if self.retry_at is not None:
-            out["retryAt"] = self.retry_at
-        if self.exhausted:
-            out["exhausted"] = True
-        return out
+        return cast("FailureShown", out)
 
     def as_json(self) -> dict[str, Any]:
         """The record as the thread state stores it: ``shown()`` after its ``head``."""

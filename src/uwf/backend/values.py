@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from uwf.backend.failure import Failure
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotActive
+from uwf.util.optional import present
 from uwf.util.ulid import ThreadId
 
 __all__ = [
@@ -53,19 +54,15 @@ class ThreadInfo(NamedTuple):
     # a root's: the threads its fan-out tree has started (``uwf.backend.tree``)
     descendants: int = 0
 
-    def as_json(self) -> dict[str, str | int]:
-        pairs = (
-            ("workflow", self.workflow),
-            ("task", self.task),
-            ("cwd", self.cwd),
-            ("parent", self.parent),
+    def as_json(self) -> dict[str, Any]:
+        return present(
+            workflow=self.workflow or None,
+            task=self.task or None,
+            cwd=self.cwd or None,
+            parent=self.parent or None,
+            priority=self.priority or None,
+            descendants=self.descendants or None,
         )
-        out: dict[str, str | int] = {k: v for k, v in pairs if v}
-        if self.priority:
-            out["priority"] = self.priority
-        if self.descendants:
-            out["descendants"] = self.descendants
-        return out
 
 
 class Waiting(NamedTuple):
@@ -80,12 +77,13 @@ class Waiting(NamedTuple):
     children: tuple[ThreadId, ...] | None = None  # a fan-out's children, in item order
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "since": self.since, "head": self.head}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.children is not None:
-            out["children"] = list(self.children)
-        return out
+        children = None if self.children is None else list(self.children)
+        return {
+            "role": self.role,
+            "since": self.since,
+            "head": self.head,
+            **present(reason=self.reason or None, children=children),
+        }
 
 
 class ActiveThread(NamedTuple):
@@ -127,20 +125,14 @@ class HistoryEntry(NamedTuple):
     parent: ThreadId | None = None  # the active record's parent, carried over
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        return {
             "thread": self.thread,
             "workflow": self.workflow,
             "head": self.head,
             "completedAt": self.completed_at,
             "status": self.status,
+            **present(task=self.task, cwd=self.cwd, parent=self.parent),
         }
-        if self.task is not None:
-            out["task"] = self.task
-        if self.cwd is not None:
-            out["cwd"] = self.cwd
-        if self.parent is not None:
-            out["parent"] = self.parent
-        return out
 
 
 class Holder(NamedTuple):
@@ -161,9 +153,4 @@ class Holder(NamedTuple):
         return self.log is not None
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"thread": self.thread}
-        for key in ("pid", "host", "since", "role", "agent", "log", "worker"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
+        return present(**self._asdict())  # the thread, and what the holder recorded

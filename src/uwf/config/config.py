@@ -41,6 +41,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 DEFAULT_CONTEXT_BUDGET = 32_000
 DEFAULT_FAN_OUT_DEPTH = 3  # levels of children below a root (``fanOut.maxDepth``)
 DEFAULT_FAN_OUT_THREADS = 1000  # threads one fan-out tree starts (``fanOut.maxThreads``)
+DEFAULT_PRIORITY_AGING = 300  # seconds a thread waits per level it gains (``priorityAging``)
 #: The largest file the agent kit stores as an artifact: ``artifactMaxBytes`` (10 MiB).
 DEFAULT_ARTIFACT_MAX_BYTES = 10 * 1024 * 1024
 
@@ -116,7 +117,7 @@ class Config(NamedTuple):
     # fleet limits (docs/format.md, "Limits"): "agents"/"providers" -> name -> {concurrency?,
     # perMinute?}
     limits: Mapping[str, Mapping[str, Mapping[str, int]]] = _EMPTY
-    priority_aging: int = 300  # seconds a thread waits per level it gains (docs/format.md)
+    priority_aging: int = DEFAULT_PRIORITY_AGING
     # how far one fan-out tree may grow (docs/format.md, "Fan-out and join"): levels of
     # children below its root, and threads it starts in all
     fan_out_depth: int = DEFAULT_FAN_OUT_DEPTH
@@ -202,7 +203,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
         model_overrides=_frozen(_section(raw, "modelOverrides")),
         agent_timeout=float(timeout) if timeout is not None else None,
         max_rounds=_integer(raw, "maxRounds"),
-        priority_aging=_integer(raw, "priorityAging") or 300,
+        priority_aging=_integer(raw, "priorityAging") or DEFAULT_PRIORITY_AGING,
         fan_out_depth=_integer(_section(raw, "fanOut"), "maxDepth") or DEFAULT_FAN_OUT_DEPTH,
         fan_out_threads=(
             _integer(_section(raw, "fanOut"), "maxThreads") or DEFAULT_FAN_OUT_THREADS

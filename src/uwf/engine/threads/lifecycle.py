@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from uwf.backend.base import Backend, Holder, ThreadInfo
 from uwf.model import chain, cost
@@ -26,6 +26,7 @@ from uwf.model.threads import (
 from uwf.protocol import schemas
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotActive, UsageError, oneline
+from uwf.util.optional import present
 from uwf.util.ulid import ThreadId, new_thread_id, now_ms
 
 if TYPE_CHECKING:
@@ -236,28 +237,14 @@ def _children(backend: Backend, children: tuple[ThreadId, ...]) -> list[ChildSho
 
 def _background(holder: Holder) -> BackgroundShown:
     """The background run holding a thread: ``{pid, host, since, log}`` as it recorded them."""
-    shown: BackgroundShown = {}
-    if holder.pid is not None:
-        shown["pid"] = holder.pid
-    if holder.host is not None:
-        shown["host"] = holder.host
-    if holder.since is not None:
-        shown["since"] = holder.since
-    if holder.log is not None:
-        shown["log"] = holder.log
-    return shown
+    shown = present(pid=holder.pid, host=holder.host, since=holder.since, log=holder.log)
+    return cast("BackgroundShown", shown)
 
 
 def _worker(holder: Holder, worker: str) -> WorkerShown:
     """The ``uwf worker`` holding a thread: ``{id, pid, host, since}``."""
-    shown: WorkerShown = {"id": worker}
-    if holder.pid is not None:
-        shown["pid"] = holder.pid
-    if holder.host is not None:
-        shown["host"] = holder.host
-    if holder.since is not None:
-        shown["since"] = holder.since
-    return shown
+    shown = {"id": worker, **present(pid=holder.pid, host=holder.host, since=holder.since)}
+    return cast("WorkerShown", shown)
 
 
 def fork(backend: Backend, node_hash: str, cwd: str | Path | None = None) -> Forked:
