@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import tomllib
 from pathlib import Path
 
 from support import REPO
@@ -174,11 +175,11 @@ def test_no_module_over_the_limit_but_the_written_ones() -> None:
 
 
 def test_every_public_face_says_what_it_exports() -> None:
-    """``uwf``, ``uwf.testing`` and each layer's package declare ``__all__`` (an empty one
-    when the package itself exports nothing and its modules are the faces), and every name
-    listed there exists."""
+    """``uwf``, ``uwf.testing`` and every package — each layer's and the subpackages within
+    them — declare ``__all__`` (an empty one when the package itself exports nothing and its
+    modules are the faces), and every name listed there exists."""
     faces = ["uwf", "uwf.testing"]
-    faces += [f"uwf.{p.name}" for p in sorted(PACKAGE.iterdir()) if (p / "__init__.py").exists()]
+    faces += sorted(_module_name(p) for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE)
     missing, absent = [], []
     for name in faces:
         module = importlib.import_module(name)
@@ -189,3 +190,41 @@ def test_every_public_face_says_what_it_exports() -> None:
         absent += [f"{name}.{attr}" for attr in exported if not hasattr(module, attr)]
     assert missing == [], "declare __all__ in these packages' __init__"
     assert absent == [], "__all__ names what is not there"
+
+
+def _parts() -> set[str]:
+    """The parts of uwf: its subpackages and its top-level modules (``uwf.testing``)."""
+    found = {f"uwf.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    found |= {f"uwf.{p.stem}" for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    return found
+
+
+def _contract(name: str) -> dict[str, object]:
+    """The import-linter contract ``name`` of pyproject.toml."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    found: list[dict[str, object]] = [c for c in contracts if c["name"] == name]
+    assert len(found) == 1, f"pyproject.toml has no contract {name!r}"
+    return found[0]
+
+
+def test_the_layers_contract_places_every_part_of_uwf() -> None:
+    """A new subpackage (or top-level module) of uwf is given its layer in pyproject.toml
+    and in docs/architecture.md's table; none is left to import what it likes."""
+    layers = _contract("Layers: lower never imports higher")["layers"]
+    assert isinstance(layers, list)
+    listed = {part.strip() for layer in layers for part in layer.split("|")}
+    assert sorted(_parts() - listed) == [], "give these their layer in pyproject.toml"
+    assert sorted(listed - _parts()) == [], "the layers contract names what is not there"
+    table = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for part in _parts():
+        path = f"src/uwf/{part.removeprefix('uwf.')}"
+        assert f"`{path}/`" in table or f"`{path}.py`" in table, f"{part}: not in the layer table"
+
+
+def test_only_the_cli_imports_typer() -> None:
+    """The typer contract covers every part of uwf but the CLI, a new one included."""
+    sources = _contract("Only the CLI imports typer")["source_modules"]
+    assert isinstance(sources, list)
+    assert sorted(_parts() - {"uwf.cli"} - set(sources)) == []
+    assert "uwf.cli" not in sources

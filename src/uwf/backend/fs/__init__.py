@@ -80,3 +80,6 @@ class FsBackend(Backend):
         from uwf.backend.fs.temp import sweep_temp_files
 
         return sweep_temp_files(self.root, self.nodes, cutoff_ms, dry_run=dry_run)
+
+
+__all__ = ["FsBackend"]

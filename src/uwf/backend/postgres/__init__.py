@@ -72,3 +72,6 @@ class PgBackend(Backend):
     def close(self) -> None:
         self.locks.close()
         self.db.close()
+
+
+__all__ = ["PgBackend"]

@@ -255,3 +255,6 @@ def render_reference(command: Any, prog: str = "uwf") -> str:
 def reference_path() -> Path:
     """Where the agent kit reads the embedded copy (found by path: the CLI never imports it)."""
     return Path(__file__).resolve().parents[2] / "agent_kit" / "cli_reference.md"
+
+
+__all__ = ["KEY_CONCEPTS", "TITLE", "reference_path", "render_reference"]
