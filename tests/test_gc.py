@@ -16,7 +16,6 @@ import pytest
 from rootfiles import RootFiles, open_store
 from support import BIN, EXAMPLES, Result
 from uwf.backend.fs import FsBackend
-from uwf.backend.fs import locks as locks_module
 from uwf.backend.memory import MemoryStore
 from uwf.cas.schema import meta_hash
 from uwf.cas.store import Store
@@ -373,25 +372,20 @@ def test_a_second_gc_is_refused(cli: Any, root: Path) -> None:
     assert gc(cli)["scanned"] == len(schemas.hashes().every) + 1
 
 
-@pytest.mark.parametrize("proc_locks", ["real", "missing", "untrusted"])
+@pytest.mark.parametrize("kernel", ["answers", "cannot tell"])
 def test_a_step_in_flight_is_protected_even_with_grace_0(
     cli: Any,
     root: Path,
-    tmp_path: Path,
     new_thread: Any,
     monkeypatch: pytest.MonkeyPatch,
-    proc_locks: str,
+    kernel: str,
 ) -> None:
     """While a thread's step lock is held, nothing put since its head was written goes.
 
-    Without a trustworthy /proc/locks the holder record's pid answers "is it running"."""
-    locks_module.proc_locks_work.cache_clear()  # judged again with the file below
-    if proc_locks == "missing":
-        monkeypatch.setattr(locks_module, "PROC_LOCKS", tmp_path / "no-such-file")
-    elif proc_locks == "untrusted":  # a /proc/locks that does not even show our own lock
-        fake = tmp_path / "locks.txt"
-        fake.write_text("1: FLOCK  ADVISORY  WRITE 1 00:00:1 0 EOF\n")
-        monkeypatch.setattr(locks_module, "PROC_LOCKS", fake)
+    Where the kernel cannot tell whether the lock is held (no open file description locks:
+    not Linux, an old kernel) the holder record's pid answers "is it running"."""
+    if kernel == "cannot tell":
+        monkeypatch.setattr(fsio, "held", lambda path: None)
     locks = FsBackend(root).locks
     older = text_node(cli, "written before the thread's head")
     time.sleep(0.003)
@@ -403,25 +397,51 @@ def test_a_step_in_flight_is_protected_even_with_grace_0(
         gc(cli, "--grace", "0")
         assert newer in nodes(root) and older not in nodes(root)
     assert locks.running() == set()
-    locks_module.proc_locks_work.cache_clear()
     gc(cli, "--grace", "0")
     assert newer not in nodes(root)
 
 
-def test_held_flock_inodes_reads_proc_locks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake = tmp_path / "locks"
-    fake.write_text(
-        "1: FLOCK  ADVISORY  WRITE 27291 fe:00:2165307 0 EOF\n"
-        "1: -> FLOCK  ADVISORY  WRITE 27299 fe:00:77 0 EOF\n"  # a waiter holds nothing
-        "2: POSIX  ADVISORY  WRITE 27290 fe:00:88 0 EOF\n"  # not a flock
-        "3: FLOCK  ADVISORY  READ 0 08:01:99 0 EOF\n"
-    )
-    monkeypatch.setattr(locks_module, "PROC_LOCKS", fake)
-    assert locks_module.held_flock_inodes() == {2165307, 99}
-    monkeypatch.setattr(locks_module, "PROC_LOCKS", tmp_path / "missing")
-    assert locks_module.held_flock_inodes() is None
+HOLD = """
+import sys, time
+from pathlib import Path
+from uwf.backend.fs import FsBackend
+with FsBackend(Path(sys.argv[1])).locks.step(sys.argv[2], wait=True):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_the_kernel_says_whether_a_step_lock_is_held(root: Path, new_thread: Any) -> None:
+    """``fsio.held`` asks the kernel (``F_OFD_GETLK``) whether a step lock is held, by this
+    process or another, without taking it: a holder that takes it meanwhile is never refused,
+    and releasing (or dying) ends it at once."""
+    thread, other = new_thread(), new_thread()
+    locks = FsBackend(root).locks
+    path = locks.path(thread)
+    assert fsio.held(path) is False  # no lock file yet
+    with locks.step(thread, wait=False):
+        assert fsio.held(path) is True  # held by this very process, through another descriptor
+        assert locks.running() == {thread}
+    assert fsio.held(path) is False and path.exists()
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(root), other],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            for _ in range(3):  # asking never takes it
+                assert fsio.held(locks.path(other)) is True
+            assert locks.running() == {other} and locks.is_running(other)
+            holder.kill()  # SIGKILL: the lock dies with its holder
+            holder.wait(timeout=30)
+            assert fsio.held(locks.path(other)) is False
+            assert locks.running() == set() and not locks.is_running(other)
+            with locks.step(other, wait=False):  # free for the next holder
+                assert locks.running() == {other}
+        finally:
+            holder.kill()
 
 
 WRAPPER = """

@@ -154,7 +154,7 @@ def test_show_reads_no_kernel_lock_list_for_a_released_lock(
     cli: Any, root: Path, pop: Population, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A released step lock leaves an empty lock file: `thread show` says idle without
-    reading /proc/locks (~10 ms); a record left by a killed holder is still checked."""
+    asking the kernel; a record left by a killed holder is still checked."""
     from uwf.backend.fs import locks as locks_module
 
     thread = pop.ids["idle_5"]
@@ -163,11 +163,11 @@ def test_show_reads_no_kernel_lock_list_for_a_released_lock(
     lock_file = root / "locks" / f"{thread}.lock"
     assert lock_file.exists() and lock_file.stat().st_size == 0
 
-    def unwanted() -> None:
-        raise AssertionError("read /proc/locks")
+    def unwanted(path: Path) -> None:
+        raise AssertionError(f"asked the kernel about {path}")
 
     with monkeypatch.context() as m:
-        m.setattr(locks_module, "held_flock_inodes", unwanted)
+        m.setattr(locks_module.fsio, "held", unwanted)
         assert cli("thread", "show", thread).json()["status"] == "idle"
     lock_file.write_text('{"pid":999999999,"host":"elsewhere","since":1}')  # a SIGKILLed holder
     assert cli("thread", "show", thread).json()["status"] == "idle"

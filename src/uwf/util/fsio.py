@@ -3,8 +3,11 @@
 Every mutable file of uwf is written through these functions, so a reader never sees a
 half-written file and a crash at any moment leaves either the old or the new content.
 Locks are ``flock`` locks on ``<path>.lock`` files: they die with their process, so a
-SIGKILL never leaves a lock behind that blocks the next command. A failing write (a full disk,
-an I/O error) removes its temp file and raises a one-line ``UwfError`` naming the file.
+SIGKILL never leaves a lock behind that blocks the next command. A lock that others must be
+able to see held without taking it (a thread's step lock) is marked as well (``mark_held``,
+``held``: an open file description lock, answered by the kernel directly). A failing write
+(a full disk, an I/O error) removes its temp file and raises a one-line ``UwfError`` naming
+the file.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -167,6 +171,58 @@ def open_lock(path: Path) -> int:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
+
+
+# ``struct flock`` as fcntl(2) reads and writes it: l_type, l_whence, l_start, l_len, l_pid
+# (native sizes and alignment, as the C compiler lays it out; l_start and l_len 0: the whole
+# file; l_pid 0, as open file description locks require).
+_FLOCK = "hhqqi"
+
+
+@functools.cache
+def _whole_file(kind: int) -> bytes:
+    import struct  # the step lock's path only: no command pays for it at start-up
+
+    return struct.pack(_FLOCK, kind, os.SEEK_SET, 0, 0, 0)
+
+
+def mark_held(fd: int) -> None:
+    """Mark the lock file open at ``fd``, whose ``flock`` this process holds, as held, for
+    ``held`` to see: a write lock on the whole file owned by the open file description
+    (``F_OFD_SETLK``, Linux 3.15+). It lasts as long as the descriptor, dies with its
+    process, and is independent of the ``flock``, which stays the lock itself (so a uwf that
+    only takes the ``flock`` still excludes and is excluded). Nothing where the kernel has no
+    such locks: ``held`` then answers None."""
+    setlk = getattr(fcntl, "F_OFD_SETLK", None)
+    if setlk is not None:
+        with contextlib.suppress(OSError):  # only a holder marks: none is in the way
+            fcntl.fcntl(fd, setlk, _whole_file(fcntl.F_WRLCK))
+
+
+def held(path: Path) -> bool | None:
+    """Whether a holder marked the lock file ``path`` (``mark_held``), asked without taking
+    anything (``F_OFD_GETLK``: the kernel answers whether a lock would conflict). False when
+    the file is missing; None when the kernel cannot tell (not Linux, a kernel before 3.15, a
+    file system without such locks): the caller then asks the holder record."""
+    getlk = getattr(fcntl, "F_OFD_GETLK", None)
+    if getlk is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return None
+    try:
+        answer = fcntl.fcntl(fd, getlk, _whole_file(fcntl.F_WRLCK))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    import struct
+
+    kind: int = struct.unpack_from(_FLOCK, answer)[0]
+    return kind != fcntl.F_UNLCK
 
 
 @contextlib.contextmanager

@@ -10,22 +10,22 @@ thread locked; the record it leaves is stale (``clear_stale`` empties it).
 ``{"pid","host","since"}``, so that the request reaches that holding and no later one. The
 holder polls it and removes it on release.
 
-"Is a step running" never takes a lock (docs/architecture.md, "The backend seam"):
-on Linux the held locks are read from ``/proc/locks`` and matched to lock files by inode; where
-``/proc/locks`` is missing or does not show this process's own locks (another kernel, a
-sandbox), the holder record's pid is checked instead.
+"Is a step running" never takes a lock (docs/architecture.md, "The backend seam"): the
+holder marks its lock file with an open file description lock beside its ``flock``
+(``fsio.mark_held``), and a reader asks the kernel whether that file is marked
+(``fsio.held``, ``F_OFD_GETLK``: one ``open`` and one ``fcntl`` a lock file, Linux only).
+Where the kernel cannot tell (not Linux, a kernel before 3.15), the holder record's pid is
+checked instead, as it is for a lock taken by a uwf that does not mark its locks.
 
-Reading ``/proc/locks`` is slow: the kernel waits for an RCU grace period (~10 ms here) before
-it lists anything. ``is_running`` (the status of ``thread show``) therefore answers "no" at once
-for an empty lock file, which is what a released lock leaves (a holder writes its record as
-soon as it has the lock); ``running`` (gc, ``thread list``) always reads the kernel's list.
+``is_running`` (the status of ``thread show``) answers "no" at once for an empty lock file,
+which is what a released lock leaves (a holder writes its record as soon as it has the
+lock); ``running`` (gc, ``thread list``) always asks the kernel.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import os
 import time
 from collections.abc import Collection, Iterator
@@ -37,7 +37,6 @@ from uwf.util import fsio, jsonfmt
 from uwf.util.errors import Busy
 from uwf.util.ulid import ThreadId, is_thread_id, now_ms
 
-PROC_LOCKS = Path("/proc/locks")
 GC_LOCK = "gc.lock"
 AUTO = b"auto"  # in gc.lock while the automatic packing holds it
 
@@ -52,48 +51,6 @@ def _auto_holds(fd: int) -> bool:
         if mark:
             return mark == AUTO
     return False
-
-
-def held_flock_inodes() -> set[int] | None:
-    """Inode numbers of every file with a granted ``flock`` (Linux ``/proc/locks``), or None.
-
-    Matching by inode alone may take another file system's lock for one of ours: that only
-    reports a step that is not running (and makes gc keep more), never the reverse.
-    """
-    try:
-        text = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    inodes: set[int] = set()
-    for line in text.splitlines():
-        fields = line.split()
-        if "FLOCK" not in fields or "->" in fields:  # "->" marks a waiter, not a holder
-            continue
-        for part in fields:
-            bits = part.split(":")
-            if len(bits) == 3 and bits[2].isdigit():
-                inodes.add(int(bits[2]))
-    return inodes
-
-
-@functools.cache
-def proc_locks_work() -> bool:
-    """Whether ``/proc/locks`` shows this process's own ``flock`` (checked once per process)."""
-    memfd_create = getattr(os, "memfd_create", None)  # Linux, as /proc/locks is
-    if memfd_create is None:
-        return False
-    try:
-        fd = memfd_create("uwf-flock-probe")  # a file of our own, and none on disk
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held = held_flock_inodes()
-        return held is not None and os.fstat(fd).st_ino in held
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _host() -> str:
@@ -213,6 +170,7 @@ class FsLocks(Locks):
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
+            fsio.mark_held(fd)  # for readers: ``held``
             lock = _FsStepLock(fd, self.stop_path(thread), log, worker)
             if note is not None:
                 lock.note(role=note[0], agent=note[1])
@@ -223,40 +181,34 @@ class FsLocks(Locks):
         finally:
             os.close(fd)  # closing the descriptor releases the lock
 
-    def _lock_files(self) -> dict[int, ThreadId]:
-        """Inode -> thread of every step lock file (one directory scan, no stat)."""
+    def _lock_files(self) -> list[ThreadId]:
+        """The thread of every step lock file (one directory scan, no stat)."""
         try:
             entries = list(os.scandir(self.dir))
         except (FileNotFoundError, NotADirectoryError):
-            return {}
-        out: dict[int, ThreadId] = {}
-        for entry in entries:
-            thread = entry.name[: -len(".lock")]
-            if entry.name.endswith(".lock") and is_thread_id(thread):
-                out[entry.inode()] = ThreadId(thread)
-        return out
+            return []
+        return [
+            ThreadId(entry.name[: -len(".lock")])
+            for entry in entries
+            if entry.name.endswith(".lock") and is_thread_id(entry.name[: -len(".lock")])
+        ]
+
+    def _held(self, thread: ThreadId) -> bool:
+        """Whether the step lock of ``thread`` is held: the kernel's answer, else the holder
+        record's."""
+        answer = fsio.held(self.path(thread))
+        return self._record_alive(thread) if answer is None else answer
 
     def running(self) -> set[ThreadId]:
-        files = self._lock_files()
-        if not files:
-            return set()
-        held = held_flock_inodes() if proc_locks_work() else None
-        if held is not None:
-            return {thread for inode, thread in files.items() if inode in held}
-        return {thread for thread in files.values() if self._record_alive(thread)}
+        return {thread for thread in self._lock_files() if self._held(thread)}
 
     def is_running(self, thread: ThreadId) -> bool:
         try:
-            st = os.stat(self.path(thread))
+            if os.stat(self.path(thread)).st_size == 0:  # no holder record: released
+                return False
         except FileNotFoundError:
             return False
-        if st.st_size == 0:  # no holder record: released (see the module doc)
-            return False
-        inode = st.st_ino
-        held = held_flock_inodes() if proc_locks_work() else None
-        if held is not None:
-            return inode in held
-        return self._record_alive(thread)
+        return self._held(thread)
 
     def _record(self, thread: ThreadId) -> dict[str, object]:
         return _read_json(self.path(thread))
@@ -312,7 +264,7 @@ class FsLocks(Locks):
         wanted = set(archived)
         held = self.running() if dry_run else set()
         swept = 0
-        for thread in self._lock_files().values():
+        for thread in self._lock_files():
             if thread not in wanted:
                 continue
             if dry_run:
