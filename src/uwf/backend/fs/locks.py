@@ -17,9 +17,10 @@ holder marks its lock file with an open file description lock beside its ``flock
 Where the kernel cannot tell (not Linux, a kernel before 3.15), the holder record's pid is
 checked instead, as it is for a lock taken by a uwf that does not mark its locks.
 
-``is_running`` (the status of ``thread show``) answers "no" at once for an empty lock file,
-which is what a released lock leaves (a holder writes its record as soon as it has the
-lock); ``running`` (gc, ``thread list``) always asks the kernel.
+A holder writes its record, then marks the file, and empties the record on release: a
+marked file is never empty, so ``is_running`` (the status of ``thread show``) and ``running``
+(gc, ``thread list``) answer "no" at once for an empty lock file, which is what a released
+lock leaves, and ask the kernel about the others only.
 """
 
 from __future__ import annotations
@@ -170,8 +171,8 @@ class FsLocks(Locks):
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
-            fsio.mark_held(fd)  # for readers: ``held``
             lock = _FsStepLock(fd, self.stop_path(thread), log, worker)
+            fsio.mark_held(fd)  # after the record: a marked lock file is never empty
             if note is not None:
                 lock.note(role=note[0], agent=note[1])
             try:
@@ -181,17 +182,26 @@ class FsLocks(Locks):
         finally:
             os.close(fd)  # closing the descriptor releases the lock
 
-    def _lock_files(self) -> list[ThreadId]:
-        """The thread of every step lock file (one directory scan, no stat)."""
+    def _lock_files(self, *, recorded: bool = False) -> list[ThreadId]:
+        """The thread of every step lock file (one directory scan); ``recorded``: only those
+        with a holder record (a ``stat`` each: an empty file is a released lock)."""
         try:
             entries = list(os.scandir(self.dir))
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return [
-            ThreadId(entry.name[: -len(".lock")])
-            for entry in entries
-            if entry.name.endswith(".lock") and is_thread_id(entry.name[: -len(".lock")])
-        ]
+        found = []
+        for entry in entries:
+            thread = entry.name[: -len(".lock")]
+            if not (entry.name.endswith(".lock") and is_thread_id(thread)):
+                continue
+            if recorded:
+                try:
+                    if entry.stat().st_size == 0:
+                        continue
+                except FileNotFoundError:
+                    continue
+            found.append(ThreadId(thread))
+        return found
 
     def _held(self, thread: ThreadId) -> bool:
         """Whether the step lock of ``thread`` is held: the kernel's answer, else the holder
@@ -200,7 +210,7 @@ class FsLocks(Locks):
         return self._record_alive(thread) if answer is None else answer
 
     def running(self) -> set[ThreadId]:
-        return {thread for thread in self._lock_files() if self._held(thread)}
+        return {thread for thread in self._lock_files(recorded=True) if self._held(thread)}
 
     def is_running(self, thread: ThreadId) -> bool:
         try:
