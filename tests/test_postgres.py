@@ -195,6 +195,28 @@ def test_a_missing_extra_is_one_clear_error(pg_url: str, root: Path) -> None:
     assert r.stderr == "error: PostgreSQL support is not installed: pip install 'uwf[postgres]'\n"
 
 
+def test_the_driver_loads_without_pythons_ssl_and_works_beside_it(pg_url: str) -> None:
+    """psycopg2 is loaded without Python's ``ssl`` (libpq initialises OpenSSL itself: a
+    third of the driver's import); a process that imports ``ssl`` afterwards, or had it
+    before, still uses the store, and ``import ssl`` works in the same process."""
+    probe = (
+        "import sys\n"
+        "{before}"
+        "from uwf.cli.main import run\n"
+        f"code = run(['--store', {pg_url!r}, 'thread', 'list'])\n"
+        "loaded = 'ssl' in sys.modules\n"
+        "import ssl\n"
+        f"again = run(['--store', {pg_url!r}, 'thread', 'list'])\n"
+        "print(code, again, loaded, ssl.OPENSSL_VERSION.startswith('OpenSSL'), file=sys.stderr)\n"
+    )
+    for before, loaded in (("", "False"), ("import ssl\n", "True")):
+        code = probe.format(before=before)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.splitlines()[-1] == f"0 0 {loaded} True"
+        assert json.loads(r.stdout.splitlines()[0]) == json.loads(r.stdout.splitlines()[1])
+
+
 def test_an_unreachable_store_is_one_line_without_the_password(cli: Any, pg_server: Any) -> None:
     url = pg_server.url("nowhere").replace(str(pg_server.port), "1")
     r = cli("--store", url, "thread", "list")

@@ -96,3 +96,36 @@ def test_a_step_holding_too_much_writes_it_at_once(
         store.step(thread, agent=agent)
     assert found == [set(), set(written)]
     assert store.show(thread).head == head  # inert: no head names them
+
+
+def test_a_step_answers_which_of_uwfs_schemas_are_stored_without_asking(
+    store: Any, pg_url: str
+) -> None:
+    """What a step reads first (``prefetch_step``) also says which of uwf's schemas are
+    stored: the agent's question when it writes its StepNode (``schemas.ensure``) is
+    answered in uwf's process, not by another statement; a schema that is not stored is
+    still asked about, and found missing."""
+    thread = store.start("solve-issue", "Fix it").thread
+    gone = schemas.hashes().eval_run  # one of them not stored (as after gc)
+    with pgserver.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM uwf_nodes WHERE hash = %s", (gone,))
+    stored_ones = [h for h in schemas.hashes() if h != gone]
+    asked: list[tuple[set[str], int, set[str], int]] = []
+
+    def agent(call: AgentCall, /) -> str:
+        nodes = call.backend.nodes
+        calls: list[str] = []
+        all_rows = nodes.db.all
+        nodes.db.all = lambda sql, params=(): calls.append(sql) or all_rows(sql, params)
+        try:
+            present = nodes.missing(stored_ones)
+            counted = len(calls)
+            absent = nodes.missing([gone])
+            asked.append((present, counted, absent, len(calls) - counted))
+        finally:
+            del nodes.db.all
+        return ScriptedAgent({"planner": [PLAN]})(call)
+
+    with uwf.open_store(pg_url) as fresh:  # a process that has seen none of them
+        fresh.step(thread, agent=agent)
+    assert asked == [(set(), 0, {gone}, 1)]

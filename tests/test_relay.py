@@ -15,6 +15,7 @@ import pytest
 from support import EXAMPLES
 from uwf.backend import RELAY_ENV, open_for_agent, relay
 from uwf.backend.memory import MemoryBackend
+from uwf.cas.batch import Batch
 from uwf.engine.step import relay as server_side
 from uwf.engine.step.plan import StepPlan
 from uwf.engine.threads import lifecycle
@@ -134,6 +135,35 @@ def test_the_relay_serves_what_an_agent_does(served: Served) -> None:
     with pytest.raises(UwfError) as bad:  # a hash is checked before it is used
         relay.RelayClient(agent.fd).call("missing", ["../../etc/passwd"])
     assert str(bad.value).startswith('invalid hash: "../../etc/passwd"')
+
+
+def test_an_agent_validates_its_own_nodes_instead_of_asking_uwf(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node an agent puts is validated in the agent (against the schema it read once),
+    not preceded by a question to uwf whether it is stored (each a statement on PostgreSQL);
+    a schema is still asked about (its check would import jsonschema into the agent)."""
+    nodes, h = served.agent.nodes, schemas.hashes()
+    ops: list[str] = []
+    call = nodes.client.call
+
+    def counted(op: str, *args: Any) -> Any:
+        ops.append(op)
+        return call(op, *args)
+
+    monkeypatch.setattr(nodes.client, "call", counted)
+    batch = Batch(nodes)
+    first = batch.put(h.text, "an answer")
+    second = batch.put(h.text, "another")
+    with pytest.raises(SchemaViolation):  # refused in the agent, before uwf sees it
+        batch.put(h.text, {"not": "text"})
+    assert "missing" not in ops and ops.count("get") <= 1  # the schema, read once
+    batch.flush()
+    assert served.backend.nodes.require(first).payload == "an answer"
+    assert served.backend.nodes.require(second).payload == "another"
+    ops.clear()
+    batch.put_schema({"type": "object", "required": ["fresh"]})
+    assert "missing" in ops
 
 
 def test_the_relay_refuses_what_an_agent_has_no_business_doing(served: Served) -> None:

@@ -135,6 +135,14 @@ class RelayStore(Store):
     def _exists(self, h: str) -> bool:
         return h in self._seen or not self.missing([h])
 
+    def _known(self, h: str, type_hash: str) -> bool:
+        """Seen by this agent; else ask only for a schema (validating one against the
+        meta-schema takes jsonschema's import) and validate any other node again: cheaper
+        than a round trip to uwf and uwf's to its store (``PgStore._known`` does the same)."""
+        from uwf.cas.schema import meta_hash
+
+        return h in self._seen or (type_hash == meta_hash() and self._exists(h))
+
     def missing(self, hashes: Sequence[str]) -> set[str]:
         unseen = [h for h in hashes if h not in self._seen]
         return set(self.client.call("missing", unseen)) if unseen else set()

@@ -6,7 +6,7 @@ describes its tables::
 
     uwf_nodes, uwf_type_index   nodes and the type index (``nodes.PgStore``)
     uwf_threads, uwf_history    active heads and the archive (``state.PgThreads``)
-    uwf_registry                workflow name -> hash (``state.PgRegistry``)
+    uwf_registry                workflow name -> hash (``registry.PgRegistry``)
     uwf_holders + advisory locks step locks and their holders (``locks.PgLocks``)
     uwf_workers                 the worker registry (``workers.PgWorkers``)
     uwf_schema                  the schema version (``schema``)
@@ -25,7 +25,8 @@ from uwf.backend.postgres.db import Db, shown
 from uwf.backend.postgres.limits import PgLimits
 from uwf.backend.postgres.locks import HELD_THREADS, PgLocks
 from uwf.backend.postgres.nodes import PgStore
-from uwf.backend.postgres.state import PgRegistry, PgThreads
+from uwf.backend.postgres.registry import PgRegistry
+from uwf.backend.postgres.state import PgThreads
 from uwf.backend.postgres.workers import PgWorkers
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,8 +68,36 @@ def scrub(text: str, url: str) -> str:
     return text
 
 
+class _SslLeftToLibpq:
+    """A finder that refuses ``import ssl`` in one thread while psycopg2 loads (``require``).
+
+    psycopg2's extension imports Python's ``ssl`` only to install OpenSSL's thread-locking
+    callbacks before libpq does, which OpenSSL 1.1 and later no longer use; when the import
+    fails it lets libpq initialise OpenSSL itself, as for any C program (psycopg2's own
+    fallback). Python's ``ssl`` is then never loaded by a step on PostgreSQL, a third of the
+    driver's import (docs/performance.md, "PostgreSQL"); connections, with TLS or without,
+    are libpq's either way. Only the importing thread is refused, only while it imports the
+    driver, and only when no one has imported ``ssl`` yet."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name == "ssl" and threading.get_ident() == self.thread:
+            raise ImportError("ssl is left to libpq")
+        return None
+
+
 def require() -> Any:
     """The psycopg2 module, or one clear error naming the extra that installs it."""
+    if "psycopg2" not in sys.modules and "ssl" not in sys.modules:
+        finder = _SslLeftToLibpq()
+        sys.meta_path.insert(0, finder)
+        try:
+            with contextlib.suppress(ImportError):  # then imported below, with ssl
+                import psycopg2
+        finally:
+            sys.meta_path.remove(finder)
     try:
         import psycopg2
     except ImportError:

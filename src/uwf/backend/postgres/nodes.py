@@ -47,8 +47,11 @@ def _now() -> int:
 
 
 # What a step reads first (``PgStore.prefetch_step``): %s the head, %s the workflow recorded
-# with the thread (else the start's), %s the meta-schema. JSON is read only where it is an
-# object; a payload that is not JSON makes the query fail, and the step reads one by one.
+# with the thread (else the start's), %s the meta-schema; and, %s, the hashes of uwf's own
+# schemas, of which only the stored ones' hashes are returned (a row whose type is NULL): an
+# agent writing its StepNode asks which are missing (``protocol.schemas.ensure``), and this
+# process answers from what it found. JSON is read only where it is an object; a payload
+# that is not JSON makes the query fail, and the step reads one by one.
 _STEP_NODES = """
 WITH given AS (SELECT %s::text AS head, %s::text AS workflow, %s::text AS meta),
 h AS (SELECT n.payload::json AS p FROM uwf_nodes n, given WHERE n.hash = given.head),
@@ -74,6 +77,7 @@ wanted AS (
     UNION SELECT n.type FROM uwf_nodes n, d WHERE n.hash = d.p->'turns'->>0
 )
 SELECT n.hash, n.type, n.payload, n.ts FROM uwf_nodes n WHERE n.hash IN (SELECT hash FROM wanted)
+UNION ALL SELECT n.hash, NULL, NULL, NULL FROM uwf_nodes n WHERE n.hash = ANY(%s::text[])
 """
 
 
@@ -130,17 +134,21 @@ class PgStore(Store):
         other otherwise (``_STEP_NODES``): the head, its workflow, what the head names
         (start, previous step, output, detail), the meta-schema, the schemas of the
         workflow's roles, and the types of the head, of its detail and of the detail's first
-        turn (the schemas the step puts again). Kept as any read; a row that is
-        not JSON is left for the reads to report. A head this process has kept already (a
-        worker's last step) needs nothing."""
+        turn (the schemas the step puts again); and which of uwf's own schemas are stored
+        (``missing`` then answers the agent's question without a round trip). Kept as any
+        read; a row that is not JSON is left for the reads to report. A head this process
+        has kept already (a worker's last step) needs nothing."""
         from uwf.cas.schema import meta_hash
+        from uwf.protocol.schemas import hashes
 
         if head in self._seen:
             return
+        ours = [h for h in hashes() if h not in self._present]
         with contextlib.suppress(UwfError):  # the step's own reads report what went wrong
-            rows = self.db.all(_STEP_NODES, (head, workflow, meta_hash()))
+            rows = self.db.all(_STEP_NODES, (head, workflow, meta_hash(), ours))
+            self._found([h for h, type_hash, _, _ in rows if type_hash is None])
             for h, type_hash, payload, ts in rows:
-                if h not in self._seen:
+                if type_hash is not None and h not in self._seen:
                     self._keep(h, self._decode(h, (type_hash, payload, ts)))
 
     def _decode(self, h: str, row: tuple[Any, ...]) -> Node:

@@ -1,4 +1,5 @@
-"""The PostgreSQL thread table and registry: ``uwf_threads``, ``uwf_history``, ``uwf_registry``.
+"""The PostgreSQL thread table: ``uwf_threads`` and ``uwf_history`` (the registry of workflow
+names is ``registry``).
 
 A head moves by ``UPDATE … WHERE head = <expected>`` in one statement that also checks the
 new head is a stored node; archiving deletes the active row and inserts the history row in
@@ -17,7 +18,6 @@ from uwf.backend.base import (
     Ending,
     Failure,
     HistoryEntry,
-    Registry,
     RetryPolicy,
     ThreadInfo,
     ThreadTable,
@@ -25,7 +25,7 @@ from uwf.backend.base import (
 )
 from uwf.backend.postgres.db import Db, require, run
 from uwf.backend.postgres.nodes import PgStore, collision
-from uwf.backend.postgres.schema import COLLISION, NO_TYPE, REGISTRY_KEY
+from uwf.backend.postgres.schema import COLLISION, NO_TYPE
 from uwf.backend.tree import FanOutLimits
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import Conflict, Damaged, NotFound
@@ -81,7 +81,7 @@ def _failure(head: str, row: tuple[Any, ...]) -> Failure | None:
 REPAIR = 'see docs/reliability.md, "Repairing damaged state"'
 
 
-def _hash(value: Any, table: str, what: str) -> NodeHash:
+def hash_of(value: Any, table: str, what: str) -> NodeHash:
     """A hash read from ``table``; one that is not a hash (a hand edit) is damage."""
     if not is_hash(value):
         raise Damaged(
@@ -92,7 +92,7 @@ def _hash(value: Any, table: str, what: str) -> NodeHash:
 
 def record_of(row: tuple[Any, ...]) -> ActiveThread:
     thread, head, workflow, task, role, since, wait_head, reason, cwd, parent, children = row[:11]
-    head = _hash(head, "uwf_threads", f"the head of thread {thread}")
+    head = hash_of(head, "uwf_threads", f"the head of thread {thread}")
     waiting = None
     if role is not None and wait_head == head and since is not None:
         waiting = _waiting(role, int(since), head, reason, children)
@@ -116,7 +116,7 @@ def _waiting(
 
 def _entry(row: tuple[Any, ...]) -> HistoryEntry:
     thread, workflow, head, at, status, task, cwd, parent = row
-    head = _hash(head, "uwf_history", f"the head of thread {thread}")
+    head = hash_of(head, "uwf_history", f"the head of thread {thread}")
     return HistoryEntry(
         ThreadId(thread),
         NodeHash(workflow),
@@ -445,36 +445,3 @@ class PgThreads(ThreadTable):
             (thread,),
         )
         return _entry(row) if row is not None else None
-
-
-class PgRegistry(Registry):
-    """``uwf_registry``: name -> hash, with a version counted up at every change."""
-
-    def __init__(self, db: Db) -> None:
-        self.db = db
-
-    def read(self) -> dict[str, NodeHash]:
-        rows = self.db.all("SELECT name, hash FROM uwf_registry ORDER BY name")
-        return {name: _hash(h, "uwf_registry", f"the hash of workflow {name}") for name, h in rows}
-
-    def get(self, name: str) -> NodeHash | None:
-        row = self.db.one("SELECT hash FROM uwf_registry WHERE name = %s", (name,))
-        return NodeHash(row[0]) if row is not None else None
-
-    def set(self, name: str, h: NodeHash) -> NodeHash | None:
-        with self.db.transaction():
-            self.db.execute("SELECT pg_advisory_xact_lock(%s)", (REGISTRY_KEY,))
-            previous = self.get(name)
-            if previous is None:
-                self.db.execute(
-                    "INSERT INTO uwf_registry (name, hash, version, updated)"
-                    " VALUES (%s, %s, 1, %s)",
-                    (name, h, now_ms()),
-                )
-            elif previous != h:
-                self.db.execute(
-                    "UPDATE uwf_registry SET hash = %s, version = version + 1, updated = %s"
-                    " WHERE name = %s",
-                    (h, now_ms(), name),
-                )
-        return previous
