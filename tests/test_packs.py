@@ -507,3 +507,31 @@ def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
         reader.verified(a)
     assert str(info.value) == problem
     assert ops.verify(FsStore(cas))["damaged"] == [{"hash": a, "problem": problem}]
+
+
+def test_a_packed_history_inflates_each_block_once(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``thread steps`` of a packed chain that spans many blocks: each block is inflated once
+    (docs/performance.md, "Full history"), and the steps read back are those written."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import uwf_bench
+
+    from uwf.engine.threads.steplist import steps
+
+    tr = uwf_bench.build_threads_root(root, small=1, mid=1, large=150)
+    backend = FsBackend(root)
+    assert backend.nodes.pack()["loose"] == 0
+    inflated: list[int] = []
+    real = packs.Pack._inflate
+
+    def counted(pack: packs.Pack, i: int, e: packs.Entry) -> bytes:
+        if e.offset not in pack._blocks:
+            inflated.append(e.offset)
+        return real(pack, i, e)
+
+    monkeypatch.setattr(packs.Pack, "_inflate", counted)
+    listed = steps(FsBackend(root), tr.threads["large"])
+    assert [s["hash"] for s in listed["steps"][1:]] == tr.steps["large"]
+    assert len(set(inflated)) > packs.BLOCKS_KEPT  # the chain spans more blocks than are kept
+    assert len(inflated) == len(set(inflated))

@@ -260,10 +260,16 @@ class Store(abc.ABC):
             if self._exists(h):
                 return node
             kept.drop(h)
-        node = self._load(h)
+        node, size = self._load_sized(h)
         if node is not None:
-            kept.keep(h, node, size_of(node.payload))
+            kept.keep(h, node, size)
         return node
+
+    def _load_sized(self, h: str) -> tuple[Node | None, int]:
+        """``_load``, and about how many bytes the node's JSON takes (``Kept``'s bound): a
+        backend that read the bytes says how many, rather than encode the node again."""
+        node = self._load(h)
+        return node, size_of(node.payload) if node is not None else 0
 
     def require(self, h: str, what: str = "CAS node") -> Node:
         node = self.get(h)

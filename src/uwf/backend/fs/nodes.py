@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uwf.backend.fs.damage import INDEX_LIMIT, read_state
+from uwf.cas.kept import size_of
 from uwf.cas.store import Node, NodeInfo, Store, decode_node
 from uwf.util import fsio, jsonfmt
 from uwf.util.base32 import NodeHash, check_hash, is_hash
@@ -167,21 +168,25 @@ class FsStore(Store):
     def _load(self, h: str, *, rehash: bool = False) -> Node | None:
         """A loose file is re-hashed; a packed record is checked against its ``check`` (and
         re-hashed too with ``rehash``: ``cas verify``)."""
+        return self._load_sized(h, rehash=rehash)[0]
+
+    def _load_sized(self, h: str, *, rehash: bool = False) -> tuple[Node | None, int]:
         found = self._find(h)
         if found is None:
             data = self._read_loose(h)
             if data is not None:
-                return _decode(h, data)
+                return _decode(h, data), len(data)
             found = self._find_fresh(h)
             if found is None:
-                return None
+                return None, 0
         try:
-            return _decode(h, found[0].read(found[1]), rehash=rehash)
+            data = found[0].read(found[1])
+            return _decode(h, data, rehash=rehash), len(data)
         except CorruptNode:
             good = self._good_copy(h, found[0], rehash)
             if good is None:
                 raise
-            return good
+            return good, size_of(good.payload)
 
     def _good_copy(self, h: str, damaged: Pack, rehash: bool) -> Node | None:
         """Another copy of a node whose record in ``damaged`` is corrupt: in another pack,
