@@ -535,3 +535,20 @@ def test_a_packed_history_inflates_each_block_once(
     assert [s["hash"] for s in listed["steps"][1:]] == tr.steps["large"]
     assert len(set(inflated)) > packs.BLOCKS_KEPT  # the chain spans more blocks than are kept
     assert len(inflated) == len(set(inflated))
+
+
+def test_a_long_lived_writer_reads_only_the_packs_on_disk(cas: Path) -> None:
+    """A worker writes a pack a step; packs merged away by another process (automatic
+    packing) leave the list its reads walk when it writes its next one."""
+    writer = FsStore(cas)
+    s = writer.put_schema(ITEM)
+    first = [
+        writer.put_many([(s, {"n": i, "tag": "a"}), (s, {"n": i, "tag": "b"})]) for i in range(4)
+    ]
+    assert len(writer.packs()) == 4
+    FsStore(cas).pack(everything=True)  # another process merges them into one
+    (merged,) = pack_names(cas / "packs")
+    writer.put_many([(s, {"n": 9, "tag": "a"}), (s, {"n": 9, "tag": "b"})])
+    assert sorted(p.name for p in writer.packs()) == sorted(pack_names(cas / "packs"))
+    assert merged in {p.name for p in writer.packs()} and len(writer.packs()) == 2
+    assert all(writer.require(h).payload["n"] == i for i, pair in enumerate(first) for h in pair)

@@ -65,7 +65,7 @@ def write(store: FsStore, pending: dict[NodeHash, Node]) -> None:
         for h, node in pending.items():
             if node.type != h and node.type not in pending and node.type not in pinned:
                 types[node.type] = None
-            if _recorded(store, h, sources, now):
+            if _recorded(store, h, sources, now, fresh=False):
                 store._same(h, node.type, node.payload)
                 continue
             sources.append(_source(h, dumps(node.as_dict()).encode(), now))
@@ -85,11 +85,15 @@ def _source(h: str, data: bytes, last_put: int) -> Source:
     return Source(h, lambda: data, last_put)
 
 
-def _recorded(store: FsStore, h: str, sources: list[Source], now: int) -> bool:
+def _recorded(
+    store: FsStore, h: str, sources: list[Source], now: int, *, fresh: bool = True
+) -> bool:
     """Record a put of ``h`` if it is stored: the mtime of its loose file, else a copy of
     its packed record in ``sources``; False when it is not stored (nor readable: stored
-    again as a new node, or refused as a type)."""
-    found = store._touch(h, now * 1_000_000)
+    again as a new node, or refused as a type). A node of the batch is looked for in the
+    packs as last listed (``fresh=False``): one packed since is only copied again, while
+    listing the packs for each new node cost a directory listing per node."""
+    found = store._touch(h, now * 1_000_000, fresh=fresh)
     if isinstance(found, bytes):
         sources.append(_source(h, found, now))
         return True

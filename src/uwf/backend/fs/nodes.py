@@ -123,12 +123,14 @@ class FsStore(Store):
         return found
 
     def add_pack(self, name: str) -> None:
-        """A pack this process just wrote (``put_many``): read from now on, without listing
-        the packs again."""
-        from uwf.backend.fs.packs import Pack
+        """A pack this process just wrote (``put_many``): read from now on. The packs are
+        listed again (one listing per pack written; those already open stay open), so that
+        packs merged away since (automatic packing) leave the list every read walks."""
+        self._list_packs()
+        if all(p.name != name for p in self._packs or []):  # already merged: listed anyway
+            from uwf.backend.fs.packs import Pack
 
-        current = [p for p in self.packs() if p.name != name]
-        self._packs = [*current, Pack(self.pack_dir, name)]
+            self._packs = [*(self._packs or []), Pack(self.pack_dir, name)]
 
     def _packs_changed(self) -> bool:
         """List the packs again after a miss; True when the set changed."""
@@ -164,6 +166,12 @@ class FsStore(Store):
             or os.path.exists(self._file(h))
             or self._find_fresh(h) is not None
         )
+
+    def _known(self, h: str, type_hash: str) -> bool:
+        """Without listing the packs again: a node packed by another process since this one
+        listed them is validated once more, which a put of a new node (every node a step
+        writes) would otherwise pay for with a listing of the packs."""
+        return self._find(h) is not None or os.path.exists(self._file(h))
 
     def _load(self, h: str, *, rehash: bool = False) -> Node | None:
         """A loose file is re-hashed; a packed record is checked against its ``check`` (and
@@ -365,10 +373,13 @@ class FsStore(Store):
         fsio.create_once(self.path(h), found, mode=0o444)
         return True
 
-    def _touch(self, h: str, ns: int) -> bool | bytes:
+    def _touch(self, h: str, ns: int, *, fresh: bool = True) -> bool | bytes:
         """Record a put of ``h`` at ``ns`` on its loose file (True); a node only in a pack:
         its record's bytes, checked, for the caller to record it; False when it is not
-        stored (or its only copy is corrupt). A store of another user: whether it exists."""
+        stored (or its only copy is corrupt). A store of another user: whether it exists.
+
+        ``fresh=False``: the packs as last listed are enough (a node the caller stores again
+        when it is not found: a pack written since by another process only costs a copy)."""
         try:
             os.utime(self._file(h), ns=(ns, ns))  # allowed on a 0444 file for its owner
             return True
@@ -376,7 +387,7 @@ class FsStore(Store):
             pass
         except OSError:  # another user's store: the node is there, its age stays as it was
             return self._exists(h)
-        found = self._find(h) or self._find_fresh(h)
+        found = self._find(h) or (self._find_fresh(h) if fresh else None)
         if found is None:
             return False
         try:
