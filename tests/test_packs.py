@@ -18,8 +18,9 @@ import xxhash
 
 from backend_contract import ITEM
 from rootfiles import damage_packed_record, open_store
-from uwf.backend.fs import FsBackend, packing, packs
-from uwf.backend.fs.nodes import FsStore, pack_names
+from uwf.backend.fs import FsBackend, packing, packs, packwrite
+from uwf.backend.fs.files import pack_names
+from uwf.backend.fs.nodes import FsStore
 from uwf.cas import codec, ops
 from uwf.cas.schema import meta_hash
 from uwf.util.base32 import encode64
@@ -286,14 +287,14 @@ def test_a_put_after_the_loose_file_was_read_keeps_it(
     put would be lost with it (gc judges age by it)."""
     store = FsStore(cas)
     s, (a, b) = items(store, 2)
-    write = packs.write
+    write = packwrite.write_pack
 
     def put_meanwhile(*args: Any) -> Any:
         name = write(*args)
         FsStore(cas).put(s, {"n": 0, "tag": "item 0"})  # another writer re-puts a
         return name
 
-    monkeypatch.setattr(packs, "write", put_meanwhile)
+    monkeypatch.setattr(packwrite, "write_pack", put_meanwhile)
     report = store.pack()
     assert report["packed"] == 4 and report["loose"] == 2  # a and its schema (refreshed)
     assert loose(cas) == sorted([a, s])
@@ -497,7 +498,7 @@ def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
     store.pack()
     wrong = FsStore(cas).require(a).as_dict() | {"payload": {"n": 5, "tag": "item 0"}}
     forged = json.dumps(wrong, separators=(",", ":")).encode()
-    packs.write(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
+    packwrite.write_pack(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
     reader = FsStore(cas)
     reader._packs = sorted(reader.packs(), key=lambda p: p.count)  # the forged pack first
     assert reader.require(a).payload["n"] == 5

@@ -344,12 +344,3 @@ def index_bytes(
     body = _HEAD.pack(magic, count) + _FAN.pack(*fan) + sorted_names + sorted_entries
     body += struct.pack(">Q", pack_sum)
     return bytes(body + struct.pack(">Q", xxhash.xxh64_intdigest(body)))
-
-
-def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
-    """Write one pack of ``sources`` (nodes in that order, each name once) and its index;
-    return the pack's name, None when no source had anything to pack. Durable on return.
-    (``packwrite``: only a process that packs imports the writer.)"""
-    from uwf.backend.fs.packwrite import write_pack
-
-    return write_pack(directory, sources, zdict)
