@@ -304,7 +304,7 @@ def fill_packed(root: Path, count: int) -> float:
     """Pack the root's loose nodes together with ``count`` filler Text nodes, written
     straight into one pack (the same records ``uwf cas pack`` would write for loose filler
     files, without writing and removing a million files first). Seconds taken."""
-    from uwf.backend.fs import packs
+    from uwf.backend.fs import packs, packwrite
     from uwf.protocol import schemas
 
     t0 = time.perf_counter()
@@ -314,7 +314,7 @@ def fill_packed(root: Path, count: int) -> float:
     sources = [packs.Source(h, path.read_bytes, 0) for h, path in loose]
     sample = [s.load() for s in sources] + [_filler_source(text, i).load() for i in range(64)]
     filler = (_filler_source(text, i) for i in range(count))
-    packs.write(store.pack_dir, itertools.chain(sources, filler), packs.dictionary(sample))
+    packwrite.write_pack(store.pack_dir, itertools.chain(sources, filler), packs.dictionary(sample))
     for _, path in loose:
         path.unlink()
     os.sync()

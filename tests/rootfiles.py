@@ -109,7 +109,7 @@ def damage_packed_record(cas: Path, h: str) -> str:
     """Flip the bytes of the packed record of ``h`` (in the first pack that holds it) behind
     the store's back; returns that pack's name."""
     from uwf.backend.fs import packs
-    from uwf.backend.fs.nodes import pack_names
+    from uwf.backend.fs.files import pack_names
 
     for name in pack_names(cas / "packs"):
         pack = packs.Pack(cas / "packs", name)
@@ -134,7 +134,7 @@ def lose_node(cas: Path, h: str) -> Callable[[], None]:
     file, or the whole pack that holds it (a step's nodes are one pack: its siblings go too);
     returns what puts it all back, as a restore from a backup would."""
     from uwf.backend.fs import packs
-    from uwf.backend.fs.nodes import pack_names
+    from uwf.backend.fs.files import pack_names
 
     files = [cas / "objects" / h[:2] / h]
     if not files[0].exists():

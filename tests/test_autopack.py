@@ -22,8 +22,9 @@ from backend_contract import ITEM
 from rootfiles import open_store
 from support import tiers
 from uwf.backend.fs import autopack, packing
+from uwf.backend.fs.files import pack_names
 from uwf.backend.fs.locks import FsLocks
-from uwf.backend.fs.nodes import FsStore, pack_names
+from uwf.backend.fs.nodes import FsStore
 from uwf.cas import ops
 from uwf.util.errors import Busy
 

@@ -18,8 +18,9 @@ import xxhash
 
 from backend_contract import ITEM
 from rootfiles import damage_packed_record, open_store
-from uwf.backend.fs import FsBackend, packing, packs
-from uwf.backend.fs.nodes import FsStore, pack_names
+from uwf.backend.fs import FsBackend, packing, packs, packwrite
+from uwf.backend.fs.files import pack_names
+from uwf.backend.fs.nodes import FsStore
 from uwf.cas import codec, ops
 from uwf.cas.schema import meta_hash
 from uwf.util.base32 import encode64
@@ -286,14 +287,14 @@ def test_a_put_after_the_loose_file_was_read_keeps_it(
     put would be lost with it (gc judges age by it)."""
     store = FsStore(cas)
     s, (a, b) = items(store, 2)
-    write = packs.write
+    write = packwrite.write_pack
 
     def put_meanwhile(*args: Any) -> Any:
         name = write(*args)
         FsStore(cas).put(s, {"n": 0, "tag": "item 0"})  # another writer re-puts a
         return name
 
-    monkeypatch.setattr(packs, "write", put_meanwhile)
+    monkeypatch.setattr(packwrite, "write_pack", put_meanwhile)
     report = store.pack()
     assert report["packed"] == 4 and report["loose"] == 2  # a and its schema (refreshed)
     assert loose(cas) == sorted([a, s])
@@ -497,7 +498,7 @@ def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
     store.pack()
     wrong = FsStore(cas).require(a).as_dict() | {"payload": {"n": 5, "tag": "item 0"}}
     forged = json.dumps(wrong, separators=(",", ":")).encode()
-    packs.write(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
+    packwrite.write_pack(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
     reader = FsStore(cas)
     reader._packs = sorted(reader.packs(), key=lambda p: p.count)  # the forged pack first
     assert reader.require(a).payload["n"] == 5
@@ -507,3 +508,48 @@ def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
         reader.verified(a)
     assert str(info.value) == problem
     assert ops.verify(FsStore(cas))["damaged"] == [{"hash": a, "problem": problem}]
+
+
+def test_a_packed_history_inflates_each_block_once(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``thread steps`` of a packed chain that spans many blocks: each block is inflated once
+    (docs/performance.md, "Full history"), and the steps read back are those written."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import uwf_bench
+
+    from uwf.engine.threads.steplist import steps
+
+    tr = uwf_bench.build_threads_root(root, small=1, mid=1, large=150)
+    backend = FsBackend(root)
+    assert backend.nodes.pack()["loose"] == 0
+    inflated: list[int] = []
+    real = packs.Pack._inflate
+
+    def counted(pack: packs.Pack, i: int, e: packs.Entry) -> bytes:
+        if e.offset not in pack._blocks:
+            inflated.append(e.offset)
+        return real(pack, i, e)
+
+    monkeypatch.setattr(packs.Pack, "_inflate", counted)
+    listed = steps(FsBackend(root), tr.threads["large"])
+    assert [s["hash"] for s in listed["steps"][1:]] == tr.steps["large"]
+    assert len(set(inflated)) > packs.BLOCKS_KEPT  # the chain spans more blocks than are kept
+    assert len(inflated) == len(set(inflated))
+
+
+def test_a_long_lived_writer_reads_only_the_packs_on_disk(cas: Path) -> None:
+    """A worker writes a pack a step; packs merged away by another process (automatic
+    packing) leave the list its reads walk when it writes its next one."""
+    writer = FsStore(cas)
+    s = writer.put_schema(ITEM)
+    first = [
+        writer.put_many([(s, {"n": i, "tag": "a"}), (s, {"n": i, "tag": "b"})]) for i in range(4)
+    ]
+    assert len(writer.packs()) == 4
+    FsStore(cas).pack(everything=True)  # another process merges them into one
+    (merged,) = pack_names(cas / "packs")
+    writer.put_many([(s, {"n": 9, "tag": "a"}), (s, {"n": 9, "tag": "b"})])
+    assert sorted(p.name for p in writer.packs()) == sorted(pack_names(cas / "packs"))
+    assert merged in {p.name for p in writer.packs()} and len(writer.packs()) == 2
+    assert all(writer.require(h).payload["n"] == i for i, pair in enumerate(first) for h in pair)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rootfiles import RootFiles
 
 
@@ -81,3 +83,31 @@ def test_torn_history_line_is_skipped(cli: Any, root: Path, new_thread: Any) -> 
     assert cli("thread", "kill", second).code == 0
     statuses = {t["thread"]: t["status"] for t in cli("thread", "list", "--all").json()}
     assert statuses == {thread: "killed", second: "killed"}
+
+
+def test_a_long_lived_reader_parses_threads_yaml_again_only_when_it_changed(
+    root: Path, new_thread: Any, monkeypatch: Any
+) -> None:
+    """A worker reads threads.yaml a few times a step: the same bytes are parsed once, each
+    read gets a dict of its own, and a write by another process is read at once."""
+    from uwf.backend.fs import FsBackend
+
+    first = new_thread("first")
+    reader = FsBackend(root).threads
+    parsed: list[bytes] = []
+    real = reader.file._decode_all
+
+    def counted(data: bytes) -> Any:
+        parsed.append(data)
+        return real(data)
+
+    monkeypatch.setattr(reader.file, "_decode_all", counted)
+    one, two = reader.file.read(), reader.file.read()
+    assert one == two and one is not two and list(one) == [first]
+    one.clear()  # a caller's edit of its dict is its own
+    assert list(reader.file.read()) == [first] and len(parsed) == 1
+    second = new_thread("second")  # written by another process (the cli)
+    assert set(reader.file.read()) == {first, second} and len(parsed) == 2
+    (root / "threads.yaml").write_text("")  # damage is seen as soon as it is there
+    with pytest.raises(Exception, match=r"threads\.yaml is damaged: it is empty"):
+        reader.file.read()

@@ -14,68 +14,22 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.cas import codec
 from uwf.cas.kept import Kept, SchemasPut, schema_key, size_of
+from uwf.cas.node import Node, NodeInfo, decode_node
 from uwf.util.base32 import NodeHash, check_hash, is_hash
-from uwf.util.errors import Collision, CorruptNode, InvalidInput, NotFound, SchemaViolation
+from uwf.util.errors import Collision, InvalidInput, NotFound, SchemaViolation
 from uwf.util.jsonfmt import canonical, dumps
 from uwf.util.secrets import redact_payload
 
 if TYPE_CHECKING:
-    from uwf.util.outputs import NodeShown, PackDamage, Packed
+    from uwf.util.outputs import PackDamage, Packed
 
 
-class Node(NamedTuple):
-    type: NodeHash
-    payload: Any
-    timestamp: int
-
-    def as_dict(self, *, timestamp: bool = True) -> NodeShown:
-        """``{"type","payload","timestamp"}``: the record a node is stored as (``cas get``
-        prints it, without ``timestamp`` unless asked)."""
-        out: NodeShown = {"type": self.type, "payload": self.payload}
-        if timestamp:
-            out["timestamp"] = self.timestamp
-        return out
-
-
-class NodeInfo(NamedTuple):
-    """What ``cas gc`` needs to judge a node it is about to collect."""
-
-    type: NodeHash
-    last_put: int  # unix ms of the latest put: the first write, or a later put that found it
-    size: int  # bytes freed by deleting it
-
-
-def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True) -> Node:
-    """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode.
-
-    ``rehash=False`` skips the hash when the bytes are known to be ones that did hash to
-    ``claimed`` (a packed record whose check matched: docs/format.md, "Packs").
-    """
-    if (
-        not isinstance(data, dict)
-        or set(data) != {"type", "payload", "timestamp"}
-        or not is_hash(data["type"])
-        or not isinstance(data["timestamp"], int)
-        or isinstance(data["timestamp"], bool)
-    ):
-        raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
-    if not rehash:
-        return Node(NodeHash(data["type"]), data["payload"], data["timestamp"])
-    try:
-        type_hash = None if data["type"] == claimed else data["type"]
-        actual = codec.stored_hash(type_hash, data["payload"])
-    except (InvalidInput, ValueError, TypeError, OverflowError):
-        raise CorruptNode(f"corrupt node {claimed}: payload is not canonical JSON") from None
-    if actual != claimed:
-        raise CorruptNode(f"corrupt node {claimed}: content hashes to {actual}")
-    return Node(
-        actual if type_hash is None else NodeHash(type_hash), data["payload"], data["timestamp"]
-    )
-
+# Node, NodeInfo and decode_node live in uwf.cas.node; named here too, where the store is.
+__all__ = ["Node", "NodeInfo", "Store", "decode_node"]
 
 _MADE = threading.Lock()  # a store's memories are made once, whichever thread asks first
 
@@ -260,10 +214,16 @@ class Store(abc.ABC):
             if self._exists(h):
                 return node
             kept.drop(h)
-        node = self._load(h)
+        node, size = self._load_sized(h)
         if node is not None:
-            kept.keep(h, node, size_of(node.payload))
+            kept.keep(h, node, size)
         return node
+
+    def _load_sized(self, h: str) -> tuple[Node | None, int]:
+        """``_load``, and about how many bytes the node's JSON takes (``Kept``'s bound): a
+        backend that read the bytes says how many, rather than encode the node again."""
+        node = self._load(h)
+        return node, size_of(node.payload) if node is not None else 0
 
     def require(self, h: str, what: str = "CAS node") -> Node:
         node = self.get(h)

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING
 from uwf.backend.fs import packing
 
 if TYPE_CHECKING:
-    from uwf.backend.fs.nodes import FsStore
+    from uwf.backend.fs.files import NodeFiles
 
 __all__ = ["main", "start"]
 
 _thread: threading.Thread | None = None  # the packing this process runs in a thread, if any
 
 
-def start(store: FsStore, *, process: bool) -> str | None:
+def start(store: NodeFiles, *, process: bool) -> str | None:
     """Start the automatic packing unless a gc or pack runs (the caller asked
     ``packing.due``): in a process of its own (``process``), else in a thread of this one,
     one at a time. What was started (``pid <n>``, ``thread``), or None."""
@@ -86,13 +86,13 @@ def _gc_running(lock_dir: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     """Pack ``<cas dir>`` (locks in ``<lock dir>``) if it is still due; the exit code."""
+    from uwf.backend.fs.files import NodeFiles
     from uwf.backend.fs.locks import FsLocks
-    from uwf.backend.fs.nodes import FsStore
     from uwf.util.errors import Busy, UwfError
 
     if len(argv) != 2:
         return 2
-    store = FsStore(Path(argv[0]), Path(argv[1]))
+    store = NodeFiles(Path(argv[0]), Path(argv[1]))  # all that packing reads and writes
     try:
         with FsLocks(store.lock_dir).gc(background=True):
             if packing.due(store):

@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from uwf.backend.fs import packs
+from uwf.backend.fs import packwrite
 from uwf.backend.fs.packs import Source
 from uwf.cas.batch import Batch
 from uwf.cas.kept import size_of
@@ -37,27 +37,28 @@ from uwf.util.errors import NotFound
 from uwf.util.jsonfmt import dumps
 
 if TYPE_CHECKING:
-    from uwf.backend.fs.nodes import FsStore
-    from uwf.cas.store import Node
+    from uwf.backend.fs.files import NodeFiles
+    from uwf.cas.store import Node, Store
 
 
-def put_many(store: FsStore, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
-    """Check every node, then write the batch (``write``); their hashes, in order."""
+def put_many(store: Store, files: NodeFiles, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
+    """Check every node, then write the batch (``write``); their hashes, in order. ``files``
+    are the store's files (``nodes.FsStore`` is both)."""
     batch = Batch(store)
     hashes = [batch.put(type_hash, payload) for type_hash, payload in nodes]
-    write(store, batch.pending)
+    write(store, files, batch.pending)
     kept = store.kept()  # this process keeps what it wrote, as ``put`` does (nodes never change)
     for h, node in batch.pending.items():
         kept.keep(h, node, size_of(node.payload))
     return hashes
 
 
-def write(store: FsStore, pending: dict[NodeHash, Node]) -> None:
+def write(store: Store, files: NodeFiles, pending: dict[NodeHash, Node]) -> None:
     """Store the checked nodes ``pending`` (in order) as one pack; see the module."""
     from uwf.protocol import schemas
 
     pinned = set(schemas.hashes().every)  # gc roots: a put of them has nothing to record
-    with store._writing():
+    with files._writing():
         now = time.time_ns() // 1_000_000
         sources: list[Source] = []
         lines: dict[str, list[str]] = {}
@@ -65,31 +66,35 @@ def write(store: FsStore, pending: dict[NodeHash, Node]) -> None:
         for h, node in pending.items():
             if node.type != h and node.type not in pending and node.type not in pinned:
                 types[node.type] = None
-            if _recorded(store, h, sources, now):
+            if _recorded(files, h, sources, now, fresh=False):
                 store._same(h, node.type, node.payload)
                 continue
             sources.append(_source(h, dumps(node.as_dict()).encode(), now))
             lines.setdefault(node.type, []).append(h)
         for type_hash in types:
-            if not _recorded(store, type_hash, sources, now):
+            if not _recorded(files, type_hash, sources, now):
                 raise NotFound(f"unknown type: {type_hash} (no schema node with that hash)")
         if sources:
-            name = packs.write(store.pack_dir, sources, b"")
+            name = packwrite.write_pack(files.pack_dir, sources, b"")
             if name is not None:
-                store.add_pack(name)
+                files.add_pack(name)
         for type_hash, hashes in lines.items():
-            fsio.append_lines(store.index_dir / type_hash, hashes, sync=False)
+            fsio.append_lines(files.index_dir / type_hash, hashes, sync=False)
 
 
 def _source(h: str, data: bytes, last_put: int) -> Source:
     return Source(h, lambda: data, last_put)
 
 
-def _recorded(store: FsStore, h: str, sources: list[Source], now: int) -> bool:
+def _recorded(
+    files: NodeFiles, h: str, sources: list[Source], now: int, *, fresh: bool = True
+) -> bool:
     """Record a put of ``h`` if it is stored: the mtime of its loose file, else a copy of
     its packed record in ``sources``; False when it is not stored (nor readable: stored
-    again as a new node, or refused as a type)."""
-    found = store._touch(h, now * 1_000_000)
+    again as a new node, or refused as a type). A node of the batch is looked for in the
+    packs as last listed (``fresh=False``): one packed since is only copied again, while
+    listing the packs for each new node cost a directory listing per node."""
+    found = files._touch(h, now * 1_000_000, fresh=fresh)
     if isinstance(found, bytes):
         sources.append(_source(h, found, now))
         return True

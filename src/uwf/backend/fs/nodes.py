@@ -23,179 +23,26 @@ judges a node's age by the later of its timestamp and its last put.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import heapq
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uwf.backend.fs.damage import INDEX_LIMIT, read_state
-from uwf.cas.store import Node, NodeInfo, Store, decode_node
-from uwf.util import fsio, jsonfmt
+from uwf.backend.fs.files import NodeFiles, decode, pack_names
+from uwf.cas.store import Node, NodeInfo, Store
+from uwf.util import fsio
 from uwf.util.base32 import NodeHash, check_hash, is_hash
-from uwf.util.errors import CorruptNode, UwfError
+from uwf.util.errors import CorruptNode
 from uwf.util.jsonfmt import dumps
 
 if TYPE_CHECKING:
-    from uwf.backend.fs.packs import Pack
     from uwf.util.outputs import PackDamage, Packed
 
-SWEEP_LOCK = "cas-sweep.lock"
-BATCH = 256  # loose files removed per hold of the sweep lock, so writers are never held long
 
-
-def pack_names(directory: Path) -> list[str]:
-    """The packs in ``directory`` (those whose index exists), in a fixed order. The pack
-    format (``packs.py``: mmap, zlib, struct) is imported only where there are packs."""
-    try:
-        entries = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    return sorted(
-        (e[:-4] for e in entries if e.startswith("pack-") and e.endswith(".idx")), reverse=True
-    )
-
-
-def _parse_json(text: str) -> object:
-    """``json.loads`` for uwf's compact records (``jsonfmt.loads``: no ``json`` import, and
-    no whitespace to skip around the value in the usual case)."""
-    return jsonfmt.loads(text)
-
-
-def _decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
-    """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it (unless
-    ``rehash`` is False: a packed record whose check ties it to a node that did)."""
-    try:
-        record = _parse_json(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
-    return decode_node(h, record, rehash=rehash)
-
-
-class FsStore(Store):
-    def __init__(self, cas_dir: Path, lock_dir: Path | None = None) -> None:
-        self.dir = cas_dir
-        self.objects = cas_dir / "objects"
-        self._objects = str(self.objects)  # reads build paths as strings: cheaper than Path
-        self.index_dir = cas_dir / "index"
-        self.pack_dir = cas_dir / "packs"
-        # Outside cas/ so the store directory holds nothing but nodes and the index.
-        self.lock_dir = lock_dir if lock_dir is not None else cas_dir.parent / "locks"
-        self._packs: list[Pack] | None = None  # opened on the first read
-        self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
-        self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
-
-    def path(self, h: str) -> Path:
-        return self.objects / h[:2] / h
-
-    def _file(self, h: str) -> str:
-        return f"{self._objects}/{h[:2]}/{h}"
-
-    # -- packs --------------------------------------------------------------------------
-    def packs(self) -> list[Pack]:
-        """The packs as this process last listed them (listing them on the first call)."""
-        return self._packs if self._packs is not None else self._list_packs()
-
-    def _list_packs(self) -> list[Pack]:
-        names = pack_names(self.pack_dir)
-        if not names:
-            self._packs = []
-            return self._packs
-        from uwf.backend.fs.packs import Pack
-
-        known = {p.name: p for p in self._packs or []}
-        found = []
-        for name in names:
-            pack = known.get(name)
-            if pack is None:
-                try:
-                    pack = Pack(self.pack_dir, name)
-                except FileNotFoundError:
-                    continue  # removed since the listing: a newer pack holds what it held
-                except OSError as exc:
-                    raise UwfError(f"cannot read pack {name}: {exc.strerror or exc}") from None
-            found.append(pack)
-        found.sort(key=lambda p: p.count, reverse=True)  # most lookups end in the largest
-        self._packs = found
-        return found
-
-    def add_pack(self, name: str) -> None:
-        """A pack this process just wrote (``put_many``): read from now on, without listing
-        the packs again."""
-        from uwf.backend.fs.packs import Pack
-
-        current = [p for p in self.packs() if p.name != name]
-        self._packs = [*current, Pack(self.pack_dir, name)]
-
-    def _packs_changed(self) -> bool:
-        """List the packs again after a miss; True when the set changed."""
-        before = [p.name for p in self._packs or []]
-        return [p.name for p in self._list_packs()] != before
-
-    def _find(self, h: str) -> tuple[Pack, int] | None:
-        """The pack holding ``h`` and its position there (packs as last listed)."""
-        found = self.packs()
-        if not found or h in self._dropped:
-            return None
-        key = h.encode("ascii")
-        for pack in found:
-            i = pack.find(key)
-            if i >= 0:
-                return pack, i
-        return None
-
-    def _find_fresh(self, h: str) -> tuple[Pack, int] | None:
-        return self._find(h) if self._packs_changed() else None
-
-    # -- reading ------------------------------------------------------------------------
-    def _read_loose(self, h: str) -> bytes | None:
-        try:
-            with open(self._file(h), "rb") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            return None
-
-    def _exists(self, h: str) -> bool:
-        return (
-            self._find(h) is not None
-            or os.path.exists(self._file(h))
-            or self._find_fresh(h) is not None
-        )
-
-    def _load(self, h: str, *, rehash: bool = False) -> Node | None:
-        """A loose file is re-hashed; a packed record is checked against its ``check`` (and
-        re-hashed too with ``rehash``: ``cas verify``)."""
-        found = self._find(h)
-        if found is None:
-            data = self._read_loose(h)
-            if data is not None:
-                return _decode(h, data)
-            found = self._find_fresh(h)
-            if found is None:
-                return None
-        try:
-            return _decode(h, found[0].read(found[1]), rehash=rehash)
-        except CorruptNode:
-            good = self._good_copy(h, found[0], rehash)
-            if good is None:
-                raise
-            return good
-
-    def _good_copy(self, h: str, damaged: Pack, rehash: bool) -> Node | None:
-        """Another copy of a node whose record in ``damaged`` is corrupt: in another pack,
-        or a loose file (a later put) — used instead, as any good copy."""
-        for pack, i in self._packed_copies(h):
-            if pack is not damaged:
-                with contextlib.suppress(CorruptNode):
-                    return _decode(h, pack.read(i), rehash=rehash)
-        data = self._read_loose(h)
-        if data is None:
-            return None
-        with contextlib.suppress(CorruptNode):
-            return _decode(h, data)
-        return None
+class FsStore(NodeFiles, Store):
+    """The filesystem store (the module above): its nodes' files read through ``NodeFiles``."""
 
     def verified(self, h: str) -> Node | None:
         """Every copy re-hashed — each pack's record and the loose file — so that no copy a
@@ -203,11 +50,11 @@ class FsStore(Store):
         check_hash(h)
         node = None
         for pack, i in self._packed_copies(h):
-            node = _decode(h, pack.read(i))
+            node = decode(h, pack.read(i))
         loose = self._loose_at_scan
         data = self._read_loose(h) if loose is None or h in loose else None
         if data is not None:
-            node = _decode(h, data)
+            node = decode(h, data)
         return node if node is not None else self._load(h, rehash=True)
 
     def loose_bytes(self, h: str) -> int | None:
@@ -229,28 +76,6 @@ class FsStore(Store):
             last_put = max(last_put, pack.entry(i).last_put)
             size += pack.size_of(i)
         return NodeInfo(node.type, last_put, size)
-
-    def _packed_copies(self, h: str) -> Iterator[tuple[Pack, int]]:
-        if h in self._dropped:
-            return
-        key = h.encode("ascii")
-        for pack in self.packs():
-            i = pack.find(key)
-            if i >= 0:
-                yield pack, i
-
-    def _loose(self) -> Iterator[os.DirEntry[str]]:
-        """Every loose node file, by fan-out directory and name."""
-        try:
-            fans = sorted(os.scandir(self.objects), key=lambda e: e.name)
-        except FileNotFoundError:
-            return
-        for fan in fans:
-            if not fan.is_dir() or len(fan.name) != 2:
-                continue
-            for entry in sorted(os.scandir(fan.path), key=lambda e: e.name):
-                if is_hash(entry.name) and entry.name[:2] == fan.name:
-                    yield entry
 
     def iter_hashes(self) -> Iterator[NodeHash]:
         """Loose files first, then the packs listed afresh: a node packed meanwhile is in a
@@ -304,18 +129,6 @@ class FsStore(Store):
             pack.close()
         return damaged + self.storage_doubts()
 
-    # -- packs without an index (backend/fs/orphans.py) ----------------------------------
-    def _elsewhere(self, h: str) -> bool:
-        """Whether ``h`` is readable without the index-less packs: loose or indexed."""
-        return os.path.exists(self._file(h)) or self._find(h) is not None
-
-    def orphan_nodes(self) -> dict[str, list[str] | None]:
-        """Each pack without an index that holds nodes found nowhere else: those nodes (None
-        when its records cannot even be read). A crash leftover holds none: left out."""
-        from uwf.backend.fs import orphans
-
-        return orphans.found(self.pack_dir, self._elsewhere)
-
     def storage_doubts(self) -> list[PackDamage]:
         from uwf.backend.fs import orphans
 
@@ -337,7 +150,6 @@ class FsStore(Store):
 
         return orphans.hint(self.pack_dir)
 
-    # -- writing ------------------------------------------------------------------------
     def put_many(self, nodes: Sequence[tuple[str, Any]]) -> list[NodeHash]:
         """The nodes of one step as one pack: three fsyncs for the batch, whatever its size
         (``batch``; docs/format.md, "The filesystem backend"). A single node is a loose file."""
@@ -345,7 +157,7 @@ class FsStore(Store):
             return super().put_many(nodes)
         from uwf.backend.fs import batch
 
-        return batch.put_many(self, nodes)
+        return batch.put_many(self, self, nodes)
 
     def _create(self, h: NodeHash, node: Node) -> bool:
         data = dumps(node.as_dict()).encode()
@@ -359,42 +171,6 @@ class FsStore(Store):
         # A pack never changes: the put is recorded by a loose copy, whose mtime is its age.
         fsio.create_once(self.path(h), found, mode=0o444)
         return True
-
-    def _touch(self, h: str, ns: int) -> bool | bytes:
-        """Record a put of ``h`` at ``ns`` on its loose file (True); a node only in a pack:
-        its record's bytes, checked, for the caller to record it; False when it is not
-        stored (or its only copy is corrupt). A store of another user: whether it exists."""
-        try:
-            os.utime(self._file(h), ns=(ns, ns))  # allowed on a 0444 file for its owner
-            return True
-        except FileNotFoundError:
-            pass
-        except OSError:  # another user's store: the node is there, its age stays as it was
-            return self._exists(h)
-        found = self._find(h) or self._find_fresh(h)
-        if found is None:
-            return False
-        try:
-            data = found[0].read(found[1])
-            _decode(h, data)
-        except CorruptNode:
-            return False
-        return data
-
-    @contextlib.contextmanager
-    def _flock(self, operation: int) -> Iterator[None]:
-        fd = fsio.open_lock(self.lock_dir / SWEEP_LOCK)
-        try:
-            fcntl.flock(fd, operation)
-            yield
-        finally:
-            os.close(fd)  # releases the lock
-
-    def _writing(self) -> contextlib.AbstractContextManager[None]:
-        return self._flock(fcntl.LOCK_SH)
-
-    def sweeping(self) -> contextlib.AbstractContextManager[None]:
-        return self._flock(fcntl.LOCK_EX)
 
     def delete(self, h: str) -> int:
         """Remove the loose file; a packed copy is dropped, and goes at the next full pack
@@ -425,7 +201,6 @@ class FsStore(Store):
 
         return autopack.start(self, process=process)
 
-    # -- the type index -----------------------------------------------------------------
     def _index_add(self, type_hash: str, h: NodeHash) -> None:
         fsio.append_line(self.index_dir / type_hash, h)
 

@@ -36,12 +36,12 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from uwf.backend.fs import packs
+from uwf.backend.fs import packs, packwrite
+from uwf.backend.fs.files import BATCH, NodeFiles, decode
 from uwf.backend.fs.packs import ENTRY_BYTES, Pack, Source
 from uwf.util.errors import CorruptNode
 
 if TYPE_CHECKING:
-    from uwf.backend.fs.nodes import FsStore
     from uwf.util.outputs import Packed
 
 SAMPLE = 64  # records sampled for a pack's dictionary
@@ -74,7 +74,7 @@ def choose(counts: list[tuple[str, int]], loose: int) -> list[str]:
     return chosen if loose or len(chosen) > 1 else []
 
 
-def due(store: FsStore) -> bool:
+def due(store: NodeFiles) -> bool:
     """Whether automatic packing has work: a few ``stat`` calls, no pack opened (a pack's node
     count is read from its index's size; the loose nodes are counted in four of the 512
     fan-out directories)."""
@@ -107,7 +107,7 @@ def due(store: FsStore) -> bool:
 class _Loose:
     """The loose files at the start, and the loads that put them into the new pack."""
 
-    def __init__(self, store: FsStore) -> None:
+    def __init__(self, store: NodeFiles) -> None:
         self.store = store
         found = []
         for entry in store._loose():
@@ -122,13 +122,11 @@ class _Loose:
 
     def read(self, name: str) -> bytes | None:
         """A loose node's bytes when they hash to its name; None otherwise (it stays)."""
-        from uwf.backend.fs.nodes import _decode
-
         data = self.store._read_loose(name)
         if data is None:
             return None
         try:
-            _decode(name, data)
+            decode(name, data)
         except CorruptNode:
             return None
         return data
@@ -159,7 +157,7 @@ def _latest(old: list[Pack]) -> dict[str, int]:
 
 
 def _merged(
-    store: FsStore, old: list[Pack], loose: _Loose, broken: set[str], latest: dict[str, int]
+    store: NodeFiles, old: list[Pack], loose: _Loose, broken: set[str], latest: dict[str, int]
 ) -> Iterator[Source]:
     """The records of ``old`` (oldest pack first, each in record order), each name once,
     with its latest last put: a node just packed from its loose file is left to that copy; a
@@ -202,7 +200,7 @@ def _sample(loose: _Loose, old: list[Pack]) -> bytes:
     return packs.dictionary(records)
 
 
-def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
+def pack_store(store: NodeFiles, *, everything: bool = False) -> Packed:
     """Pack the loose nodes and merge the packs ``choose`` picks (with ``everything``:
     every pack): ``{"packed", "loose", "packs", "bytes"}`` — nodes moved out of loose files,
     loose files left, packs now, and their bytes."""
@@ -227,7 +225,7 @@ def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
             yield from loose.sources(latest)
             yield from _merged(store, old, loose, broken, latest)
 
-        name = packs.write(store.pack_dir, sources(), zdict)
+        name = packwrite.write_pack(store.pack_dir, sources(), zdict)
         removed = _remove_packed(store, loose.packed)
         # A record that cannot be read keeps every merged pack (an older one may hold the
         # only good copy of that node): nothing is lost, the new pack merely duplicates.
@@ -247,10 +245,8 @@ def pack_store(store: FsStore, *, everything: bool = False) -> Packed:
     }
 
 
-def _remove_packed(store: FsStore, packed: list[tuple[int, str]]) -> int:
+def _remove_packed(store: NodeFiles, packed: list[tuple[int, str]]) -> int:
     """Remove the loose files now in the new pack whose mtime is still the packed one."""
-    from uwf.backend.fs.nodes import BATCH
-
     removed = 0
     for start in range(0, len(packed), BATCH):
         with store.sweeping():

@@ -60,6 +60,7 @@ ENTRY_BYTES = NAME_LEN + _ENTRY.size  # what one node costs in the index
 _NAMES_AT = _HEAD.size + _FAN.size
 DICTIONARY_MAX = 16 << 10  # bytes of sample records in a pack's preset dictionary
 BLOCK = 32 << 10  # bytes of nodes' JSON in one block: DEFLATE's window
+BLOCKS_KEPT = 8  # inflated blocks a pack keeps (256 KB at most), the oldest going first
 LEVEL = 9
 TMP_PREFIX = ".tmp-"  # as every temp file of uwf's (uwf.util.fsio)
 _DIGIT = {ord(c): i for i, c in enumerate(ALPHABET)}
@@ -138,7 +139,10 @@ class Pack:
         if magic != expected or self.records_at > len(self.pack) or self.fan[-1] != count:
             raise self.corrupt("not a pack of this format")
         self.zdict = bytes(self.pack[_HEAD.size : self.records_at])
-        self._block: tuple[int, bytes] = (-1, b"")  # the last block inflated (offset, data)
+        # The blocks inflated last (offset -> data, the oldest first): a history walks
+        # steps, outputs and details that lie in a few blocks at once, so each is inflated
+        # once per walk, not once per switch between them.
+        self._blocks: dict[int, bytes] = {}
         self._table: dict[bytes, int] | None = None  # name -> position, once worth building
         self._lookups = 0
         self._table_at = 64 + count // 16  # lookups after which a table costs less
@@ -204,10 +208,12 @@ class Pack:
         return e.length * e.size // max(1, len(block)) + ENTRY_BYTES
 
     def _inflate(self, i: int, e: Entry) -> bytes:
-        """The inflated block of the node at ``i`` (the last one is kept: a chain's nodes
-        sit together)."""
-        if self._block[0] == e.offset:
-            return self._block[1]
+        """The inflated block of the node at ``i`` (the last ``BLOCKS_KEPT`` are kept: a
+        chain's nodes sit together, a few blocks at a time)."""
+        blocks = self._blocks
+        data = blocks.get(e.offset)
+        if data is not None:
+            return data
         if e.offset < self.records_at or e.offset + e.length > len(self.pack):
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record lies outside {self.name}"
@@ -221,7 +227,9 @@ class Pack:
             raise CorruptNode(
                 f"corrupt node {self.name_at(i)}: its record in {self.name} does not inflate"
             )
-        self._block = (e.offset, data)
+        if len(blocks) >= BLOCKS_KEPT:
+            del blocks[next(iter(blocks))]
+        blocks[e.offset] = data
         return data
 
     def read(self, i: int) -> bytes:
@@ -336,12 +344,3 @@ def index_bytes(
     body = _HEAD.pack(magic, count) + _FAN.pack(*fan) + sorted_names + sorted_entries
     body += struct.pack(">Q", pack_sum)
     return bytes(body + struct.pack(">Q", xxhash.xxh64_intdigest(body)))
-
-
-def write(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
-    """Write one pack of ``sources`` (nodes in that order, each name once) and its index;
-    return the pack's name, None when no source had anything to pack. Durable on return.
-    (``packwrite``: only a process that packs imports the writer.)"""
-    from uwf.backend.fs.packwrite import write_pack
-
-    return write_pack(directory, sources, zdict)

@@ -121,11 +121,23 @@ class MappingFile:
         self.key_ok = key_ok
         self.decode = decode
         self.key_name, self.value_name = names
+        # The bytes last read and what they decoded to: a long-lived process (a worker, a
+        # loop of steps) reads the file a few times a step and parses it only when its
+        # bytes changed (the values are immutable records; each read gets its own dict).
+        self._last: tuple[bytes, dict[str, Any]] | None = None
 
     def read(self) -> dict[str, Any]:
         data = read_state(self.path, STATE_LIMIT)
         if data is None:
             return {}
+        last = self._last
+        if last is not None and last[0] == data:
+            return dict(last[1])
+        out = self._decode_all(data)
+        self._last = (data, out)
+        return dict(out)
+
+    def _decode_all(self, data: bytes) -> dict[str, Any]:
         if not data.strip():
             raise damaged(self.path, "it is empty (uwf always writes at least its header line)")
         out = {}

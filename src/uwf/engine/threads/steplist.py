@@ -78,18 +78,24 @@ def chain_entries(
     store: Any, head: chain.Start | chain.Step
 ) -> tuple[StartEntry, list[StepEntry], cost.Cost]:
     """The StartNode, then every step oldest first, each with its output expanded and what
-    it cost; and the chain's total cost."""
-    start = start_entry(chain.start_of(store, head))
+    it cost; and the chain's total cost.
+
+    Each step's output and detail are read as the walk back from the head reaches it, not
+    in a second pass: a packed chain's nodes sit together in its blocks, so the walk
+    inflates each block once (docs/performance.md, "Full history").
+    """
     out: list[StepEntry] = []
     total = cost.Cost()
     outputs: dict[Any, Any] = {}
-    for step in chain.steps_oldest_first(store, head):
+    for step in chain.iter_steps(store, head):
         key = step.payload.get("output")
         if key not in outputs:
             outputs[key] = chain.output_of(store, step)
         entry, paid = step_entry(store, step, outputs[key])
         total = total + paid
         out.append(entry)
+    out.reverse()
+    start = start_entry(chain.start_of(store, head))  # beside the first steps: read last
     return start, out, total
 
 
