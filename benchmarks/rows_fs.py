@@ -564,8 +564,8 @@ def disk(b: Bench) -> None:
             }
             b.static(
                 f"disk-loose-{part}-{kind}",
-                f"bytes per step, uwf's nodes as loose files (before any pack), every byte a "
-                f"step adds, {what}, {at}",
+                f"bytes per step, uwf's store as the steps leave it (a pack per step, merged "
+                f"by the automatic packing), every byte a step adds, {what}, {at}",
                 {"uwf": Fig(float(getattr(loose.per(s.window), kind)), "B")} | peers,
             )
             values = {"uwf": Fig(float(getattr(packed.per(s.window), kind)), "B")} | peers
