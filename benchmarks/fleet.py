@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import harness
+import mock_agent
 import uwf_bench
 import workload
 from bench import HERE, Bench, Peer, expect_state, task_of
@@ -58,7 +59,7 @@ def external_agent() -> str:
 # ``--agent python:mock_agent:inprocess``, the benchmarks' directory on its PYTHONPATH. The
 # "fleet-inproc@N" rows then hold uwf beside the peers' in-process fleets, and the issue-36
 # target "fleet with in-process agents" is judged (targets.py).
-INPROCESS_AGENT = "python:mock_agent:inprocess"
+INPROCESS_AGENT = mock_agent.REFERENCE
 
 
 def uwf_inprocess_agent() -> tuple[str, str] | None:

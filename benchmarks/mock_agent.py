@@ -50,5 +50,9 @@ def inprocess(call: AgentCall) -> str:
 
 AGENT = WorkloadAgent()
 
+# ``inprocess`` named as ``--agent`` or config.yaml's ``python:`` take it, the benchmarks'
+# directory on the step's PYTHONPATH (docs/api.md, "Python agents").
+REFERENCE = "python:mock_agent:inprocess"
+
 if __name__ == "__main__":
     runner.main(AGENT)

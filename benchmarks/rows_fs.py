@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import mock_agent
 import uwf_bench
 import workload
 from bench import (
@@ -328,7 +329,32 @@ def steps(b: Bench) -> None:
         checks,
     )
     advance(b, "small", ("uwf", *b.peers))
+    inprocess_step(b)
     limit_check(b)
+
+
+# The benchmark's agent as a Python agent: what the in-process fleet rows run too.
+INPROCESS_AGENT = mock_agent.REFERENCE
+
+
+def inprocess_step(b: Bench) -> None:
+    """A cold step whose agent runs in the stepping process: one process on every side, as a
+    peer's cold step always is (its node runs in its process), so this row compares the same
+    work; the ``step@`` rows add the agent's own process on uwf's side."""
+    tr = b.tr
+    job = uwf_job(b, tr.root, "thread", "step", tr.threads["small"], "--agent", INPROCESS_AGENT)
+    here = str(Path(__file__).resolve().parent)
+    job.env["PYTHONPATH"] = os.pathsep.join(p for p in (here, job.env.get("PYTHONPATH")) if p)
+    checks = {"uwf": stepped(b, tr.root, "small")}
+    checks |= {name: peer_stepped(b, name, "small") for name in b.peers}
+    b.timed(
+        "step-inproc@small",
+        f"cold process, one step, {n(b.s.small)}-step thread, one process on every side (uwf: "
+        f"thread step, its agent in process: --agent {INPROCESS_AGENT})",
+        {"uwf": job} | b.peer_jobs("step", "--thread", "small"),
+        checks,
+    )
+    advance(b, "small", ("uwf", *b.peers))
 
 
 LIMITS = "limits:\n  agents:\n    mock: {concurrency: 4, perMinute: 1000000}\n"

@@ -546,9 +546,10 @@ def test_a_short_run_fills_rows_targets_and_tables(
     figs, rows = b.figs, b.rows  # type: ignore[attr-defined]
     keys = [key for key, _label, _section in rows]
     assert keys[:6] == ["python", "typer", "typer-frozen", "help", "show@small", "show@large"]
-    assert {"step@small", "step@large", "ext-step@small"} <= set(keys)
+    assert {"step@small", "step@large", "ext-step@small", "step-inproc@small"} <= set(keys)
     assert dict((k, s) for k, _l, s in rows)["show@large"] == "read"  # timed with start-up
-    assert b.counts["uwf"] == {"small": 10 + 2 * 2, "large": 20 + 2}  # type: ignore[attr-defined]
+    # step@small, ext-step@small and step-inproc@small each ran repeat + 1 = 2 steps
+    assert b.counts["uwf"] == {"small": 10 + 3 * 2, "large": 20 + 2}  # type: ignore[attr-defined]
     sizes = {"large": 20, "small": 10, "threads_small": 2, "threads_large": 2}
     sizes |= {"nodes_small": 10, "nodes_large": 10, "fleet_steps": 4}
     data = {
