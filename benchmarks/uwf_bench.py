@@ -114,7 +114,7 @@ class ChainBuilder:
         from uwf.agent_kit import frontmatter
 
         raw = workload.answer(task, role, depth)
-        schema_hash = self.workflow["roles"][role]["meta"]
+        schema_hash = self.workflow.payload["roles"][role]["meta"]
         found = frontmatter.offer(raw, schema_hash, self.store)
         if found.hash is None:
             raise RuntimeError(f"the benchmark's {role} answer does not fit its schema")
@@ -126,7 +126,7 @@ class ChainBuilder:
         their hashes, oldest first."""
         from uwf.moderator.evaluate import START, evaluate
 
-        graph = self.workflow["graph"]
+        graph = self.workflow.graph
         decision = evaluate(graph, START, {})
         visits: Counter[str] = Counter()
         prev: str | None = None

@@ -26,12 +26,14 @@ from uwf.config.config import (
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import BlankPrompt, Decision, ModeratorError
 from uwf.protocol import schemas
+from uwf.protocol.workflow import Workflow
 from uwf.util import secrets
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UsageError, UwfError
 from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:
+    from uwf.cas.store import Store
     from uwf.util.outputs import DryRun
 
     class _Planned(TypedDict, total=False):
@@ -109,8 +111,8 @@ class StepPlan:
 
 
 def decide(
-    store: Any,
-    workflow: dict[str, Any],
+    store: Store,
+    workflow: Workflow,
     head: chain.Start | chain.Step,
     children: list[Any] | None = None,
 ) -> Decision:
@@ -172,7 +174,7 @@ def plan_step(
     base = StepPlan(
         thread=thread,
         workflow=start.workflow,
-        workflow_name=str(workflow.get("name", "")),
+        workflow_name=workflow.name,
         start=start.hash,
         head=head,
         depth=chain.depth_of(store, node),
@@ -252,7 +254,7 @@ def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
     return replace(plan, previous_attempts=attempts.record(dict(failure.shown())))
 
 
-def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step) -> Decision:
+def _again(store: Store, workflow: Workflow, node: chain.Start | chain.Step) -> Decision:
     """The decision that made the step at ``node`` (``thread poke``): its role again, with the
     edge prompt it recorded, and the edge's location when the routing before it still leads
     to that role."""
@@ -268,16 +270,11 @@ def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step)
     return Decision(node.role, text, before.status, location)
 
 
-def file_retry(workflow: dict[str, Any], role: str | None) -> tuple[Mapping[str, float], ...]:
+def file_retry(workflow: Workflow, role: str | None) -> tuple[Mapping[str, float], ...]:
     """The retry policies a Workflow node sets for ``role``: its top's, then the role's."""
-    policies: list[Mapping[str, float]] = []
-    top = workflow.get("retry")
-    if isinstance(top, dict):
-        policies.append(top)
-    spec = workflow.get("roles", {}).get(role) if role is not None else None
-    if isinstance(spec, dict) and isinstance(spec.get("retry"), dict):
-        policies.append(spec["retry"])
-    return tuple(policies)
+    found = workflow.role(role) if role is not None else None
+    policies = (workflow.retry, found.retry if found is not None else None)
+    return tuple(policy for policy in policies if policy is not None)
 
 
 def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:
