@@ -5,7 +5,7 @@ agent. The result is a frozen :class:`StepPlan`: either the thread ends here (``
 its head already routes to ``$END``, or it has reached its round limit), or a role runs
 (``role``, the rendered ``prompt``, the agent's ``argv`` and the directory it works in,
 ``cwd``: the thread's working directory, or the edge's ``location`` resolved against it). A
-dry run prints the plan.
+dry run prints the plan. ``preplan`` plans a step before its lock is taken (``Planned``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from uwf.backend.base import Backend, Failure
+from uwf.backend.base import ActiveThread, Backend, Failure
 from uwf.config.config import (
     PYTHON_PREFIX,
     Config,
@@ -240,6 +240,67 @@ def plan_step(
         else limits_of(config, base.workflow_name, decision.role, agent),
         file_retry=file_retry(workflow, decision.role),
     )
+
+
+class Planned(NamedTuple):
+    """A step planned before its lock was taken, and the record it was planned from."""
+
+    record: ActiveThread
+    plan: StepPlan
+
+    def fits(self, record: ActiveThread) -> bool:
+        """Whether the plan is the plan of ``record`` (read under the lock): made from the
+        same thread, head, info and wait mark."""
+        a = self.record
+        return (a.thread, a.head, a.info, a.waiting) == (
+            record.thread,
+            record.head,
+            record.info,
+            record.waiting,
+        )
+
+
+def preplan(
+    backend: Backend,
+    record: ActiveThread,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    edge_prompt: str | None = None,
+    extra_prompt: str | None = None,
+    again: bool = False,
+) -> Planned | None:
+    """The step of ``record`` planned before its lock is taken, so that the lock's holder
+    record names the role and agent from the start (written once: docs/architecture.md,
+    "Where a step happens"). Planning writes nothing; under the lock ``step_held`` uses the
+    plan only if the record it reads there is the same, else plans again. None when planning
+    fails: ``step_held`` plans again under the lock and records the failure."""
+    try:
+        backend.nodes.prefetch_step(record.head, record.info.workflow)
+        plan = plan_step(
+            backend,
+            record.thread,
+            record.head,
+            agent=agent,
+            timeout=timeout,
+            edge_prompt=edge_prompt,
+            workdir=record.info.cwd,
+            extra_prompt=extra_prompt,
+            again=again,
+        )
+    except UwfError:
+        return None
+    return Planned(record, plan)
+
+
+def noted(planned: Planned | None) -> tuple[str, str] | None:
+    """The (role, agent) a planned step runs, for its holder record; None when it runs none."""
+    plan = planned.plan if planned is not None else None
+    if plan is None or plan.role is None or plan.archive is not None or not plan.argv:
+        return None
+    if plan.fan_out is not None:
+        return None
+    return plan.role, plan.argv[0]
 
 
 def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
