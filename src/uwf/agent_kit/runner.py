@@ -30,8 +30,8 @@ from uwf.util.errors import (
     Interrupted,
     UwfError,
     internal_error,
+    printable,
     report,
-    shown,
 )
 
 if TYPE_CHECKING:
@@ -337,7 +337,7 @@ def main(agent: Agent, target: Target | None = None) -> None:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        sys.stderr.write(f"error: {shown(internal_error(exc))}\n")
+        sys.stderr.write(f"error: {printable(internal_error(exc))}\n")
         sys.exit(INTERNAL_EXIT)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()

@@ -310,7 +310,7 @@ def problems(raw: Any, schema: dict[str, Any] | None = None) -> list[str]:
         from uwf.cas import wording
 
         what = wording.expected(CONFIG["properties"]["agentTimeout"])
-        found.append(f"agentTimeout: expected {what}, got {wording.shown(timeout)}")
+        found.append(f"agentTimeout: expected {what}, got {wording.literal(timeout)}")
     return found
 
 
