@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from support import EXAMPLES
-from uwf.agent_kit.frontmatter import candidate, split
+from uwf.agent_kit.fastpath import candidate, split
 from uwf.agents.mock import load_scenario
 from uwf.backend.memory import MemoryStore
 from uwf.cas import codec

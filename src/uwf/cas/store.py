@@ -32,7 +32,7 @@ class Node(NamedTuple):
     payload: Any
     timestamp: int
 
-    def as_dict(self, *, timestamp: bool = True) -> NodeShown:
+    def as_json(self, *, timestamp: bool = True) -> NodeShown:
         """``{"type","payload","timestamp"}``: the record a node is stored as (``cas get``
         prints it, without ``timestamp`` unless asked)."""
         out: NodeShown = {"type": self.type, "payload": self.payload}
@@ -351,7 +351,7 @@ class Store(abc.ABC):
         False if it was there already (with the same content, else Collision).
         """
         h = check_hash(h)
-        decode_node(h, node.as_dict())
+        decode_node(h, node.as_json())
         with self._writing():
             if self._refresh(h):
                 self._same(h, node.type, node.payload)

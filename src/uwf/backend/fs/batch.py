@@ -68,7 +68,7 @@ def write(store: FsStore, pending: dict[NodeHash, Node]) -> None:
             if _recorded(store, h, sources, now):
                 store._same(h, node.type, node.payload)
                 continue
-            sources.append(_source(h, dumps(node.as_dict()).encode(), now))
+            sources.append(_source(h, dumps(node.as_json()).encode(), now))
             lines.setdefault(node.type, []).append(h)
         for type_hash in types:
             if not _recorded(store, type_hash, sources, now):
