@@ -251,13 +251,12 @@ class Planned(NamedTuple):
     def fits(self, record: ActiveThread) -> bool:
         """Whether the plan is the plan of ``record`` (read under the lock): made from the
         same thread, head, info and wait mark."""
-        a = self.record
-        return (a.thread, a.head, a.info, a.waiting) == (
-            record.thread,
-            record.head,
-            record.info,
-            record.waiting,
-        )
+        return _planned_from(self.record) == _planned_from(record)
+
+
+def _planned_from(record: ActiveThread) -> tuple[object, ...]:
+    """What of a thread's record a plan depends on."""
+    return (record.thread, record.head, record.info, record.waiting)
 
 
 def preplan(
