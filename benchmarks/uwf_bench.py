@@ -111,11 +111,11 @@ class ChainBuilder:
 
     def _answer(self, task: str, role: str, depth: int) -> tuple[str, str, Any]:
         """(output hash, turn hash, output payload) of the agent's answer at ``depth``."""
-        from uwf.agent_kit import frontmatter
+        from uwf.agent_kit import fastpath
 
         raw = workload.answer(task, role, depth)
-        schema_hash = self.workflow["roles"][role]["meta"]
-        found = frontmatter.offer(raw, schema_hash, self.store)
+        schema_hash = self.workflow.payload["roles"][role]["meta"]
+        found = fastpath.offer(raw, schema_hash, self.store)
         if found.hash is None:
             raise RuntimeError(f"the benchmark's {role} answer does not fit its schema")
         turn = self.store.put(self.turn_type, {"index": 0, "role": "assistant", "content": raw})
@@ -126,7 +126,7 @@ class ChainBuilder:
         their hashes, oldest first."""
         from uwf.moderator.evaluate import START, evaluate
 
-        graph = self.workflow["graph"]
+        graph = self.workflow.graph
         decision = evaluate(graph, START, {})
         visits: Counter[str] = Counter()
         prev: str | None = None

@@ -127,8 +127,8 @@ class StoreContract:
         assert node.type == s
         assert node.payload == {"tag": "x", "n": 2.5}
         assert before <= node.timestamp <= after
-        assert node.as_dict() == {"type": s, "payload": node.payload, "timestamp": node.timestamp}
-        assert node.as_dict(timestamp=False) == {"type": s, "payload": node.payload}
+        assert node.as_json() == {"type": s, "payload": node.payload, "timestamp": node.timestamp}
+        assert node.as_json(timestamp=False) == {"type": s, "payload": node.payload}
         assert store.has(h)
 
     def test_put_is_idempotent_and_keeps_the_first_timestamp(self, store: Store) -> None:

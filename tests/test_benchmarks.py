@@ -54,7 +54,7 @@ def test_answers_are_seeded_distinct_and_fit_the_roles(monkeypatch: pytest.Monke
         "developer",
         "reviewer",
     ]
-    from uwf.agent_kit.frontmatter import split
+    from uwf.agent_kit.fastpath import split
     from uwf.util.frontmatter import load_mapping
 
     for n in (1, 2, 3):

@@ -78,7 +78,7 @@ class TestFsStore(StoreContract):
         assert store.path(h) == path
         assert path.is_file()
         node = store.require(h)
-        assert json.loads(path.read_text()) == node.as_dict()
+        assert json.loads(path.read_text()) == node.as_json()
         assert (cas_dir / "index" / s).read_text() == f"{h}\n"
 
     def test_node_files_are_read_only(self, cas_dir: Path, store: FsStore) -> None:
@@ -103,7 +103,7 @@ class TestFsStore(StoreContract):
     def test_tampered_payload_is_corrupt(self, store: FsStore) -> None:
         s = store.put_schema(ITEM)
         h = store.put(s, {"n": 1})
-        record = store.require(h).as_dict()
+        record = store.require(h).as_json()
         record["payload"] = {"n": 2}
         self._tamper(store.path(h), json.dumps(record))
         reader = self._reader(store)

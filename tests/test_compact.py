@@ -355,7 +355,7 @@ def test_an_agent_that_writes_no_summary_keeps_working(
         "thread, role = sys.argv[1], sys.argv[2]\n"
         "head = chain.load_head(s, b.threads.head(thread))\n"
         "wf = chain.load_workflow(s, chain.start_of(s, head).workflow)\n"
-        "out = s.put(wf['roles'][role]['meta'], "
+        "out = s.put(wf.roles[role]['meta'], "
         "{'status': '_', 'filesChanged': [], 'summary': 'x'})\n"
         "print(s.put(h.step, {'start': head.start, 'prev': head.hash, 'role': role, "
         "'output': out, 'detail': s.put(h.text, 'd'), 'agent': 'plain'}))\n"

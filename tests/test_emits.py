@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from uwf.agent_kit.frontmatter import candidate
+from uwf.agent_kit.fastpath import candidate
 from uwf.agent_kit.prompts import build_output_format_instruction
 from uwf.engine.workflows.files import load_file
 from uwf.moderator import emits

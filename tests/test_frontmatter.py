@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support import tiers
-from uwf.agent_kit.frontmatter import (
+from uwf.agent_kit.fastpath import (
     candidate,
     offer,
     parse,

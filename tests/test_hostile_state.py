@@ -255,7 +255,7 @@ def test_a_schema_row_set_back_is_refused_with_a_clear_line(
     cli_proc: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch, row: str
 ) -> None:
     from pgserver import connect
-    from uwf.backend.postgres.db import shown
+    from uwf.backend.postgres.db import redacted_url
 
     monkeypatch.setenv("UWF_STORE", pg_url)
     ok(cli_proc, "workflow", "put", str(EXAMPLES / "solve-issue.yaml"))
@@ -267,7 +267,7 @@ def test_a_schema_row_set_back_is_refused_with_a_clear_line(
             conn.execute("DELETE FROM uwf_schema")
     said = "uwf_schema says 1" if row == "older" else "uwf_schema has no row (version 0)"
     line = (
-        f"error: the store {shown(pg_url)} is damaged: {said}, but its tables are at schema "
+        f"error: the store {redacted_url(pg_url)} is damaged: {said}, but its tables are at schema "
         f"version {latest}; uwf_schema was changed by hand or restored apart from the tables, "
         f"and migrating from {1 if row == 'older' else 0} would fail or change the tables "
         f"twice: set it right with UPDATE uwf_schema SET version = {latest} (uwf then "

@@ -8,6 +8,7 @@ import pytest
 from uwf.adapters import template
 from uwf.adapters.template import LIQUID
 from uwf.moderator.evaluate import V1, ModeratorError, evaluate
+from uwf.protocol.workflow import Graph
 
 
 def test_filters_loops_and_values() -> None:
@@ -145,10 +146,12 @@ def test_a_rendering_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_moderator_routes_on_status_and_renders_liquid() -> None:
-    graph = {
-        "$START": {"new": {"role": "a", "prompt": "Task: {{ _body }}"}},
-        "a": {"done": {"role": "$END", "prompt": "{{ items | first }}", "location": "sub"}},
-    }
+    graph = Graph(
+        {
+            "$START": {"new": {"role": "a", "prompt": "Task: {{ _body }}"}},
+            "a": {"done": {"role": "$END", "prompt": "{{ items | first }}", "location": "sub"}},
+        }
+    )
     start = evaluate(graph, "$START", {"$status": "new", "_body": "fix"}, V1)
     assert (start.role, start.prompt, start.status) == ("a", "Task: fix", "new")
     done = evaluate(graph, "a", {"$status": "done", "status": "ignored", "items": ["x"]}, V1)

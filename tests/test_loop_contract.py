@@ -178,7 +178,7 @@ STEPPER = textwrap.dedent(
     def agent(plan, env, should_stop):  # what an agent writes, without a process
         store = backend.nodes
         h = schemas.ensure(store)
-        roles = chain.load_workflow(store, plan.workflow)["roles"]
+        roles = chain.load_workflow(store, plan.workflow).roles
         payload = {"start": plan.start, "prev": None if plan.head == plan.start else plan.head,
                    "role": plan.role, "output": store.put(roles[plan.role]["meta"], OUT[plan.role]),
                    "detail": store.put(h.text, "d"), "agent": "stepper",

@@ -496,7 +496,7 @@ def test_verify_rehashes_every_packed_copy(cas: Path) -> None:
     store = FsStore(cas)
     s, (a,) = items(store, 1)
     store.pack()
-    wrong = FsStore(cas).require(a).as_dict() | {"payload": {"n": 5, "tag": "item 0"}}
+    wrong = FsStore(cas).require(a).as_json() | {"payload": {"n": 5, "tag": "item 0"}}
     forged = json.dumps(wrong, separators=(",", ":")).encode()
     packwrite.write_pack(cas / "packs", [packs.Source(a, lambda: forged, 0)], b"")
     reader = FsStore(cas)

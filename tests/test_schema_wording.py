@@ -99,4 +99,4 @@ def test_a_keyword_without_words_keeps_the_validators_message() -> None:
     [("x", '"x"'), (0, "0"), (1.5, "1.5"), (None, "null"), (False, "false"), ([1], "a list")],
 )
 def test_a_found_value_is_shown_as_json(value: Any, text: str) -> None:
-    assert wording.shown(value) == text
+    assert wording.literal(value) == text

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from support import EXAMPLES
-from uwf.agent_kit.frontmatter import candidate, split
+from uwf.agent_kit.fastpath import candidate, split
 from uwf.agents.mock import load_scenario
 from uwf.backend.memory import MemoryStore
 from uwf.cas import codec
@@ -20,6 +20,7 @@ from uwf.engine.workflows.files import load_file, materialise, store_definition
 from uwf.moderator.evaluate import END, START, evaluate
 from uwf.moderator.validate import LEGACY
 from uwf.protocol import schemas, workflow_schemas
+from uwf.protocol.workflow import Graph
 from uwf.util.base32 import describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound
 
@@ -634,7 +635,9 @@ def test_solve_issue_shape() -> None:
     assert graph["developer"]["_"]["role"] == "reviewer"
     assert graph["reviewer"]["approved"]["role"] == END
     assert graph["reviewer"]["rejected"]["role"] == "developer"
-    rendered = evaluate(graph, "reviewer", {"status": "rejected", "comments": "add <tests> & docs"})
+    rendered = evaluate(
+        Graph(graph), "reviewer", {"status": "rejected", "comments": "add <tests> & docs"}
+    )
     assert rendered.role == "developer"
     assert "add <tests> & docs" in rendered.prompt
 
@@ -672,7 +675,7 @@ def test_solve_issue_mock_scenario_routes_with_one_rejection() -> None:
     path: list[str] = []
     role_name, output = START, {}
     while True:
-        decision = evaluate(definition["graph"], role_name, output)
+        decision = evaluate(Graph(definition["graph"]), role_name, output)
         if decision.done:
             break
         role_name = decision.role

@@ -104,7 +104,7 @@ def write_step(backend: Backend, plan: StepPlan, output: Any, **fields: Any) -> 
         "start": plan.start,
         "prev": None if plan.head == plan.start else plan.head,
         "role": plan.role,
-        "output": store.put(workflow["roles"][plan.role]["meta"], output),
+        "output": store.put(workflow.payload["roles"][plan.role]["meta"], output),
         "detail": store.put(known.text, f"detail of {plan.role}"),
         "agent": "write_step",
         "edgePrompt": plan.prompt,

@@ -26,6 +26,7 @@ from uwf.model import chain, compact
 from uwf.model.cost import Meter
 from uwf.model.threads import require_active
 from uwf.model.window import StepView
+from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput
 from uwf.util.ulid import ThreadId
@@ -179,7 +180,7 @@ class AgentContext:
         """The output field routing reads: ``status``, or ``$status`` (a version-1 workflow)."""
         from uwf.moderator.evaluate import rules_of
 
-        return rules_of(self.workflow).key
+        return rules_of(Workflow(self.start.workflow, self.workflow)).key
 
     def _walk_to_last_visit(self) -> tuple[list[StepView], StepView | None]:
         if self._since is None:
@@ -251,9 +252,10 @@ def build_context(
     head = chain.load_head(store, head_hash)
     start = chain.start_of(store, head)
     workflow = chain.load_workflow(store, start.workflow)
-    role_def = workflow.get("roles", {}).get(role)
-    if not isinstance(role_def, dict):
-        raise InvalidInput(f'unknown role "{role}" in workflow "{workflow.get("name")}"')
+    found = workflow.role(role)
+    if found is None:
+        raise InvalidInput(f'unknown role "{role}" in workflow "{workflow.payload.get("name")}"')
+    role_def = found.spec
     schema_hash = str(role_def.get("meta"))
     schema_node = store.get(schema_hash)
     return AgentContext(
@@ -266,7 +268,7 @@ def build_context(
         head_node=head,
         prev=None if isinstance(head, chain.Start) else head.hash,
         depth=chain.depth_of(store, head),
-        workflow=workflow,
+        workflow=workflow.payload,
         role_def=role_def,
         schema_hash=schema_hash,
         schema=schema_node.payload if schema_node is not None else None,

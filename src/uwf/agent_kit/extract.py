@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 from uwf.util.errors import UwfError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from uwf.adapters.llm import Client
+    from uwf.cas.store import Store
 
 
 class ExtractError(UwfError):
@@ -55,10 +58,10 @@ def extract_json(client: Client, schema: Any, raw: str) -> Any:
 
 
 def extract(
-    root: Any,
+    root: Path,
     raw: str,
     schema_hash: str,
-    store: Any,
+    store: Store,
     on_reply: Callable[[Any], None] | None = None,
 ) -> str | None:
     """Run the fallback if a model is configured; the output hash, or None if no model.

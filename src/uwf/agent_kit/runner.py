@@ -30,8 +30,8 @@ from uwf.util.errors import (
     Interrupted,
     UwfError,
     internal_error,
+    printable,
     report,
-    shown,
 )
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _extract(
     Each correction prompt names what the role schema rejected (``notes: False is not of
     type 'string'``), and so does the error when nothing could be extracted.
     """
-    from uwf.agent_kit import extract, frontmatter, prompts
+    from uwf.agent_kit import extract, fastpath, prompts
 
     if first.output_hash is not None:
         span.event("extract", {"method": "agent"})
@@ -132,7 +132,7 @@ def _extract(
     result = first
     for attempt in range(MAX_CORRECTIONS + 1):
         _suspend_if_asked(result.output, ctx.routing_key)
-        found = frontmatter.offer(result.output, ctx.schema_hash, ctx.store)
+        found = fastpath.offer(result.output, ctx.schema_hash, ctx.store)
         if found.hash is not None:
             span.event("extract", {"method": "frontmatter", "corrections": attempt})
             return found.hash, result
@@ -169,10 +169,10 @@ def _suspend_if_asked(answer: str, key: str) -> None:
     """``Deferred`` when the answer's frontmatter says ``<key>: $SUSPEND`` (any role may): the
     agent exits 75 with ``$SUSPEND: <reason>`` and the thread waits (docs/format.md,
     "Suspending and resuming")."""
-    from uwf.agent_kit import frontmatter
+    from uwf.agent_kit import fastpath
     from uwf.util.errors import Deferred
 
-    reason = frontmatter.suspension(answer, key)
+    reason = fastpath.suspension(answer, key)
     if reason is not None:
         raise Deferred(f"$SUSPEND: {reason}")
 
@@ -337,7 +337,7 @@ def main(agent: Agent, target: Target | None = None) -> None:
     except Exception as exc:
         if os.environ.get("UWF_DEBUG") == "1":
             raise
-        sys.stderr.write(f"error: {shown(internal_error(exc))}\n")
+        sys.stderr.write(f"error: {printable(internal_error(exc))}\n")
         sys.exit(INTERNAL_EXIT)
     sys.stdout.write(h + "\n")
     sys.stdout.flush()

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model import answer
+from uwf.protocol.workflow import Workflow
 from uwf.util.errors import Deferred
 
 DESCRIPTION = """\
@@ -98,10 +99,11 @@ class HumanAgent:
             "Leave this unchanged to answer later (the thread waits).",
         ]
         text = answer.template(ctx.schema, notes=notes)
+        workflow = Workflow(ctx.start.workflow, ctx.workflow)
 
         def take(written: str) -> tuple[str, str]:
             given = answer.parse_answer(written)
-            return answer.accept(ctx.store, ctx.workflow, ctx.role, given.output), given.body
+            return answer.accept(ctx.store, workflow, ctx.role, given.output), given.body
 
         taken = answer.edit_answer(text, take, tty=tty)
         if taken is None:

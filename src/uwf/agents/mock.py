@@ -332,12 +332,12 @@ def _as_steps(steps: Sequence[Any]) -> list[Any]:
 def _suspends(played: str | dict[str, Any], key: str) -> bool:
     """Whether an answer, or an output given as a mapping, suspends its step (``$SUSPEND`` in
     its routing field ``key``)."""
-    from uwf.agent_kit import frontmatter
+    from uwf.agent_kit import fastpath
     from uwf.moderator.evaluate import SUSPEND
 
     if isinstance(played, dict):
         return played.get(key) == SUSPEND
-    return frontmatter.suspension(played, key) is not None
+    return fastpath.suspension(played, key) is not None
 
 
 def make_parser() -> args.Parser:

@@ -47,7 +47,7 @@ class MemoryStore(Store):
         node = self.nodes.get(h)
         if node is None:
             return None
-        return decode_node(h, node.as_dict())
+        return decode_node(h, node.as_json())
 
     def _create(self, h: NodeHash, node: Node) -> bool:
         if h in self.nodes:
@@ -73,7 +73,7 @@ class MemoryStore(Store):
     def delete(self, h: str) -> int:
         node = self.nodes.pop(h, None)
         self._last_put.pop(h, None)
-        return 0 if node is None else len(dumps(node.as_dict()))
+        return 0 if node is None else len(dumps(node.as_json()))
 
     def write_index(self, index: Mapping[str, Sequence[NodeHash]]) -> None:
         self._index = {t: dict.fromkeys(hs) for t, hs in index.items()}
@@ -89,7 +89,7 @@ class MemoryStore(Store):
         if node is None:
             return None
         last_put = max(node.timestamp, self._last_put.get(h, 0))
-        return NodeInfo(node.type, last_put, len(dumps(node.as_dict())))
+        return NodeInfo(node.type, last_put, len(dumps(node.as_json())))
 
 
 class MemoryThreads(RecordThreads):

@@ -21,7 +21,7 @@ class Node(NamedTuple):
     payload: Any
     timestamp: int
 
-    def as_dict(self, *, timestamp: bool = True) -> NodeShown:
+    def as_json(self, *, timestamp: bool = True) -> NodeShown:
         """``{"type","payload","timestamp"}``: the record a node is stored as (``cas get``
         prints it, without ``timestamp`` unless asked)."""
         out: NodeShown = {"type": self.type, "payload": self.payload}

@@ -132,7 +132,7 @@ def _worded(error: Any) -> list[tuple[list[Any], str]]:
     if keyword == "type":
         return [(path, f"expected {wording.expected(sub)}, got {wording.kind(instance)}")]
     if keyword in _VALUE_KEYWORDS:
-        return [(path, f"expected {wording.expected(sub)}, got {wording.shown(instance)}")]
+        return [(path, f"expected {wording.expected(sub)}, got {wording.literal(instance)}")]
     if keyword in ("anyOf", "oneOf") and error.context:
         return _branches(error, path)
     return [(path, _short(error.message))]

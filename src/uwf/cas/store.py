@@ -311,7 +311,7 @@ class Store(abc.ABC):
         False if it was there already (with the same content, else Collision).
         """
         h = check_hash(h)
-        decode_node(h, node.as_dict())
+        decode_node(h, node.as_json())
         with self._writing():
             if self._refresh(h):
                 self._same(h, node.type, node.payload)

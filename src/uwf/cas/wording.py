@@ -67,7 +67,7 @@ def key_text(key: Any) -> str:
     return repr(key)
 
 
-def shown(value: Any, limit: int = 60) -> str:
+def literal(value: Any, limit: int = 60) -> str:
     """A found value in a message: a scalar as JSON (cut at ``limit``), else its kind."""
     if not (value is None or isinstance(value, (str, int, float))):
         return kind(value)  # a list, a mapping, a YAML date…
@@ -131,9 +131,9 @@ def expected(schema: Any) -> str:
     if isinstance(named, str):
         return named
     if "const" in schema:
-        return shown(schema["const"])
+        return literal(schema["const"])
     if isinstance(schema.get("enum"), list):
-        return "one of " + ", ".join(shown(v) for v in schema["enum"])
+        return "one of " + ", ".join(literal(v) for v in schema["enum"])
     types = schema.get("type")
     names = types if isinstance(types, list) else [types] if isinstance(types, str) else []
     if names:

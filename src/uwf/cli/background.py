@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from uwf.backend import open_backend
     from uwf.config import secrets
     from uwf.engine.step import background
-    from uwf.util.errors import shown
+    from uwf.util.errors import printable
     from uwf.util.jsonfmt import dumps
     from uwf.util.signals import interrupt_on_signals
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if ready.started:
         if ended.error is not None:
-            print(f"error: {shown(ended.error)}", flush=True)
+            print(f"error: {printable(ended.error)}", flush=True)
         _say(f"background run of thread {thread} ended: {ended.reason}")
         if ready.epitaph is not None:
             ready.epitaph.said()

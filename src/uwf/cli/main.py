@@ -146,9 +146,9 @@ SHOWS_ROOT_OPTIONS = ("skill",)
 
 
 def _fail(message: str, code: int) -> int:
-    from uwf.util.errors import shown
+    from uwf.util.errors import printable
 
-    sys.stderr.write(f"error: {shown(message)}\n")
+    sys.stderr.write(f"error: {printable(message)}\n")
     sys.stderr.flush()
     return code
 

@@ -422,7 +422,7 @@ GraphFormatOpt = Annotated[
 
 
 def emit_graph(graph: Any, fmt: GraphFormat) -> None:
-    """Print a routing graph (``uwf.engine.views.graph.Graph``) as Mermaid or DOT text."""
+    """Print a routing graph (``uwf.engine.views.graph.Diagram``) as Mermaid or DOT text."""
     from uwf.engine.views.graph import render
 
     typer.echo(render(graph, fmt.value), nl=False)

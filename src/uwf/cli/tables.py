@@ -142,9 +142,13 @@ def _step_row(n: int, step: "StepEntry", now: int, key: str) -> list[object]:
 def _routing_key(backend: "Backend", workflow: str | None) -> str:
     """The output field a workflow routes on (``$status`` in a version-1 workflow)."""
     from uwf.moderator.evaluate import rules_of
+    from uwf.protocol.workflow import Workflow
+    from uwf.util.base32 import NodeHash
 
     node = backend.nodes.get(workflow) if workflow is not None else None
-    return rules_of(node.payload if node is not None else None).key
+    if workflow is None or node is None or not isinstance(node.payload, dict):
+        return rules_of(None).key
+    return rules_of(Workflow(NodeHash(workflow), node.payload)).key
 
 
 def steps_rows(backend: "Backend", listed: "ThreadSteps") -> Rows:

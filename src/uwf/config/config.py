@@ -54,7 +54,7 @@ class Provider(NamedTuple):
     api_key_env: str | None = None
 
 
-class Model(NamedTuple):
+class ModelAlias(NamedTuple):
     """A model alias: which provider serves it and the provider's model id."""
 
     provider: str
@@ -92,7 +92,7 @@ class Config(NamedTuple):
     """The parsed ``config.yaml``; every section is optional and read-only."""
 
     providers: Mapping[str, Provider] = _EMPTY
-    models: Mapping[str, Model] = _EMPTY
+    models: Mapping[str, ModelAlias] = _EMPTY
     agents: Mapping[str, Agent] = _EMPTY
     default_agent: str | None = None
     agent_overrides: Mapping[str, Mapping[str, str]] = _EMPTY
@@ -184,7 +184,7 @@ def parse_config(raw: Any, *, root: Path | None = None) -> Config:
             }
         ),
         models=_frozen(
-            {n: Model(e["provider"], e["name"]) for n, e in _section(raw, "models").items()}
+            {n: ModelAlias(e["provider"], e["name"]) for n, e in _section(raw, "models").items()}
         ),
         agents=_frozen(
             {
@@ -311,7 +311,7 @@ def problems(raw: Any, schema: dict[str, Any] | None = None) -> list[str]:
         from uwf.cas import wording
 
         what = wording.expected(CONFIG["properties"]["agentTimeout"])
-        found.append(f"agentTimeout: expected {what}, got {wording.shown(timeout)}")
+        found.append(f"agentTimeout: expected {what}, got {wording.literal(timeout)}")
     return found
 
 

@@ -23,6 +23,7 @@ from uwf.model import chain, cost
 from uwf.model.turns import detail_schema, store_turns
 from uwf.moderator import emits
 from uwf.protocol import schemas
+from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound, SchemaViolation, UwfError
 from uwf.util.frontmatter import load_mapping, split
@@ -69,12 +70,12 @@ def parse_answer(text: str) -> Answer:
     return Answer(data, body.strip("\n"))
 
 
-def role_schema(store: Store, workflow: dict[str, Any], role: str) -> tuple[str, Any]:
+def role_schema(store: Store, workflow: Workflow, role: str) -> tuple[str, Any]:
     """(hash, payload) of a role's output schema."""
-    role_def = workflow.get("roles", {}).get(role)
-    if not isinstance(role_def, dict):
-        raise InvalidInput(f'unknown role "{role}" in workflow "{workflow.get("name")}"')
-    schema_hash = str(role_def.get("meta"))
+    found = workflow.role(role)
+    if found is None:
+        raise InvalidInput(f'unknown role "{role}" in workflow "{workflow.payload.get("name")}"')
+    schema_hash = str(found.spec.get("meta"))
     node = store.get(schema_hash)
     if node is None:
         raise NotFound(f"CAS node not found: {schema_hash}")
@@ -103,7 +104,7 @@ def check(role: str, schema: Any, output: dict[str, Any]) -> None:
         raise SchemaViolation(f'output rejected by the schema of role "{role}": {shown}')
 
 
-def accept(store: Store, workflow: dict[str, Any], role: str, output: dict[str, Any]) -> str:
+def accept(store: Store, workflow: Workflow, role: str, output: dict[str, Any]) -> str:
     """Check a person's output against the role's schema (``clean`` first) and the graph's
     routing; store it and return its hash."""
     from uwf.moderator.evaluate import (
@@ -122,8 +123,8 @@ def accept(store: Store, workflow: dict[str, Any], role: str, output: dict[str, 
     # blank for want of it (the step's own check, when it is recorded, reads the text)
     view = {**output, BODY: "…"} if rules.version == 1 else output
     try:
-        decision = evaluate(workflow["graph"], role, view, rules)
-        require_instruction(workflow["graph"], role, decision)
+        decision = evaluate(workflow.graph, role, view, rules)
+        require_instruction(workflow.graph, role, decision)
     except ModeratorError as exc:
         raise InvalidInput(f"the graph cannot route this output: {exc}") from None
     return store.put(schema_hash, output)

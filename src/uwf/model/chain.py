@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
+from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, NotFound
 
@@ -174,10 +175,10 @@ def workflow_node(store: Store, h: str) -> Node:
     return node
 
 
-def load_workflow(store: Store, h: NodeHash) -> dict[str, Any]:
-    """The payload of the Workflow node ``h`` (``workflow_node``)."""
-    payload: dict[str, Any] = workflow_node(store, h).payload
-    return payload
+def load_workflow(store: Store, h: NodeHash) -> Workflow:
+    """The Workflow node ``h`` (``workflow_node``), typed: a view over its payload, nothing
+    copied (``uwf.protocol.workflow``)."""
+    return Workflow(h, workflow_node(store, h).payload)
 
 
 def output_of(store: Store, step: Step) -> Any:

@@ -25,6 +25,7 @@ from uwf.moderator.evaluate import (
     rules_of,
     status_of,
 )
+from uwf.protocol.workflow import Graph, Workflow
 from uwf.util.frontmatter import split
 
 
@@ -48,23 +49,21 @@ def body_of(store: Store, step: chain.Step) -> str:
     return split(content)[1].strip()
 
 
-def view_of(store: Store, workflow: dict[str, Any], step: chain.Step, output: Any) -> Any:
+def view_of(store: Store, workflow: Workflow, step: chain.Step, output: Any) -> Any:
     """The output a step's edge prompt renders: its output, plus ``_body`` (version 1) when
     the edge its status takes names it."""
     rules = rules_of(workflow)
     if rules.version == 0 or not isinstance(output, dict):
         return output
-    edges = workflow.get("graph", {}).get(step.role)
-    target = edges.get(status_of(step.role, output, rules)) if isinstance(edges, dict) else None
-    prompt = target.get("prompt") if isinstance(target, dict) else None
-    if isinstance(prompt, str) and BODY in prompt:
+    edge = workflow.graph.edge(step.role, status_of(step.role, output, rules))
+    if edge is not None and BODY in edge.prompt:
         return {**output, BODY: body_of(store, step)}
     return output
 
 
 def decide(
     store: Store,
-    workflow: dict[str, Any],
+    workflow: Workflow,
     head: chain.Start | chain.Step,
     output: Any = None,
     children: list[Any] | None = None,
@@ -77,7 +76,7 @@ def decide(
     when that prompt does not show it itself (``_body``). A prompt that renders blank for a
     role that runs is ``BlankPrompt`` (docs/format.md, "Edge prompts")."""
     rules = rules_of(workflow)
-    graph = workflow["graph"]
+    graph = workflow.graph
     if isinstance(head, chain.Start):
         decision = evaluate(graph, START, start_view(head, rules), rules)
         text = head.resume_text.strip()
@@ -91,12 +90,11 @@ def decide(
     return require_instruction(graph, head.role, decision, joined=children is not None)
 
 
-def _prompt(graph: dict[str, Any], status: str) -> str:
-    target = graph.get(START, {}).get(status)
-    prompt = target.get("prompt") if isinstance(target, dict) else None
-    return prompt if isinstance(prompt, str) else ""
+def _prompt(graph: Graph, status: str) -> str:
+    edge = graph.edge(START, status)
+    return edge.prompt if edge is not None else ""
 
 
-def step_status(workflow: dict[str, Any], role: str, output: Any) -> str:
+def step_status(workflow: Workflow, role: str, output: Any) -> str:
     """The status a step's output routes on, by its workflow's rules."""
     return status_of(role, output, rules_of(workflow))

@@ -1,6 +1,7 @@
 """Status-based routing (docs/format.md, "What a role can emit").
 
-``evaluate(graph, last_role, last_output)`` looks up ``graph[last_role][status]`` where the
+``evaluate(graph, last_role, last_output)`` looks up the edge ``graph[last_role][status]``
+(``uwf.protocol.workflow.Graph``: the stored workflow's graph, typed) where the
 status is the unit status ``_`` after ``$START`` (or when the output has no string
 ``status``), and renders the target's Mustache prompt against the last output with HTML
 escaping off and JavaScript value rendering (``true``, ``1``, ``a,b``, ``[object Object]``;
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from uwf.adapters import template as template_adapter
+from uwf.protocol.workflow import Graph, Workflow
 from uwf.util.errors import UwfError
 
 START = "$START"
@@ -48,9 +50,9 @@ V05 = Rules(0, "status", MUSTACHE, (UNIT,))
 V1 = Rules(1, "$status", LIQUID, ("new", "resume"))
 
 
-def rules_of(workflow: Any) -> Rules:
-    """The rules of a Workflow payload: version 1's when it says ``version: 1``."""
-    return V1 if isinstance(workflow, dict) and workflow.get("version") == 1 else V05
+def rules_of(workflow: Workflow | None) -> Rules:
+    """The rules of a stored workflow: version 1's when it says ``version: 1``."""
+    return V1 if workflow is not None and workflow.version == 1 else V05
 
 
 class ModeratorError(UwfError):
@@ -89,7 +91,7 @@ def status_of(last_role: str, last_output: Any, rules: Rules = V05) -> str:
 
 
 def evaluate(
-    graph: dict[str, Any],
+    graph: Graph,
     last_role: str,
     last_output: Any,
     rules: Rules = V05,
@@ -99,40 +101,31 @@ def evaluate(
     ``children``, the joined children's results, at the end of a fan-out: docs/format.md,
     "Fan-out and join")."""
     status = status_of(last_role, last_output, rules)
-    edges = graph.get(last_role)
-    if not isinstance(edges, dict):
+    if graph.edges(last_role) is None:
         raise ModeratorError(f'no transitions defined for role "{last_role}"')
-    target = edges.get(status)
-    if not isinstance(target, dict) or not isinstance(target.get("role"), str):
+    edge = graph.edge(last_role, status)
+    if edge is None or edge.role is None:
         raise ModeratorError(f'no transition for role "{last_role}" with status "{status}"')
     view = last_output if isinstance(last_output, dict) else {}
     if children is not None:
         view = {**view, "children": children}
-    prompt = render(str(target.get("prompt", "")), view, rules.dialect)
-    location, fan_out = target.get("location"), target.get("fanOut")
-    return Decision(
-        target["role"],
-        prompt,
-        status,
-        location if isinstance(location, str) else None,
-        fan_out if isinstance(fan_out, dict) else None,
-    )
+    prompt = render(edge.prompt, view, rules.dialect)
+    return Decision(edge.role, prompt, status, edge.location, edge.fan_out)
 
 
 def require_instruction(
-    graph: dict[str, Any], last_role: str, decision: Decision, joined: bool = False
+    graph: Graph, last_role: str, decision: Decision, joined: bool = False
 ) -> Decision:
     """``decision``, unless its role would run with a blank prompt: BlankPrompt then. An end
     runs no role, and a fan-out's role runs once its children are ``joined``, with them."""
     if decision.done or decision.prompt.strip() or (decision.fan_out and not joined):
         return decision
-    target = graph.get(last_role, {}).get(decision.status)
-    template = str(target.get("prompt") or "") if isinstance(target, dict) else ""
-    shown = " ".join(template.split())
-    shown = shown if len(shown) <= 120 else shown[:119] + "…"
+    edge = graph.edge(last_role, decision.status)
+    template = " ".join((edge.prompt if edge is not None else "").split())
+    template = template if len(template) <= 120 else template[:119] + "…"
     raise BlankPrompt(
         f"the prompt of graph.{last_role}.{decision.status} renders empty, so "
-        f'"{decision.role}" would run without an instruction (template: "{shown}")',
+        f'"{decision.role}" would run without an instruction (template: "{template}")',
         decision,
     )
 

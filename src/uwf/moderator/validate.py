@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from uwf.cas.schema import problems
-from uwf.cas.wording import shown, where
+from uwf.cas.wording import literal, where
 from uwf.moderator import graphcheck
 from uwf.moderator.filecheck import check_name, check_roles, file_schema, implied_by
 from uwf.moderator.problems import Problems, loc
@@ -89,7 +89,7 @@ def validate(
     p = Problems()
     if "version" in document:  # checked as a uwf 0.5 file, but for this one problem
         document = {k: v for k, v in document.items() if k != "version"}
-        p.add("version", f"{VERSIONS}, got {shown(version)}")
+        p.add("version", f"{VERSIONS}, got {literal(version)}")
     legacy = "conditions" in document or _is_legacy(document.get("graph"))
     shaped = dict(document)
     if legacy:  # one message explains the status-based form instead of its every detail

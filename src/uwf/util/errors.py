@@ -140,7 +140,7 @@ class Interrupted(BaseException):
         super().__init__(self.message)
 
 
-def shown(message: str) -> str:
+def printable(message: str) -> str:
     """An error message as it may reach a terminal and a log: every known secret replaced by
     ``***`` and control characters escaped (an agent's stderr quoted in it cannot move the
     cursor, retitle the window or write the clipboard)."""
@@ -156,7 +156,7 @@ INTERNAL_EXIT = 70
 
 def internal_error(exc: BaseException) -> str:
     """The one line an unexpected exception (a bug, exit 70) is reported as, by ``uwf`` and
-    by the agents (``error: `` before it, ``shown`` over it): its type and message, and how
+    by the agents (``error: `` before it, ``printable`` over it): its type and message, and how
     to see the traceback."""
     return f"internal error: {type(exc).__name__}: {exc} (UWF_DEBUG=1 shows the traceback)"
 
@@ -172,8 +172,8 @@ def report(exc: UwfError | Interrupted, *, loop: bool = False) -> int:
     """Print ``error: <message>`` on stderr once and return the exit code.
 
     The one place that turns an error into what the user sees, shared by ``uwf`` and the
-    agents: known secrets are masked and control characters escaped (``shown``).
+    agents: known secrets are masked and control characters escaped (``printable``).
     """
-    sys.stderr.write(f"error: {shown(exc.message)}\n")
+    sys.stderr.write(f"error: {printable(exc.message)}\n")
     sys.stderr.flush()
     return exit_code(exc, loop=loop)

@@ -108,12 +108,12 @@ def check_limits(value: Any) -> None:
         elif isinstance(item, float) and not math.isfinite(item):
             where, number = _first_non_finite(value) or ("", item)
             raise InvalidInput(
-                f"invalid YAML: {where or '(the document)'}: {_shown(number)} is not a finite "
+                f"invalid YAML: {where or '(the document)'}: {_yaml_text(number)} is not a finite "
                 "number (NaN and infinities are refused)"
             )
 
 
-def _shown(number: float) -> str:
+def _yaml_text(number: float) -> str:
     return ".nan" if math.isnan(number) else (".inf" if number > 0 else "-.inf")
 
 

@@ -1,4 +1,4 @@
-"""Draw a routing graph (``uwf.engine.views.graph.Graph``) as inline SVG, on the server.
+"""Draw a routing graph (``uwf.engine.views.graph.Diagram``) as inline SVG, on the server.
 
 A small layered layout, enough for the few roles a workflow has: back edges (the loops of a
 workflow, found by a depth-first walk from ``$START``) are taken out and drawn as arcs on the
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from uwf.engine.views.graph import Graph
+from uwf.engine.views.graph import Diagram
 from uwf.moderator.evaluate import END, START
 
 NODE_H = 34
@@ -49,7 +49,7 @@ class _Layout:
         return MARGIN + rank * (NODE_H + RANK_GAP) + NODE_H / 2
 
 
-def _walk(graph: Graph) -> tuple[list[str], set[int]]:
+def _walk(graph: Diagram) -> tuple[list[str], set[int]]:
     """Depth-first from $START (then any node not reached): (post-order, back-edge indices)."""
     out: dict[str, list[int]] = {n: [] for n in graph.nodes}
     for i, e in enumerate(graph.edges):
@@ -79,7 +79,7 @@ def _walk(graph: Graph) -> tuple[list[str], set[int]]:
     return post, back
 
 
-def layout(graph: Graph) -> _Layout:
+def layout(graph: Diagram) -> _Layout:
     lay = _Layout()
     post, back = _walk(graph)
     forward = [i for i, e in enumerate(graph.edges) if i not in back and e.source != e.target]
@@ -204,13 +204,13 @@ def _overlaps(a: Box, b: Box) -> bool:
     )
 
 
-def _edge_class(graph: Graph, i: int) -> str:
+def _edge_class(graph: Diagram, i: int) -> str:
     if i in graph.taken:
         return "edge taken"
     return "edge next" if i == graph.pending else "edge"
 
 
-def _forward(lay: _Layout, graph: Graph, i: int, shift: float) -> tuple[str, float, float]:
+def _forward(lay: _Layout, graph: Diagram, i: int, shift: float) -> tuple[str, float, float]:
     chain = lay.chains[i]
     pts = [(lay.x[k], lay.y(k)) for k in chain]
     pts[0] = (pts[0][0] + shift, pts[0][1] + NODE_H / 2)
@@ -230,7 +230,7 @@ def _forward(lay: _Layout, graph: Graph, i: int, shift: float) -> tuple[str, flo
 
 
 def _arc(
-    lay: _Layout, graph: Graph, i: int, stack: int, placed: list[Box]
+    lay: _Layout, graph: Diagram, i: int, stack: int, placed: list[Box]
 ) -> tuple[str, float, float]:
     """A back edge (or a loop) as an arc on the right, out past the nodes of the ranks it
     spans and past the labels already placed there (a forward edge's long label sits between
@@ -285,7 +285,7 @@ def _free(x: float, y: float, w: float, placed: list[Box]) -> tuple[float, float
     return x, y
 
 
-def _node(lay: _Layout, graph: Graph, node: str) -> str:
+def _node(lay: _Layout, graph: Diagram, node: str) -> str:
     kind = "start" if node == START else "end" if node == END else "role"
     classes = ["node", kind]
     if node in graph.visited and node != graph.current:
@@ -302,7 +302,7 @@ def _node(lay: _Layout, graph: Graph, node: str) -> str:
     )
 
 
-def to_svg(graph: Graph, ident: str = "g") -> str:
+def to_svg(graph: Diagram, ident: str = "g") -> str:
     """The graph as an ``<svg>`` element: nodes carry ``data-node`` and the classes
     ``start``/``end``/``role``, ``visited`` and ``current``; edges ``taken`` or ``next``."""
     lay = layout(graph)

@@ -69,7 +69,7 @@ def write(store: Store, files: NodeFiles, pending: dict[NodeHash, Node]) -> None
             if _recorded(files, h, sources, now, fresh=False):
                 store._same(h, node.type, node.payload)
                 continue
-            sources.append(_source(h, dumps(node.as_dict()).encode(), now))
+            sources.append(_source(h, dumps(node.as_json()).encode(), now))
             lines.setdefault(node.type, []).append(h)
         for type_hash in types:
             if not _recorded(files, type_hash, sources, now):

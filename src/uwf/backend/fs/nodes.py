@@ -160,7 +160,7 @@ class FsStore(NodeFiles, Store):
         return batch.put_many(self, self, nodes)
 
     def _create(self, h: NodeHash, node: Node) -> bool:
-        data = dumps(node.as_dict()).encode()
+        data = dumps(node.as_json()).encode()
         return fsio.create_once(self.path(h), data, mode=0o444)
 
     def _refresh(self, h: str) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from uwf.backend.base import ActiveThread, Backend
 from uwf.backend.postgres import schema
-from uwf.backend.postgres.db import Db, shown
+from uwf.backend.postgres.db import Db, redacted_url
 from uwf.backend.postgres.limits import PgLimits
 from uwf.backend.postgres.locks import HELD_THREADS, PgLocks
 from uwf.backend.postgres.nodes import PgStore
@@ -58,7 +58,7 @@ class PgBackend(Backend):
 
     @property
     def name(self) -> str:
-        return shown(self.url)
+        return redacted_url(self.url)
 
     def idle_threads(self, now: int) -> list[ActiveThread]:
         """The threads runnable at ``now`` that no session holds the step lock of: one query."""

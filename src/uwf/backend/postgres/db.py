@@ -38,7 +38,7 @@ def is_url(spec: str) -> bool:
     return spec.startswith(SCHEMES)
 
 
-def shown(url: str) -> str:
+def redacted_url(url: str) -> str:
     """The URL without its password (and without query options, which may hold one)."""
     try:
         parts = urlsplit(url)
@@ -62,7 +62,7 @@ def _secret(url: str) -> str | None:
 def scrub(text: str, url: str) -> str:
     """``text`` with the URL's password (and the URL itself) taken out."""
     secret = _secret(url)
-    text = text.replace(url, shown(url))
+    text = text.replace(url, redacted_url(url))
     if secret:
         text = text.replace(secret, "***")
     return text
@@ -136,7 +136,7 @@ class Db:
 
     def __init__(self, url: str, connect_timeout: int = 10) -> None:
         self.url = url
-        self.shown = shown(url)
+        self.redacted_url = redacted_url(url)
         self.connect_timeout = connect_timeout
         self._local = threading.local()
         self._all: list[Any] = []
@@ -252,8 +252,10 @@ class Db:
     def failed(self, exc: BaseException) -> UwfError:
         text = str(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
-        return UwfError(f"PostgreSQL error at {self.shown}: {scrub(first, self.url)}")
+        return UwfError(f"PostgreSQL error at {self.redacted_url}: {scrub(first, self.url)}")
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
         text = " ".join(str(exc).split()) or type(exc).__name__
-        return StoreUnavailable(f"cannot reach the store {self.shown}: {scrub(text, self.url)}")
+        return StoreUnavailable(
+            f"cannot reach the store {self.redacted_url}: {scrub(text, self.url)}"
+        )

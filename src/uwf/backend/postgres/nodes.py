@@ -319,7 +319,7 @@ class PgStore(Store):
         a node already stored is compared like any put (Collision on other content)."""
         for h, node in nodes:
             check_hash(h)
-            decode_node(h, node.as_dict())
+            decode_node(h, node.as_json())
         if not nodes:
             return 0
         columns = [

@@ -389,7 +389,7 @@ def ensure(db: Db, migrations: list[str] | None = None) -> dict[str, int]:
         return {"from": found, "to": found}
     if found > latest:
         raise UwfError(
-            f"the store {db.shown} has schema version {found}, newer than this uwf knows "
+            f"the store {db.redacted_url} has schema version {found}, newer than this uwf knows "
             f"({latest}): upgrade uwf"
         )
     with db.transaction():
@@ -438,7 +438,7 @@ def _check_tables(db: Db, said: int, has_row: bool) -> None:
         return
     where = f"uwf_schema says {said}" if has_row else "uwf_schema has no row (version 0)"
     raise Damaged(
-        f"the store {db.shown} is damaged: {where}, but its tables are at schema version "
+        f"the store {db.redacted_url} is damaged: {where}, but its tables are at schema version "
         f"{actual}; uwf_schema was changed by hand or restored apart from the tables, and "
         f"migrating from {said} would fail or change the tables twice: set it right with "
         f"UPDATE uwf_schema SET version = {actual} (uwf then migrates the rest); see "

@@ -24,6 +24,7 @@ from uwf.util.errors import InvalidInput, UwfError
 from uwf.util.ulid import ThreadId, now_ms
 
 if TYPE_CHECKING:
+    from uwf.cas.store import Store
     from uwf.util.outputs import EvalRunLine
 
 
@@ -161,7 +162,7 @@ def _record(
         "taskFile": store.put(h.text, task.text),
         "batch": recording.batch,
         "workflow": workflow,
-        "workflowName": str(wf.get("name", "")),
+        "workflowName": wf.name,
         "thread": ran.thread,
         "start": chain.start_of(store, ran.head).hash,
         "head": ran.head.hash,
@@ -179,7 +180,7 @@ def _record(
     return NodeHash(store.put(h.eval_run, payload))
 
 
-def _models(store: Any, steps: list[chain.Step]) -> list[str]:
+def _models(store: Store, steps: list[chain.Step]) -> list[str]:
     """The models the steps' details name (``uwf-builtin``, ``uwf-hermes`` record theirs)."""
     found = set()
     for step in steps:

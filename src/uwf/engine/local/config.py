@@ -68,7 +68,7 @@ def parse_key(key: str) -> list[str]:
             at += 1
         elif not key.startswith("[", at):
             break
-    shown = wording.shown(key, 80)
+    shown = wording.literal(key, 80)
     raise UsageError(
         f"invalid config key {shown}: expected names joined by dots, e.g. agents.mock.command "
         '(quote a name holding a dot: models."gpt-4.1".name)'

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from uwf.adapters import process
 from uwf.backend.base import Backend, Holder, StepLock
-from uwf.engine.step import Runner, StepResult, check_timeout, hold, step_held
-from uwf.engine.step.run import process_runner
+from uwf.engine.step.commit import StepResult
+from uwf.engine.step.drive import check_timeout, hold, step_held
+from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import not_active, require_active
 from uwf.util.errors import Busy, Deferred, Interrupted, NotActive, UwfError, exit_code
 from uwf.util.log import ProcessLog

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from uwf.backend.base import ActiveThread, Backend
-from uwf.engine.step import StepResult, noted, preplan, step_held
+from uwf.engine.step.commit import StepResult
+from uwf.engine.step.drive import step_held
+from uwf.engine.step.plan import noted, preplan
 from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import ThreadRef, fanned_out, workflow_of
 from uwf.util import clock as clocks

@@ -5,7 +5,7 @@ agent. The result is a frozen :class:`StepPlan`: either the thread ends here (``
 its head already routes to ``$END``, or it has reached its round limit), or a role runs
 (``role``, the rendered ``prompt``, the agent's ``argv`` and the directory it works in,
 ``cwd``: the thread's working directory, or the edge's ``location`` resolved against it). A
-dry run prints the plan.
+dry run prints the plan. ``preplan`` plans a step before its lock is taken (``Planned``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from uwf.backend.base import Backend, Failure
+from uwf.backend.base import ActiveThread, Backend, Failure
 from uwf.config.config import (
     PYTHON_PREFIX,
     Config,
@@ -26,12 +26,14 @@ from uwf.config.config import (
 from uwf.model import chain, routing
 from uwf.moderator.evaluate import BlankPrompt, Decision, ModeratorError
 from uwf.protocol import schemas
+from uwf.protocol.workflow import Workflow
 from uwf.util import secrets
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UsageError, UwfError
 from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:
+    from uwf.cas.store import Store
     from uwf.util.outputs import DryRun
 
     class _Planned(TypedDict, total=False):
@@ -109,8 +111,8 @@ class StepPlan:
 
 
 def decide(
-    store: Any,
-    workflow: dict[str, Any],
+    store: Store,
+    workflow: Workflow,
     head: chain.Start | chain.Step,
     children: list[Any] | None = None,
 ) -> Decision:
@@ -172,7 +174,7 @@ def plan_step(
     base = StepPlan(
         thread=thread,
         workflow=start.workflow,
-        workflow_name=str(workflow.get("name", "")),
+        workflow_name=workflow.name,
         start=start.hash,
         head=head,
         depth=chain.depth_of(store, node),
@@ -240,6 +242,66 @@ def plan_step(
     )
 
 
+class Planned(NamedTuple):
+    """A step planned before its lock was taken, and the record it was planned from."""
+
+    record: ActiveThread
+    plan: StepPlan
+
+    def fits(self, record: ActiveThread) -> bool:
+        """Whether the plan is the plan of ``record`` (read under the lock): made from the
+        same thread, head, info and wait mark."""
+        return _planned_from(self.record) == _planned_from(record)
+
+
+def _planned_from(record: ActiveThread) -> tuple[object, ...]:
+    """What of a thread's record a plan depends on."""
+    return (record.thread, record.head, record.info, record.waiting)
+
+
+def preplan(
+    backend: Backend,
+    record: ActiveThread,
+    *,
+    agent: str | None = None,
+    timeout: float | None = None,
+    edge_prompt: str | None = None,
+    extra_prompt: str | None = None,
+    again: bool = False,
+) -> Planned | None:
+    """The step of ``record`` planned before its lock is taken, so that the lock's holder
+    record names the role and agent from the start (written once: docs/architecture.md,
+    "Where a step happens"). Planning writes nothing; under the lock ``step_held`` uses the
+    plan only if the record it reads there is the same, else plans again. None when planning
+    fails: ``step_held`` plans again under the lock and records the failure."""
+    try:
+        backend.nodes.prefetch_step(record.head, record.info.workflow)
+        plan = plan_step(
+            backend,
+            record.thread,
+            record.head,
+            agent=agent,
+            timeout=timeout,
+            edge_prompt=edge_prompt,
+            workdir=record.info.cwd,
+            extra_prompt=extra_prompt,
+            again=again,
+        )
+    except UwfError:
+        return None
+    return Planned(record, plan)
+
+
+def noted(planned: Planned | None) -> tuple[str, str] | None:
+    """The (role, agent) a planned step runs, for its holder record; None when it runs none."""
+    plan = planned.plan if planned is not None else None
+    if plan is None or plan.role is None or plan.archive is not None or not plan.argv:
+        return None
+    if plan.fan_out is not None:
+        return None
+    return plan.role, plan.argv[0]
+
+
 def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
     """``plan`` with the failed attempts the thread state records at its head, for the role
     they were attempts of (docs/format.md, "Previous attempts")."""
@@ -252,7 +314,7 @@ def after_failures(plan: StepPlan, failure: Failure | None) -> StepPlan:
     return replace(plan, previous_attempts=attempts.record(dict(failure.shown())))
 
 
-def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step) -> Decision:
+def _again(store: Store, workflow: Workflow, node: chain.Start | chain.Step) -> Decision:
     """The decision that made the step at ``node`` (``thread poke``): its role again, with the
     edge prompt it recorded, and the edge's location when the routing before it still leads
     to that role."""
@@ -268,16 +330,11 @@ def _again(store: Any, workflow: dict[str, Any], node: chain.Start | chain.Step)
     return Decision(node.role, text, before.status, location)
 
 
-def file_retry(workflow: dict[str, Any], role: str | None) -> tuple[Mapping[str, float], ...]:
+def file_retry(workflow: Workflow, role: str | None) -> tuple[Mapping[str, float], ...]:
     """The retry policies a Workflow node sets for ``role``: its top's, then the role's."""
-    policies: list[Mapping[str, float]] = []
-    top = workflow.get("retry")
-    if isinstance(top, dict):
-        policies.append(top)
-    spec = workflow.get("roles", {}).get(role) if role is not None else None
-    if isinstance(spec, dict) and isinstance(spec.get("retry"), dict):
-        policies.append(spec["retry"])
-    return tuple(policies)
+    found = workflow.role(role) if role is not None else None
+    policies = (workflow.retry, found.retry if found is not None else None)
+    return tuple(policy for policy in policies if policy is not None)
 
 
 def limits_of(config: Config, workflow: str, role: str, agent: str | None) -> tuple[Limit, ...]:

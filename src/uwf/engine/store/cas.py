@@ -45,7 +45,7 @@ def get(backend: Backend, h: str, timestamp: bool = False) -> NodeShown:
     node = backend.nodes.get(h)
     if node is None:
         raise NotFound(f"Node not found: {h}")
-    return node.as_dict(timestamp=timestamp)
+    return node.as_json(timestamp=timestamp)
 
 
 def parse_data(data: str) -> Any:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from uwf.backend.base import Backend
 from uwf.model import chain
 from uwf.model.threads import active_status, locate, not_active, workflow_of
-from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError, exit_code, shown
+from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError, exit_code, printable
 from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:
@@ -287,24 +287,24 @@ def _outcome(
             raise NotFound(f"thread not found: {target.thread}")
         action.check(backend, target.thread)
     except Skip as skip:
-        line["skipped"] = shown(skip.reason)
+        line["skipped"] = printable(skip.reason)
         return
     except UwfError as exc:  # refused: an error for a thread named, else a skip
         if target.named:
             _failed(line, exc, action)
         else:
-            line["skipped"] = shown(exc.message)
+            line["skipped"] = printable(exc.message)
         return
     if dry_run:
         return
     try:
         line["result"] = action.act(backend, target.thread)
     except Skip as skip:
-        line["skipped"] = shown(skip.reason)
+        line["skipped"] = printable(skip.reason)
     except UwfError as exc:
         _failed(line, exc, action)
 
 
 def _failed(line: BulkLine, exc: UwfError, action: Action) -> None:
-    line["error"] = shown(exc.message)
+    line["error"] = printable(exc.message)
     line["exit"] = exit_code(exc, loop=action.loop)

@@ -138,7 +138,7 @@ def start(
         backend, workflow_ident, Path(workdir) if workdir is not None else Path.cwd()
     )
     store = backend.nodes
-    scope = str(chain.load_workflow(store, wf_hash)["name"]) if key is not None else ""
+    scope = chain.load_workflow(store, wf_hash).name if key is not None else ""
     if key is not None:
         found = backend.threads.keyed(scope, key)
         if found is not None:  # a start retried: write nothing

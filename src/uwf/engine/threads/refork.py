@@ -12,18 +12,21 @@ the chain has been found in the new version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend, ThreadInfo
 from uwf.model import chain
 from uwf.protocol import schemas
+from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput
 from uwf.util.log import ProcessLog
 from uwf.util.ulid import new_thread_id
 
 if TYPE_CHECKING:
+    from uwf.cas.store import Store
     from uwf.util.outputs import ForkedOnto
 
 
@@ -55,8 +58,8 @@ def fork_onto(
 
         return {**fork(backend, h, workdir), "workflow": target, "head": h}
     workflow = chain.load_workflow(store, target)
-    roles = _roles_of(workflow, target, steps)
-    retyped = _retyped_outputs(store, workflow, target, steps)  # checked before any write
+    roles = _roles_of(workflow, steps)
+    retyped = _retyped_outputs(store, workflow, steps)  # checked before any write
     types = schemas.ensure(store)
     payload: dict[str, Any] = {"workflow": target, "prompt": start.prompt}
     if start.max_rounds is not None:
@@ -76,23 +79,20 @@ def fork_onto(
     return {"thread": thread, "forkedFrom": {"step": h}, "workflow": target, "head": new_head}
 
 
-def _roles_of(
-    workflow: dict[str, Any], target: NodeHash, steps: list[chain.Step]
-) -> dict[str, Any]:
+def _roles_of(workflow: Workflow, steps: list[chain.Step]) -> Mapping[str, Any]:
     """The target's roles, once every role the chain ran is known to be among them."""
-    roles = workflow.get("roles")
-    roles = roles if isinstance(roles, dict) else {}
+    roles = workflow.roles
     missing = list(dict.fromkeys(s.role for s in steps if s.role not in roles))
     if missing:
         raise InvalidInput(
-            f"cannot fork onto workflow {_name(workflow)} ({target}): it has no role "
+            f"cannot fork onto workflow {_name(workflow)} ({workflow.hash}): it has no role "
             f"{', '.join(missing)} (the forked chain ran {'it' if len(missing) == 1 else 'them'})"
         )
     return roles
 
 
 def _retyped_outputs(
-    store: Any, workflow: dict[str, Any], target: NodeHash, steps: list[chain.Step]
+    store: Store, workflow: Workflow, steps: list[chain.Step]
 ) -> dict[NodeHash, Any]:
     """Step -> output payload, for the steps whose role has another output schema in the
     target; each payload checked against that schema (nothing is written here)."""
@@ -100,7 +100,7 @@ def _retyped_outputs(
 
     out: dict[NodeHash, Any] = {}
     for step in steps:
-        meta = str(workflow["roles"][step.role]["meta"])
+        meta = str(workflow.roles[step.role]["meta"])
         node = store.get(str(step.payload.get("output")))
         if node is None or node.type == meta:
             continue  # the same schema (or a missing node, which `cas verify` reports)
@@ -110,12 +110,13 @@ def _retyped_outputs(
         )
         if problems:
             raise InvalidInput(
-                f"cannot fork onto workflow {_name(workflow)} ({target}): the output of step "
-                f"{step.hash} ({step.role}) does not match the role's schema there: {problems[0]}"
+                f"cannot fork onto workflow {_name(workflow)} ({workflow.hash}): the output of "
+                f"step {step.hash} ({step.role}) does not match the role's schema there: "
+                f"{problems[0]}"
             )
         out[step.hash] = node.payload
     return out
 
 
-def _name(workflow: dict[str, Any]) -> str:
-    return str(workflow.get("name", "?"))
+def _name(workflow: Workflow) -> str:
+    return workflow.name or "?"

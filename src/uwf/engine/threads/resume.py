@@ -123,8 +123,8 @@ def resume_ended(backend: Backend, entry: HistoryEntry, text: str | None) -> Thr
     store = backend.nodes
     start = chain.start_of(store, chain.load_head(store, head))
     workflow = chain.load_workflow(store, start.workflow)
-    edges = workflow.get("graph", {}).get(START)
-    if rules_of(workflow).version != 1 or not isinstance(edges, dict) or RESUME not in edges:
+    edges = workflow.graph.edges(START)
+    if rules_of(workflow).version != 1 or edges is None or RESUME not in edges:
         raise InvalidInput(
             f"thread {tid} has ended ({status}) and its workflow has no $START.resume edge, "
             f"so it cannot be resumed; `uwf thread fork {head}` starts a thread at its last step"

@@ -12,6 +12,7 @@ from uwf.model.threads import locate
 from uwf.util.base32 import NodeHash
 
 if TYPE_CHECKING:
+    from uwf.cas.store import Store
     from uwf.util.outputs import StartAt, StartEntry, StepAt, StepEntry, ThreadSteps
 
 
@@ -58,7 +59,7 @@ def start_entry(start: chain.Start) -> StartEntry:
     }
 
 
-def step_entry(store: Any, step: chain.Step, output: Any) -> tuple[StepEntry, cost.Cost]:
+def step_entry(store: Store, step: chain.Step, output: Any) -> tuple[StepEntry, cost.Cost]:
     """A step as ``thread steps`` lists it, and what it cost."""
     payload = step.payload
     spent, paid = cost.step_cost(store, step)
@@ -75,7 +76,7 @@ def step_entry(store: Any, step: chain.Step, output: Any) -> tuple[StepEntry, co
 
 
 def chain_entries(
-    store: Any, head: chain.Start | chain.Step
+    store: Store, head: chain.Start | chain.Step
 ) -> tuple[StartEntry, list[StepEntry], cost.Cost]:
     """The StartNode, then every step oldest first, each with its output expanded and what
     it cost; and the chain's total cost.

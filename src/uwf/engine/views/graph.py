@@ -31,7 +31,10 @@ VISITED_FILL = "#dbeafe"
 
 
 @dataclass(frozen=True)
-class Edge:
+class Arrow:
+    """One edge of a workflow's routing graph as drawn (``protocol.workflow.Edge`` is the
+    edge as stored)."""
+
     source: str
     status: str
     target: str
@@ -39,12 +42,13 @@ class Edge:
 
 
 @dataclass
-class Graph:
-    """A workflow's routing graph, optionally marked with one thread's path."""
+class Diagram:
+    """A workflow's routing graph as drawn, optionally marked with one thread's path
+    (``protocol.workflow.Graph`` is the graph as stored, which routing reads)."""
 
     name: str
     nodes: list[str]
-    edges: list[Edge]
+    edges: list[Arrow]
     taken: dict[int, int] = field(default_factory=dict)  # edge index -> times taken
     visited: set[str] = field(default_factory=set)
     current: str | None = None  # where the thread is: the next (or running) role, or $END
@@ -66,25 +70,25 @@ class Graph:
         return None
 
 
-def of_workflow(payload: dict[str, Any]) -> Graph:
+def of_workflow(payload: dict[str, Any]) -> Diagram:
     """The routing graph of a Workflow payload (``{name, roles, graph}``)."""
     roles = [r for r in payload.get("roles", {}) if isinstance(r, str)]
     graph = payload.get("graph", {})
-    edges: list[Edge] = []
+    edges: list[Arrow] = []
     for source in (START, *roles, *(k for k in graph if k not in roles and k != START)):
         targets = graph.get(source)
         if not isinstance(targets, dict):
             continue
         for status, target in targets.items():
             if isinstance(target, dict) and isinstance(target.get("role"), str):
-                edges.append(Edge(source, str(status), target["role"], _fan_out(target)))
+                edges.append(Arrow(source, str(status), target["role"], _fan_out(target)))
     nodes = [START, *roles]
     for edge in edges:  # targets the roles do not list still get a node (never for $END)
         for node in (edge.source, edge.target):
             if node not in nodes and node != END:
                 nodes.append(node)
     nodes.append(END)
-    return Graph(str(payload.get("name", "")), nodes, edges)
+    return Diagram(str(payload.get("name", "")), nodes, edges)
 
 
 def _fan_out(target: dict[str, Any]) -> str | None:
@@ -96,7 +100,7 @@ def _fan_out(target: dict[str, Any]) -> str | None:
     return str(workflow) if isinstance(workflow, str) and workflow else "children"
 
 
-def with_path(graph: Graph, steps: Sequence[tuple[str, str]], state: str) -> Graph:
+def with_path(graph: Diagram, steps: Sequence[tuple[str, str]], state: str) -> Diagram:
     """Mark the path of a thread: ``steps`` are its (role, status) pairs, oldest first.
 
     Each step was reached by an edge from the previous role (or ``$START``) on the previous
@@ -104,7 +108,7 @@ def with_path(graph: Graph, steps: Sequence[tuple[str, str]], state: str) -> Gra
     ``current`` at the target of its last status (the role that runs next) and that edge is
     ``pending``; a killed or max_rounds thread stays at its last role.
     """
-    marked = Graph(graph.name, graph.nodes, graph.edges, state=state)
+    marked = Diagram(graph.name, graph.nodes, graph.edges, state=state)
     # a version-1 workflow starts on "new" (docs/format.md, "Version-1 workflow files")
     source, status = START, UNIT if graph.edge_index(START, UNIT) is not None else "new"
     marked.visited.add(START)
@@ -139,14 +143,14 @@ def _dot_text(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "")
 
 
-def _summary(graph: Graph) -> str | None:
+def _summary(graph: Diagram) -> str | None:
     if graph.state is None:
         return None
     taken = sum(graph.taken.values())
     return f"status {graph.state}, current {graph.current}, {taken} transitions taken"
 
 
-def to_mermaid(graph: Graph) -> str:
+def to_mermaid(graph: Diagram) -> str:
     """A ``flowchart TD`` that GitHub renders inside a ```` ```mermaid ```` block."""
     ids = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = ["flowchart TD"]
@@ -180,7 +184,7 @@ def to_mermaid(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_dot(graph: Graph) -> str:
+def to_dot(graph: Diagram) -> str:
     """A Graphviz ``digraph`` (``dot -Tsvg`` draws it)."""
     ids = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = [f'digraph "{_dot_text(graph.name)}" {{']
@@ -214,5 +218,5 @@ def to_dot(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(graph: Graph, fmt: str) -> str:
+def render(graph: Diagram, fmt: str) -> str:
     return to_dot(graph) if fmt == "dot" else to_mermaid(graph)

@@ -39,7 +39,7 @@ class TurnFollower:
         self.thread: ThreadId = check_thread_id(thread)
         self.file: IO[bytes] | None = None
         self.step: dict[str, Any] | None = None  # the file's first line: head, role, step
-        self.shown = 0  # turns given of this step (their indexes are 0 … shown - 1)
+        self.given = 0  # turns given of this step (their indexes are 0 … given - 1)
         self.partial = b""
         self.elsewhere: str | None = None  # the host of a step run on another machine
         self.ended = 0  # steps followed to their end
@@ -66,7 +66,7 @@ class TurnFollower:
         if step is None or step["head"] != head:  # not written yet, or another step's
             handle.close()
             return
-        self.file, self.step, self.shown, self.partial = handle, step, 0, b""
+        self.file, self.step, self.given, self.partial = handle, step, 0, b""
 
     def _next(self, head: str) -> int:
         """The number of the step that follows ``head``."""
@@ -95,9 +95,9 @@ class TurnFollower:
                 turn = live.turn(json.loads(raw))
             except ValueError:
                 continue
-            if turn is not None and turn["index"] == self.shown:
+            if turn is not None and turn["index"] == self.given:
                 out.append(self._line(turn, running=True))
-                self.shown += 1
+                self.given += 1
         return out
 
     def _line(self, turn: dict[str, Any], *, running: bool) -> StepTurn:
@@ -119,11 +119,11 @@ class TurnFollower:
             return []
         out = []
         for index, turn in enumerate(detail_turns(self.backend.nodes, node.payload.get("detail"))):
-            if index >= self.shown:
+            if index >= self.given:
                 checked = live.turn({"index": index, **turn})
                 if checked is not None:
                     out.append(self._line(checked, running=False))
-        self.shown += len(out)
+        self.given += len(out)
         return out
 
     def poll(self) -> list[StepTurn]:
@@ -134,7 +134,7 @@ class TurnFollower:
         out: list[StepTurn] = []
         if self.step is None and holder is not None and head is not None:
             if holder.host not in (None, os.uname().nodename):  # its file is on that host
-                self.elsewhere, self.shown = holder.host, 0
+                self.elsewhere, self.given = holder.host, 0
                 self.step = {"head": head, "role": holder.role or "", "step": self._next(head)}
             else:
                 self._open(head)
@@ -151,7 +151,7 @@ class TurnFollower:
             if node is not None:  # (or several: the turns of the last one)
                 before = node.prev or node.start
                 self.step = {"head": before, "role": node.role, "step": self._next(before)}
-                self.shown = 0
+                self.given = 0
                 out += self._end(head)
         self.last = head
         if head is None:

@@ -21,6 +21,7 @@ from uwf.model import artifacts, attempts, chain
 from uwf.model.threads import ThreadRef, fanned_out, locate, task_line
 from uwf.model.turns import last_assistant_content, turns
 from uwf.model.window import text_of
+from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import check_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError
 from uwf.util.fences import code_span, fence, one_line
@@ -51,9 +52,9 @@ def _bytes(size: int) -> str:
 class _Blocks:
     """The markdown of each step of one thread, as ``thread read`` shows them."""
 
-    def __init__(self, store: Store, roles: dict[str, Any]) -> None:
+    def __init__(self, store: Store, workflow: Workflow) -> None:
         self.store = store
-        self.roles = roles
+        self.workflow = workflow
 
     def header(self, step: chain.Step, number: int) -> str:
         marks = f" | **Summary:** `{step.compact}`" if step.compact else ""
@@ -64,8 +65,8 @@ class _Blocks:
         )
 
     def prompt(self, step: chain.Step) -> str:
-        role = self.roles.get(step.role)
-        return f"\n\n<prompt>\n{role.get('goal', '')}\n</prompt>" if isinstance(role, dict) else ""
+        role = self.workflow.role(step.role)
+        return f"\n\n<prompt>\n{role.spec.get('goal', '')}\n</prompt>" if role is not None else ""
 
     def body(self, step: chain.Step) -> str:
         """The edge prompt the step was given, its answer (its structured output as the
@@ -230,12 +231,12 @@ def read_thread(
     head = chain.load_head(store, ref.head)
     start = chain.start_of(store, head)
     workflow = chain.load_workflow(store, start.workflow)
-    blocks = _Blocks(store, workflow.get("roles", {}))
+    blocks = _Blocks(store, workflow)
 
     include_start = before is None or show_start
     state = state_line(backend, ref) if include_start else None
     start_section = (
-        f"# Thread `{thread}`\n\n**Workflow:** {workflow.get('name')} (`{start.workflow}`)"
+        f"# Thread `{thread}`\n\n**Workflow:** {workflow.name} (`{start.workflow}`)"
         + (f"\n\n**State:** {state}" if state is not None else "")
         + f"\n\n## Task\n\n{start.prompt}"
     )
@@ -266,7 +267,7 @@ def read_thread(
         block = blocks.header(step, num)
         if step.role not in shown_roles:
             block += blocks.prompt(step)
-            if step.role in blocks.roles:
+            if step.role in blocks.workflow.roles:
                 shown_roles.add(step.role)
         pieces.append(block + body)
     return SEPARATOR.join(pieces)

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from uwf.backend.base import ActiveThread, Backend
+from uwf.cas.store import Store
 from uwf.model import artifacts, chain, routing
 from uwf.model.threads import active_status, failure_json, locate, waiting_json
 from uwf.model.turns import last_assistant_content
 from uwf.moderator.evaluate import V05, ModeratorError, Rules, rules_of, status_of
+from uwf.protocol.workflow import Workflow
 from uwf.util.errors import NotFound, UwfError
 
 
@@ -47,7 +49,7 @@ def _duration_ms(detail: Any) -> int | None:
 
 
 def _record(
-    store: Any, step: chain.Step, number: int, full: bool, rules: Rules = V05
+    store: Store, step: chain.Step, number: int, full: bool, rules: Rules = V05
 ) -> dict[str, Any]:
     output = chain.output_of(store, step)
     if not full:
@@ -122,7 +124,7 @@ def timeline(
     return {
         "thread": thread,
         "workflow": start.workflow,
-        "workflowName": workflow.get("name"),
+        "workflowName": workflow.name,
         "cwd": ref.cwd,
         "head": ref.head,
         "active": ref.active,
@@ -136,14 +138,14 @@ def timeline(
     }
 
 
-def answer_line(store: Any, workflow: dict[str, Any], thread: str, role: str) -> str:
+def answer_line(store: Store, workflow: Workflow, thread: str, role: str) -> str:
     """The ``uwf thread answer`` command that answers ``role`` in ``thread``: its statuses and
     the other fields its schema requires, to fill in (docs/agents.md, "thread answer")."""
     from uwf.moderator import emits
 
-    spec = workflow.get("roles", {}).get(role)
-    meta = spec.get("meta") if isinstance(spec, dict) else None
-    node = store.get(meta) if isinstance(meta, str) else None
+    spec = workflow.role(role)
+    meta = spec.meta if spec is not None else None
+    node = store.get(meta) if meta is not None else None
     schema = node.payload if node is not None else None
     key = rules_of(workflow).key  # the field --status sets: $status in a version-1 workflow
     parts = [f"uwf thread answer {thread}"]
@@ -157,7 +159,7 @@ def answer_line(store: Any, workflow: dict[str, Any], thread: str, role: str) ->
     return " ".join(parts)
 
 
-def _next(store: Any, workflow: dict[str, Any], head: chain.Start | chain.Step) -> dict[str, Any]:
+def _next(store: Store, workflow: Workflow, head: chain.Start | chain.Step) -> dict[str, Any]:
     try:
         decision = routing.decide(store, workflow, head)
     except (ModeratorError, KeyError) as exc:

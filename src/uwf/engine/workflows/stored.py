@@ -98,7 +98,7 @@ def check_workflow(path: Path) -> CheckResult:
     return CheckResult(shown, checked.definition["name"], h, [], checked.warnings)
 
 
-def _shown(ident: str) -> str:
+def _ident_text(ident: str) -> str:
     return ident if ident.isprintable() and len(ident) <= 100 else describe(ident, 100)
 
 
@@ -119,7 +119,7 @@ def show_workflow(backend: Backend, ident: str) -> WorkflowShown:
         h = ident
         name = next((k for k, v in registry.items() if v == h), None)
     else:
-        raise NotFound(f"workflow not found: {_shown(ident)}")
+        raise NotFound(f"workflow not found: {_ident_text(ident)}")
     node = workflow_node(backend.nodes, h)
     return {
         "hash": h,
@@ -179,7 +179,7 @@ def workflow_file(root: Path, ident: str, cwd: Path) -> Path:
     found = discovery.find(ident, cwd) or discovery.find_in(ident, discovery.paths(root))
     if found is None:
         raise NotFound(
-            f"file not found: {_shown(ident)} (nor a workflow of that name in .workflows/ up "
+            f"file not found: {_ident_text(ident)} (nor a workflow of that name in .workflows/ up "
             "the tree or in workflowPaths)"
         )
     return found
@@ -208,7 +208,7 @@ def history(backend: Backend, name: str) -> list[WorkflowVersion]:
         if node is not None and node.type in schemas.hashes().workflows:
             out.append({"hash": current, "timestamp": node.timestamp, "current": True})
     if not out:
-        raise NotFound(f"workflow not found: {_shown(name)}")
+        raise NotFound(f"workflow not found: {_ident_text(name)}")
     return out
 
 
@@ -266,4 +266,4 @@ def resolve_for_start(backend: Backend, ident: str, cwd: Path) -> NodeHash:
     found = discovery.find_in(ident, discovery.paths(backend.root))
     if found is not None:  # workflowPaths: a name that is not stored
         return _store_file(backend, found)
-    raise NotFound(f"workflow not found: {_shown(ident)}")
+    raise NotFound(f"workflow not found: {_ident_text(ident)}")
