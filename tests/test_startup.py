@@ -277,6 +277,20 @@ def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) ->
     assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
 
 
+def test_an_answer_in_the_flat_form_is_read_without_yaml(new_thread: Any) -> None:
+    """The agent kit reads an answer's frontmatter of one ``key: value`` per line without
+    PyYAML (uwf.util.frontmatter, "the flat form"): importing it was most of an agent's
+    start-up. ``uwf-cmd`` here, whose command prints the planner's answer; measured on its
+    second run, as uwf-mock's above."""
+    answer = '---\nstatus: _\nplan: "do it: now"\nsteps: ["one", "two"]\n---\nThe plan.\n'
+    command = ["--", sys.executable, "-c", f"import sys; sys.stdout.write({answer!r})"]
+    thread = new_thread()
+    probe("uwf.agents.cmd:main", *command, thread, "planner")  # stores the schemas (jsonschema)
+    report = probe("uwf.agents.cmd:main", *command, thread, "planner")
+    assert "uwf.agent_kit.frontmatter" in report["modules"]  # it read the answer
+    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses", "yaml"]) == []
+
+
 def test_uwf_human_loads_only_what_it_needs_to_defer(new_thread: Any) -> None:
     report = probe("uwf.agents.human:main", new_thread(), "planner", code=75)  # no terminal
     assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
