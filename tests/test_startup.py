@@ -267,7 +267,9 @@ def test_uwf_mock_loads_only_what_a_scripted_step_needs(new_thread: Any, scenari
     probe("uwf.agents.mock:main", *args)
     report = probe("uwf.agents.mock:main", *args)
     assert "uwf.agent_kit.runner" in report["modules"]  # the probe really ran the agent
-    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+    # the prompts are built only by an agent that prompts a model (or asks for a correction)
+    unused = ["dataclasses", "uwf.agent_kit.prompts", "uwf.agent_kit.thread_prompt"]
+    assert among(report["modules"], [*AGENT_HEAVY, *unused]) == []
 
 
 def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) -> None:
