@@ -250,6 +250,24 @@ def test_config_yaml_is_checked_without_jsonschema(
     assert among(modules, ["jsonschema", "uwf.cas.schema", "uwf.cas.wording"]) == []
 
 
+def test_a_plain_config_yaml_is_read_without_yaml(
+    root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """A config.yaml of the plain form (uwf.util.plainyaml: block mappings of words, numbers,
+    quoted strings and lists of them) is read without PyYAML, whose import was the largest
+    part of a step's own start-up."""
+    thread = new_thread()
+    (root / "config.yaml").write_text(
+        "# the agents\nagents:\n  mock:\n    command: uwf-mock\n    args: []\n"
+        "defaultAgent: mock\nmaxRounds: 50\n"
+    )
+    modules = loaded_modules(
+        "thread", "step", thread, "--agent", scenario(inprocess=False), spawn=True
+    )
+    assert "uwf.config.config" in modules  # the probe saw the config read
+    assert among(modules, ["yaml", "jsonschema"]) == []
+
+
 # -- the agents ---------------------------------------------------------------------------
 
 # No agent needs the CLI, the engine, the web view, or a heavy library it does not use.

@@ -2,9 +2,9 @@
 
 Agents answer in this form (docs/agents.md), and so do people (``uwf-human``, ``thread
 answer --file``, ``thread fork --output``). ``split`` cuts a text into its block and body;
-``load_mapping`` reads a block as a JSON object with the safe YAML loader (a flat block, as
-most answers are, without it: ``_flat``, which reads it exactly as the loader would). Both are
-total: any text gives a result or None, never an exception.
+``load_mapping`` reads a block as a JSON object with the safe YAML loader (``yamlio``: a plain
+block, as most answers are, without PyYAML). Both are total: any text gives a result or None,
+never an exception.
 """
 
 from __future__ import annotations
@@ -96,91 +96,6 @@ def _to_json(value: Any) -> Any:
 _last: tuple[str, Any] | None = None
 
 
-# -- the flat form, read without PyYAML ---------------------------------------------------------
-
-#: Plain words the safe loader reads as something else than a string (booleans, nulls), in any
-#: case: a key or a plain value that is one of them is left to the loader.
-_NOT_TEXT = frozenset({"yes", "no", "true", "false", "on", "off", "null", "y", "n"})
-_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ$_")
-_KEY = _FIRST | frozenset("0123456789-")
-_PLAIN = _KEY | frozenset(" .,/()'")
-#: What a double-quoted value may hold to be read the same by JSON and the safe loader: no
-#: control character, no escape other than these (``\u`` escapes of surrogates differ).
-_ESCAPES = frozenset('"\\/nt')
-_FLAT_LIMIT = 1 << 16  # characters: far below yamlio's limits on bytes and nodes
-
-
-def _flat(block: str) -> dict[str, Any] | None:
-    """The block read without PyYAML when it has the flat form answers mostly take, else None.
-
-    Importing PyYAML and its resolvers' regular expressions is ~3 times an agent's other
-    start-up (docs/performance.md, "Processes and start-up"), and the agent kit reads every
-    answer's block. The flat form is one ``key: value`` per line, each key a plain word and
-    each value a plain word-like text that starts with a letter, ``$`` or ``_`` (``status:
-    approved``, ``$status: $SUSPEND``), a double-quoted string or a one-line list of them, in
-    the characters and escapes JSON and the safe loader read alike: what this returns is what
-    ``yamlio.load`` returns for it (``tests/test_frontmatter_flat.py`` compares them). Anything
-    else — numbers, booleans, nulls, comments, nesting, repeated keys — is None: the loader's.
-    """
-    if not block or len(block) > _FLAT_LIMIT:
-        return None
-    out: dict[str, Any] = {}
-    for line in block.split("\n"):
-        key, colon, value = line.partition(": ")
-        if (
-            not colon
-            or not key
-            or key[0] not in _FIRST
-            or not _KEY.issuperset(key)
-            or key.lower() in _NOT_TEXT
-            or key in out
-        ):
-            return None
-        value = value.strip(" ")
-        if not value:
-            return None
-        if value[0] in '"[':
-            parsed = _quoted(value)
-            if parsed is None:
-                return None
-            out[key] = parsed
-        elif value[0] in _FIRST and _PLAIN.issuperset(value) and value.lower() not in _NOT_TEXT:
-            out[key] = value
-        else:
-            return None
-    return out
-
-
-def _quoted(value: str) -> str | list[str] | None:
-    """A double-quoted string, or a one-line list of them, of the flat form; else None."""
-    if any(c < " " or "\x7f" <= c <= "\x9f" or "\ud800" <= c <= "\udfff" for c in value):
-        return None
-    if any(c >= "\u2028" and c in "\u2028\u2029\ufeff\ufffe\uffff" for c in value):
-        return None
-    escaped = value.split("\\")
-    # every backslash starts an escape of _ESCAPES ("\\\\" splits into an empty part)
-    i = 1
-    while i < len(escaped):
-        part = escaped[i]
-        if part == "" and i + 1 < len(escaped):
-            i += 2
-            continue
-        if not part or part[0] not in _ESCAPES:
-            return None
-        i += 1
-    import json
-
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return None
-    if isinstance(parsed, str):
-        return parsed if value[0] == '"' else None
-    if isinstance(parsed, list) and all(isinstance(item, str) for item in parsed):
-        return parsed
-    return None
-
-
 def load_mapping(block: str) -> dict[str, Any] | None:
     """The block as a JSON object; ``{}`` when empty, ``None`` when it is not a usable mapping.
 
@@ -194,12 +109,10 @@ def load_mapping(block: str) -> dict[str, Any] | None:
     if last is not None and last[0] == block:  # the same answer read again (suspension, offer)
         data = last[1]
     else:
-        data = _flat(block)
-        if data is None:
-            try:
-                data = yamlio.load(block, source="frontmatter")
-            except Exception:
-                return None
+        try:
+            data = yamlio.load(block, source="frontmatter")
+        except Exception:
+            return None
         _last = (block, data)
     if data is None:
         return {}
