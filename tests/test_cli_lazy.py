@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from uwf.cli import main
+from uwf.cli.lazy import App
 from uwf.cli.reference import render_reference
 
 
@@ -30,7 +31,9 @@ def eager_root() -> Any:
     for name, (target, _help) in main.COMMANDS.items():
         module, _, attribute = target.partition(":")
         value = getattr(importlib.import_module(module), attribute)
-        if isinstance(value, typer.Typer):
+        if isinstance(value, App):
+            app.add_typer(value.eager(), name=name)  # its commands named by module too
+        elif isinstance(value, typer.Typer):
             app.add_typer(value, name=name)
         else:
             app.command(name)(value)

@@ -127,11 +127,24 @@ def test_group_help_loads_its_group_alone() -> None:
     assert among(modules, [*HEAVY, *others, "uwf.engine", "yaml"]) == []
 
 
+# The thread group's command modules: each is imported only when one of its commands is built
+# (``App.lazy``, cli/lazy.py), so a command loads its own module and no other.
+THREAD_MODULES = [
+    "uwf.cli.thread.lifecycle",
+    "uwf.cli.thread.views",
+    "uwf.cli.thread.steering",
+    "uwf.cli.thread.bulk",
+    "uwf.cli.stepping",
+]
+
+
 def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
     thread = new_thread()
     modules = loaded_modules("thread", "show", thread)
     assert "uwf.engine.threads.lifecycle" in modules  # the probe really ran the command
+    assert "uwf.cli.thread.lifecycle" in modules
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
+    others += [m for m in THREAD_MODULES if m != "uwf.cli.thread.lifecycle"]
     unused = [
         "yaml",  # threads.yaml is read on its fast path
         "ulid",  # only new thread ids need python-ulid
@@ -155,7 +168,18 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "uwf.backend.fs.workers",
         "uwf.backend.workers",
         "hashlib",  # a limit's file name: only where a limit is configured
+        "uwf.engine.threads.bulk",  # the bulk commands' engine (bulk.py's, never imported)
+        "uwf.engine.views",  # read, graph, watch, export
     ]
+    assert among(modules, [*HEAVY, *others, *unused]) == []
+
+
+def test_thread_list_loads_its_own_command_module_alone(new_thread: Any) -> None:
+    new_thread()
+    modules = loaded_modules("thread", "list")
+    assert "uwf.cli.thread.lifecycle" in modules  # the probe really ran the command
+    others = [m for m in THREAD_MODULES if m != "uwf.cli.thread.lifecycle"]
+    unused = ["uwf.engine.threads.bulk", "uwf.engine.step", "uwf.backend.fs.limits"]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
 
@@ -185,6 +209,7 @@ def test_thread_step_loads_only_what_it_needs_before_spawning(
     )
     assert "uwf.adapters.process" in modules  # the probe saw the spawn
     others = [g for g in GROUPS if g != "uwf.cli.thread"]
+    others += [m for m in THREAD_MODULES if m != "uwf.cli.stepping"]
     heavy = [h for h in HEAVY if h != "chevron_blue"]  # it renders the edge prompt
     unused = ["yaml", "uwf.engine.workflows.stored", "uwf.engine.views.read", "uwf.cas.fastschema"]
     unused += ["uwf.cli.complete", "uwf.cli.background", "uwf.engine.step.background"]
@@ -225,6 +250,24 @@ def test_config_yaml_is_checked_without_jsonschema(
     assert among(modules, ["jsonschema", "uwf.cas.schema", "uwf.cas.wording"]) == []
 
 
+def test_a_plain_config_yaml_is_read_without_yaml(
+    root: Path, new_thread: Any, scenario: Any
+) -> None:
+    """A config.yaml of the plain form (uwf.util.plainyaml: block mappings of words, numbers,
+    quoted strings and lists of them) is read without PyYAML, whose import was the largest
+    part of a step's own start-up."""
+    thread = new_thread()
+    (root / "config.yaml").write_text(
+        "# the agents\nagents:\n  mock:\n    command: uwf-mock\n    args: []\n"
+        "defaultAgent: mock\nmaxRounds: 50\n"
+    )
+    modules = loaded_modules(
+        "thread", "step", thread, "--agent", scenario(inprocess=False), spawn=True
+    )
+    assert "uwf.config.config" in modules  # the probe saw the config read
+    assert among(modules, ["yaml", "jsonschema"]) == []
+
+
 # -- the agents ---------------------------------------------------------------------------
 
 # No agent needs the CLI, the engine, the web view, or a heavy library it does not use.
@@ -242,7 +285,9 @@ def test_uwf_mock_loads_only_what_a_scripted_step_needs(new_thread: Any, scenari
     probe("uwf.agents.mock:main", *args)
     report = probe("uwf.agents.mock:main", *args)
     assert "uwf.agent_kit.runner" in report["modules"]  # the probe really ran the agent
-    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+    # the prompts are built only by an agent that prompts a model (or asks for a correction)
+    unused = ["dataclasses", "uwf.agent_kit.prompts", "uwf.agent_kit.thread_prompt"]
+    assert among(report["modules"], [*AGENT_HEAVY, *unused]) == []
 
 
 def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) -> None:
@@ -250,6 +295,20 @@ def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) ->
     report = probe("uwf.agents.cmd:main", *command, new_thread(), "planner", spawn=True, code=1)
     assert "uwf.agent_kit.prompts" in report["modules"]  # it composed the prompt first
     assert among(report["modules"], [*AGENT_HEAVY, "dataclasses"]) == []
+
+
+def test_an_answer_in_the_flat_form_is_read_without_yaml(new_thread: Any) -> None:
+    """The agent kit reads an answer's frontmatter of one ``key: value`` per line without
+    PyYAML (uwf.util.frontmatter, "the flat form"): importing it was most of an agent's
+    start-up. ``uwf-cmd`` here, whose command prints the planner's answer; measured on its
+    second run, as uwf-mock's above."""
+    answer = '---\nstatus: _\nplan: "do it: now"\nsteps: ["one", "two"]\n---\nThe plan.\n'
+    command = ["--", sys.executable, "-c", f"import sys; sys.stdout.write({answer!r})"]
+    thread = new_thread()
+    probe("uwf.agents.cmd:main", *command, thread, "planner")  # stores the schemas (jsonschema)
+    report = probe("uwf.agents.cmd:main", *command, thread, "planner")
+    assert "uwf.agent_kit.frontmatter" in report["modules"]  # it read the answer
+    assert among(report["modules"], [*AGENT_HEAVY, "dataclasses", "yaml"]) == []
 
 
 def test_uwf_human_loads_only_what_it_needs_to_defer(new_thread: Any) -> None:
@@ -306,7 +365,8 @@ def cli_path(cli: Path, module: str) -> Path:
 def registered_functions(cli: Path) -> set[tuple[str, str]]:
     """(module, function) of every function the CLI registers as a command or callback:
     decorated (``@app.command(…)``), passed (``app.command(…)(name)``, ``app.command(…)(
-    module.name)``) or named in ``COMMANDS``."""
+    module.name)``), named by its module (``app.lazy(name, "uwf.cli.module:function")``,
+    ``add_alias(app, "uwf.cli.module:function", …)``) or named in ``COMMANDS``."""
     import ast
 
     found = {
@@ -321,6 +381,15 @@ def registered_functions(cli: Path) -> set[tuple[str, str]]:
             and node.func.attr in ("command", "callback")
         )
 
+    def named(node: ast.Call) -> str | None:  # app.lazy(…, "m:f") or add_alias(app, "m:f", …)
+        lazy = isinstance(node.func, ast.Attribute) and node.func.attr == "lazy"
+        alias = isinstance(node.func, ast.Name) and node.func.id == "add_alias"
+        if (lazy or alias) and len(node.args) >= 2:
+            arg = node.args[1]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                return arg.value
+        return None
+
     for path in sorted(cli.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         module = cli_module(cli, path)
@@ -334,6 +403,10 @@ def registered_functions(cli: Path) -> set[tuple[str, str]]:
             for a in n.names
         }
         for node in ast.walk(tree):
+            target = named(node) if isinstance(node, ast.Call) else None
+            if target is not None:
+                module_name, _, function = target.partition(":")
+                found.add((module_name.removeprefix("uwf.cli."), function))
             if isinstance(node, ast.FunctionDef) and any(map(registers, node.decorator_list)):
                 found.add((module, node.name))
             if isinstance(node, ast.Call) and registers(node.func) and node.args:

@@ -59,7 +59,7 @@ class AgentContext:
         role_def: dict[str, Any],
         schema_hash: str,
         schema: dict[str, Any] | None,
-        format_instruction: str = "",
+        format_instruction: str | None = None,
         meter: Meter | None = None,
         compact: NodeHash | None = None,
         children: list[NodeHash] | None = None,
@@ -79,7 +79,8 @@ class AgentContext:
         self.role_def = role_def
         self.schema_hash = schema_hash
         self.schema = schema
-        self.format_instruction = format_instruction
+        # the role's ``## Deliverable Format`` block, built on first read (``format_instruction``)
+        self._format_instruction = format_instruction
         # the step's duration and model calls so far
         self.meter = Meter() if meter is None else meter
         # the summary the new step records as ``compact``: one recorded by hand for this head
@@ -174,6 +175,25 @@ class AgentContext:
     @property
     def task(self) -> str:
         return self.start.prompt
+
+    @property
+    def format_instruction(self) -> str:
+        """The ``## Deliverable Format`` block of the role's output schema (``""`` without
+        one), built on first read: only an agent that prompts a model reads it, and building it
+        imports the prompts (``uwf-mock`` never does: docs/performance.md, "Processes and
+        start-up")."""
+        if self._format_instruction is None:
+            from uwf.agent_kit import prompts
+
+            key = self.routing_key
+            self._format_instruction = prompts.build_output_format_instruction(
+                self.schema, key if key == "$status" else None
+            )
+        return self._format_instruction
+
+    @format_instruction.setter
+    def format_instruction(self, text: str) -> None:
+        self._format_instruction = text
 
     @property
     def routing_key(self) -> str:

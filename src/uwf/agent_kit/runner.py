@@ -124,7 +124,7 @@ def _extract(
     Each correction prompt names what the role schema rejected (``notes: False is not of
     type 'string'``), and so does the error when nothing could be extracted.
     """
-    from uwf.agent_kit import extract, fastpath, prompts
+    from uwf.agent_kit import extract, fastpath
 
     if first.output_hash is not None:
         span.event("extract", {"method": "agent"})
@@ -140,6 +140,8 @@ def _extract(
         if attempt == MAX_CORRECTIONS:
             break
         span.event("correction", {"attempt": attempt + 1})
+        from uwf.agent_kit import prompts  # only a correction needs them
+
         again = agent.resume(ctx, result.session, prompts.correction_message(problems))
         if again is None:
             break
@@ -278,7 +280,6 @@ def execute(
     live-turns file and previous attempts its environment names; nothing of the process is
     changed (no ``.env`` applied to ``os.environ``: the call's environment has it; no secrets
     registered: uwf's process did)."""
-    from uwf.agent_kit import prompts
     from uwf.backend import open_for_agent
     from uwf.config import secrets
     from uwf.config.envfile import apply_dotenv
@@ -298,10 +299,6 @@ def execute(
                     secrets.install(backend.root)
                     apply_dotenv(backend.root)
                 ctx = build_context(backend, thread, role, edge_prompt, call)
-                if ctx.schema is not None:
-                    ctx.format_instruction = prompts.build_output_format_instruction(
-                        ctx.schema, ctx.routing_key if ctx.routing_key == "$status" else None
-                    )
                 h = _step_node(agent, ctx, span)
                 ctx.flush()  # the step's nodes, durable together before their hash is printed
         except UwfError as exc:

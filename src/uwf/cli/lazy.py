@@ -8,7 +8,8 @@ importing every command module) on each call would be paid by every step. Here:
 - looking a name up (``uwf thread …``) imports that one module and lets Typer build the
   group, without its commands;
 - looking a command up in that group (``uwf thread show``) lets Typer build that command
-  alone.
+  alone; a command the group names by its "module:function" (``App.lazy``: the ``thread``
+  group's) imports its module only then, so a call imports one command module.
 
 Listing a group in full (``uwf thread --help``, ``uwf skill cli``) builds all of it.
 
@@ -59,6 +60,9 @@ class App(typer.Typer):
         self.lazy_settings = settings
         self.lazy_commands: dict[str, Builder] = {}
         self.lazy_groups: dict[str, Builder] = {}
+        # name -> (the command's function, its settings), for ``eager``
+        self.lazy_loads: dict[str, Callable[[], tuple[Callable[..., Any], dict[str, Any]]]] = {}
+        self.lazy_subgroups: dict[str, tuple[typer.Typer, dict[str, Any]]] = {}
         self.lazy_callback: Callable[[typer.Typer], object] | None = None
 
     def command(self, name: str | None = None, **settings: Any) -> Callable[[Function], Function]:
@@ -74,9 +78,53 @@ class App(typer.Typer):
                 return typer.main.get_command(one)
 
             self.lazy_commands[key] = build
+            self.lazy_loads[key] = lambda: (function, dict(settings))
             return register(function)
 
         return keep
+
+    def lazy(
+        self,
+        name: str,
+        target: str,
+        settings: Callable[[Callable[..., Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        """Register the function ``target`` ("module:function") as the command ``name``,
+        without importing its module: it is imported when the command is built (when it runs,
+        or a listing of the group needs it). ``settings`` gives ``command``'s settings from the
+        function, when they need it (an alias's help is the function's own).
+
+        Typer itself does not see the command: the lazy tree builds it, and ``eager`` makes
+        the whole ``typer.Typer`` for what needs one."""
+
+        def load() -> tuple[Callable[..., Any], dict[str, Any]]:
+            module, _, attribute = target.partition(":")
+            function = getattr(importlib.import_module(module), attribute)
+            return function, settings(function) if settings is not None else {}
+
+        def build(markup: Any) -> Any:
+            function, options = load()
+            one = _parent(markup)
+            one.command(name, **options)(function)
+            return typer.main.get_command(one)
+
+        self.lazy_commands[name] = build
+        self.lazy_loads[name] = load
+
+    def eager(self) -> typer.Typer:
+        """This group as a plain ``typer.Typer`` with every command registered (and every
+        module named by ``lazy`` imported), in the order the lazy tree lists them: for what
+        builds a group whole (``tests/test_cli_lazy.py`` compares the two trees)."""
+        app = typer.Typer(**self.lazy_settings)
+        if self.lazy_callback is not None:
+            self.lazy_callback(app)
+        for name, load in self.lazy_loads.items():
+            function, options = load()
+            app.command(name, **options)(function)
+        for name, (group, settings) in self.lazy_subgroups.items():
+            sub = group.eager() if isinstance(group, App) else group
+            app.add_typer(sub, name=name, **settings)
+        return app
 
     def callback(self, **settings: Any) -> Callable[[Function], Function]:
         register = super().callback(**settings)
@@ -94,6 +142,7 @@ class App(typer.Typer):
             raise TypeError("a group of uwf is added with a name")
         super().add_typer(typer_instance, name=name, **settings)
         group = typer_instance
+        self.lazy_subgroups[name] = (group, settings)
         self.lazy_groups[name] = lambda markup: build_group(group, name, markup, **settings)
 
     def shell(self) -> typer.Typer:

@@ -262,7 +262,7 @@ QuotaOpt = Annotated[
 
 def add_alias(
     app: typer.Typer,
-    function: Callable[..., Any],
+    function: "Callable[..., Any] | str",
     name: str,
     current: str,
     hidden: bool = True,
@@ -271,11 +271,23 @@ def add_alias(
     """Register ``function`` in ``app`` under ``name`` (``"thread exec"``: its v0.5.0 name;
     ``"workflow validate"``: uwf 0.8's) as an alias of ``current``: its help is one line
     naming the current name, then the command's full help (``function``'s docstring); command
-    listings say ``Alias of `uwf <current>`.``"""
+    listings say ``Alias of `uwf <current>`.`` A "module:function" string is imported only
+    when the command is built (``App.lazy``, cli/lazy.py)."""
     line = f"Alias of `uwf {current}`, the current name (`uwf {name}` is its {version} name)."
-    help_text = f"{line}\n\n{inspect.getdoc(function) or ''}"
     short = f"Alias of `uwf {current}`."
-    app.command(name.split()[-1], hidden=hidden, help=help_text, short_help=short)(function)
+
+    def settings(command: Callable[..., Any]) -> dict[str, Any]:
+        help_text = f"{line}\n\n{inspect.getdoc(command) or ''}"
+        return {"hidden": hidden, "help": help_text, "short_help": short}
+
+    if isinstance(function, str):
+        from uwf.cli.lazy import App
+
+        if not isinstance(app, App):
+            raise TypeError("a command named by its module is registered on a lazy App")
+        app.lazy(name.split()[-1], function, settings)
+    else:
+        app.command(name.split()[-1], **settings(function))(function)
 
 
 def root() -> Path:

@@ -2,14 +2,15 @@
 
 Agents answer in this form (docs/agents.md), and so do people (``uwf-human``, ``thread
 answer --file``, ``thread fork --output``). ``split`` cuts a text into its block and body;
-``load_mapping`` reads a block as a JSON object with the safe YAML loader. Both are total:
-any text gives a result or None, never an exception.
+``load_mapping`` reads a block as a JSON object with the safe YAML loader (``yamlio``: a plain
+block, as most answers are, without PyYAML). Both are total: any text gives a result or None,
+never an exception.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
+import sys
 from typing import Any
 
 from uwf.util.jsonfmt import dumps
@@ -61,9 +62,16 @@ def _key(key: Any) -> str:
         return key
     if key is None or isinstance(key, (bool, int, float)):
         return dumps(_to_json(key))
-    if isinstance(key, (_dt.date, _dt.datetime)):
-        return key.isoformat()
+    if _is_date(key):
+        return str(key.isoformat())
     raise _NotJson
+
+
+def _is_date(value: Any) -> bool:
+    """Whether a loaded value is a date or a time stamp. Only the loader makes them, and it has
+    imported ``datetime`` by then: the flat form's readers never import it."""
+    dt = sys.modules.get("datetime")
+    return dt is not None and isinstance(value, (dt.date, dt.datetime))
 
 
 def _to_json(value: Any) -> Any:
@@ -74,8 +82,8 @@ def _to_json(value: Any) -> Any:
         if math.isnan(value) or math.isinf(value):
             raise _NotJson
         return int(value) if value.is_integer() and abs(value) <= 2**53 else value
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        return value.isoformat()
+    if _is_date(value):
+        return str(value.isoformat())
     if isinstance(value, list):
         return [_to_json(item) for item in value]
     if isinstance(value, dict):

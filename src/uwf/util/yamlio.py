@@ -47,11 +47,16 @@ def load(
     ``loader``: called with the text instead of the safe loader, to build one that knows a
     tag more (``uwf.util.includes``: ``!include``); it must be a subclass of ``safe_loader()``.
     """
-    import yaml
-
     size = len(text.encode() if isinstance(text, str) else text)
     if size > max_bytes:
         raise InvalidInput(f"{source} is too large: {size} bytes (limit {max_bytes})")
+    if loader is None:
+        plain = _plain(text)  # the plain form, read alike without PyYAML
+        if plain is not None:
+            check_limits(plain)
+            return plain
+    import yaml
+
     try:
         _check_depth(text)
         value = yaml.load(text, Loader=loader or _loader())
@@ -71,6 +76,20 @@ def load(
         raise InvalidInput(f"invalid YAML: {_one_line(exc)}") from None
     check_limits(value)
     return value
+
+
+def _plain(text: str | bytes) -> dict[str, Any] | None:
+    """``text`` read by ``plainyaml``, None when it is not of the plain form. Bytes are read
+    as UTF-8, as PyYAML reads them (bytes of another encoding start with a byte-order mark,
+    which UTF-8 refuses, or which the plain form does not take)."""
+    from uwf.util import plainyaml
+
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return plainyaml.read(text)
 
 
 def _check_depth(text: str | bytes) -> None:

@@ -5,12 +5,14 @@ One module per kind of command: ``lifecycle`` (start, show, list, steps, compact
 priority), ``bulk`` (kill, stop, retry, rerun: one thread, or in bulk); step, and its
 background runs, from ``uwf.cli.stepping``. The modules define functions only; this module
 registers them, so one table says what the group holds.
+
+Each command is named by its "module:function" and imported only when it is built
+(``App.lazy``, cli/lazy.py): ``uwf thread show`` imports ``lifecycle`` and what it uses,
+never ``stepping``'s or ``bulk``'s imports (docs/performance.md, "Start-up").
 """
 
-from uwf.cli import stepping
 from uwf.cli.lazy import App
 from uwf.cli.options import add_alias
-from uwf.cli.thread import bulk, lifecycle, steering, views
 
 __all__ = ["app"]
 
@@ -20,25 +22,25 @@ app = App(
     rich_markup_mode=None,
 )
 
-app.command()(lifecycle.start)
-app.command("step")(stepping.step)
-add_alias(app, stepping.step, "thread exec", "thread step")
-app.command("stop")(bulk.stop)
-app.command()(lifecycle.show)
-app.command("list")(lifecycle.list_)
-app.command("steps")(lifecycle.steps)
-app.command()(views.read)
-app.command()(lifecycle.compact)
-app.command("fork")(lifecycle.fork)
-app.command("step-details")(views.step_details)
-app.command("kill")(bulk.kill)
-add_alias(app, bulk.kill, "thread cancel", "thread kill")
-app.command("graph")(views.graph)
-app.command("watch")(views.watch)
-app.command("export")(views.export)
-app.command("rerun")(bulk.rerun)
-app.command("answer")(steering.answer)
-app.command("resume")(steering.resume)
-app.command("poke")(steering.poke)
-app.command("retry")(bulk.retry)
-app.command("priority")(steering.priority)
+app.lazy("start", "uwf.cli.thread.lifecycle:start")
+app.lazy("step", "uwf.cli.stepping:step")
+add_alias(app, "uwf.cli.stepping:step", "thread exec", "thread step")
+app.lazy("stop", "uwf.cli.thread.bulk:stop")
+app.lazy("show", "uwf.cli.thread.lifecycle:show")
+app.lazy("list", "uwf.cli.thread.lifecycle:list_")
+app.lazy("steps", "uwf.cli.thread.lifecycle:steps")
+app.lazy("read", "uwf.cli.thread.views:read")
+app.lazy("compact", "uwf.cli.thread.lifecycle:compact")
+app.lazy("fork", "uwf.cli.thread.lifecycle:fork")
+app.lazy("step-details", "uwf.cli.thread.views:step_details")
+app.lazy("kill", "uwf.cli.thread.bulk:kill")
+add_alias(app, "uwf.cli.thread.bulk:kill", "thread cancel", "thread kill")
+app.lazy("graph", "uwf.cli.thread.views:graph")
+app.lazy("watch", "uwf.cli.thread.views:watch")
+app.lazy("export", "uwf.cli.thread.views:export")
+app.lazy("rerun", "uwf.cli.thread.bulk:rerun")
+app.lazy("answer", "uwf.cli.thread.steering:answer")
+app.lazy("resume", "uwf.cli.thread.steering:resume")
+app.lazy("poke", "uwf.cli.thread.steering:poke")
+app.lazy("retry", "uwf.cli.thread.bulk:retry")
+app.lazy("priority", "uwf.cli.thread.steering:priority")
