@@ -33,7 +33,8 @@ from llm_server import (
 from rootfiles import step_state
 from support import Result
 from uwf.adapters import llm as llm_adapter
-from uwf.agent_kit.prompts import CORRECTION_MESSAGE, build_output_format_instruction
+from uwf.agent_kit.deliverable import build_output_format_instruction
+from uwf.agent_kit.prompts import CORRECTION_MESSAGE
 from uwf.agents import builtin
 from uwf.agents.builtin import (
     NUDGE,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from uwf.agent_kit.deliverable import build_output_format_instruction
 from uwf.agent_kit.fastpath import candidate
-from uwf.agent_kit.prompts import build_output_format_instruction
 from uwf.engine.workflows.files import load_file
 from uwf.moderator import emits
 from uwf.moderator.emits import Field, Statuses

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from uwf.agent_kit import prompts
+from uwf.agent_kit.deliverable import build_output_format_instruction
 from uwf.agent_kit.prompts import (
     CORRECTION_MESSAGE,
     build_agent_prompt,
-    build_output_format_instruction,
     build_role_prompt,
     cli_reference,
 )
@@ -492,7 +492,7 @@ def test_a_version_1_role_is_told_every_status_its_fields_and_how_to_suspend() -
     """docs/format.md, "Suspending and resuming": the deliverable format of a version-1 role
     lists every ``$status`` of its ``oneOf`` branches, each status's fields, and ``$SUSPEND``
     (whose branch's fields are not asked for with the others)."""
-    from uwf.agent_kit.prompts import build_output_format_instruction
+    from uwf.agent_kit.deliverable import build_output_format_instruction
 
     def branch(status: str, **props: Any) -> dict[str, Any]:
         return {

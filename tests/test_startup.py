@@ -307,7 +307,7 @@ def test_an_answer_in_the_flat_form_is_read_without_yaml(new_thread: Any) -> Non
     thread = new_thread()
     probe("uwf.agents.cmd:main", *command, thread, "planner")  # stores the schemas (jsonschema)
     report = probe("uwf.agents.cmd:main", *command, thread, "planner")
-    assert "uwf.agent_kit.frontmatter" in report["modules"]  # it read the answer
+    assert "uwf.agent_kit.fastpath" in report["modules"]  # it read the answer
     assert among(report["modules"], [*AGENT_HEAVY, "dataclasses", "yaml"]) == []
 
 

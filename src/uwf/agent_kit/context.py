@@ -180,13 +180,13 @@ class AgentContext:
     def format_instruction(self) -> str:
         """The ``## Deliverable Format`` block of the role's output schema (``""`` without
         one), built on first read: only an agent that prompts a model reads it, and building it
-        imports the prompts (``uwf-mock`` never does: docs/performance.md, "Processes and
-        start-up")."""
+        imports its module, ``deliverable`` (``uwf-mock`` never does: docs/performance.md,
+        "Processes and start-up")."""
         if self._format_instruction is None:
-            from uwf.agent_kit import prompts
+            from uwf.agent_kit import deliverable
 
             key = self.routing_key
-            self._format_instruction = prompts.build_output_format_instruction(
+            self._format_instruction = deliverable.build_output_format_instruction(
                 self.schema, key if key == "$status" else None
             )
         return self._format_instruction
