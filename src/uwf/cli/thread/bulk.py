@@ -9,6 +9,7 @@ one ``BulkLine`` per thread, exit 1 when any of them has an error.
 """
 
 import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -88,6 +89,72 @@ def _single(threads: list[str] | None, filters: "Filters", dry_run: bool) -> str
     return None
 
 
+# The parameters every bulk command takes, in the order its --help lists them: the threads
+# named, the filters of `thread list`, then the command's own options, then --dry-run and
+# --format. Written once here; `_bulk_command` gives each command this signature.
+_FILTER_PARAMS = [
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+    for name, annotation in (
+        ("status", StatusFilterOpt),
+        ("workflow", WorkflowFilterOpt),
+        ("after", AfterOpt),
+        ("before", BeforeOpt),
+        ("parent", ParentOpt),
+    )
+]
+_TAIL_PARAMS = [
+    inspect.Parameter(
+        "dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=BulkDryRunOpt
+    ),
+    inspect.Parameter("fmt", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=FormatOpt),
+]
+_SHARED = {"threads", "filters", "dry_run", "fmt"}
+
+BulkBody = Callable[..., None]
+
+
+def _bulk_command(threads_arg: object = ThreadsArg) -> Callable[[BulkBody], BulkBody]:
+    """Make ``body(threads, filters, dry_run, fmt, **own)`` a command whose signature (what
+    Typer reads: ``inspect.signature`` and the annotations) is the shared one around the
+    body's own options, so the four commands declare the threads, the filters, --dry-run and
+    --format once."""
+
+    def wrap(body: BulkBody) -> BulkBody:
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in inspect.signature(body).parameters.values()
+            if p.name not in _SHARED
+        ]
+
+        def command(
+            threads: list[str] | None = None,
+            *,
+            status: str | None = None,
+            workflow: str | None = None,
+            after: str | None = None,
+            before: str | None = None,
+            parent: str | None = None,
+            dry_run: bool = False,
+            fmt: Format | None = None,
+            **options: object,
+        ) -> None:
+            filters = _filters(status, workflow, after, before, parent)
+            body(threads, filters, dry_run, fmt, **options)
+
+        threads = inspect.Parameter(
+            "threads", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=threads_arg
+        )
+        params = [threads, *_FILTER_PARAMS, *own, *_TAIL_PARAMS]
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        command.__name__ = command.__qualname__ = body.__name__
+        command.__module__ = body.__module__
+        command.__doc__ = f"{inspect.getdoc(body)}\n\n{BULK_HELP}"
+        return command
+
+    return wrap
+
+
 def _bulk(
     action: "Action",
     threads: list[str] | None,
@@ -112,16 +179,8 @@ def _bulk(
         )
 
 
-def kill(
-    threads: ThreadsArg = None,
-    status: StatusFilterOpt = None,
-    workflow: WorkflowFilterOpt = None,
-    after: AfterOpt = None,
-    before: BeforeOpt = None,
-    parent: ParentOpt = None,
-    dry_run: BulkDryRunOpt = False,
-    fmt: FormatOpt = None,
-) -> None:
+@_bulk_command()
+def kill(threads: list[str] | None, filters: "Filters", dry_run: bool, fmt: Format | None) -> None:
     """Archive active threads with status killed (their active child threads first).
 
     The single form prints {"thread","killed":true}; a thread that is not active is an
@@ -129,7 +188,6 @@ def kill(
     """
     from uwf.engine.threads import bulk
 
-    filters = _filters(status, workflow, after, before, parent)
     one = _single(threads, filters, dry_run)
     if one is not None:
         from uwf.engine.threads import lifecycle
@@ -139,16 +197,8 @@ def kill(
     _bulk(bulk.Kill(), threads, filters, dry_run, fmt)
 
 
-def stop(
-    threads: ThreadsArg = None,
-    status: StatusFilterOpt = None,
-    workflow: WorkflowFilterOpt = None,
-    after: AfterOpt = None,
-    before: BeforeOpt = None,
-    parent: ParentOpt = None,
-    dry_run: BulkDryRunOpt = False,
-    fmt: FormatOpt = None,
-) -> None:
+@_bulk_command()
+def stop(threads: list[str] | None, filters: "Filters", dry_run: bool, fmt: Format | None) -> None:
     """End the background runs (thread step --background) of threads, and their agents.
 
     The head stays where it was and the thread active. The single form prints
@@ -159,7 +209,6 @@ def stop(
     """
     from uwf.engine.threads import bulk
 
-    filters = _filters(status, workflow, after, before, parent)
     one = _single(threads, filters, dry_run)
     if one is not None:
         from uwf.engine.step.background import stop as stop_run
@@ -172,16 +221,8 @@ def stop(
     _bulk(bulk.Stop(), threads, filters, dry_run, fmt)
 
 
-def retry(
-    threads: ThreadsArg = None,
-    status: StatusFilterOpt = None,
-    workflow: WorkflowFilterOpt = None,
-    after: AfterOpt = None,
-    before: BeforeOpt = None,
-    parent: ParentOpt = None,
-    dry_run: BulkDryRunOpt = False,
-    fmt: FormatOpt = None,
-) -> None:
+@_bulk_command()
+def retry(threads: list[str] | None, filters: "Filters", dry_run: bool, fmt: Format | None) -> None:
     """Step failed or failing threads again: end their last failure.
 
     A thread whose retry policy's last attempt failed is failed (thread list --status failed)
@@ -192,7 +233,6 @@ def retry(
     """
     from uwf.engine.threads import bulk
 
-    filters = _filters(status, workflow, after, before, parent)
     one = _single(threads, filters, dry_run)
     if one is not None:
         from uwf.engine.threads import steer
@@ -202,20 +242,22 @@ def retry(
     _bulk(bulk.Retry(), threads, filters, dry_run, fmt)
 
 
+StepsArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="STEP|THREAD",
+        help="A StepNode hash (13 characters) or thread ids (the last step of each).",
+        show_default=False,
+    ),
+]
+
+
+@_bulk_command(StepsArg)
 def rerun(
-    threads: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="STEP|THREAD",
-            help="A StepNode hash (13 characters) or thread ids (the last step of each).",
-            show_default=False,
-        ),
-    ] = None,
-    status: StatusFilterOpt = None,
-    workflow: WorkflowFilterOpt = None,
-    after: AfterOpt = None,
-    before: BeforeOpt = None,
-    parent: ParentOpt = None,
+    threads: list[str] | None,
+    filters: "Filters",
+    dry_run: bool,
+    fmt: Format | None,
     agent: AgentOpt = None,
     timeout: TimeoutOpt = None,
     edge_prompt: Annotated[
@@ -229,8 +271,6 @@ def rerun(
     ] = None,
     cwd: CwdOpt = None,
     no_cwd: NoCwdOpt = False,
-    dry_run: BulkDryRunOpt = False,
-    fmt: FormatOpt = None,
 ) -> None:
     """Run a step's role again from the step's parent, in a new thread.
 
@@ -247,7 +287,6 @@ def rerun(
     """
     from uwf.engine.threads import bulk
 
-    filters = _filters(status, workflow, after, before, parent)
     thread_cwd(cwd, no_cwd)  # --cwd with --no-cwd is refused before anything runs
     action = bulk.Rerun(
         agent=agent, timeout=timeout, edge_prompt=edge_prompt, cwd=cwd, no_cwd=no_cwd
@@ -272,7 +311,3 @@ def rerun(
             ),
             fmt,
         )
-
-
-for _command in (kill, stop, retry, rerun):
-    _command.__doc__ = f"{inspect.getdoc(_command)}\n\n{BULK_HELP}"
