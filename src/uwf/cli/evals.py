@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from uwf.cli.columns import table
 from uwf.cli.lazy import App
 from uwf.cli.options import (
     AgentOpt,
@@ -20,7 +21,6 @@ from uwf.cli.options import (
     emit_listing,
     emit_stream,
     list_page,
-    table,
 )
 from uwf.util.errors import UsageError
 

@@ -1,13 +1,13 @@
 """What ``--format table`` shows of ``thread list``, ``thread show`` and ``thread steps``: the
 columns a person reads at a terminal, made from the same plain data as the JSON (which stays
-the contract). ``cli/options.table`` renders them; ``workflow list`` needs no module of its
+the contract). ``cli/columns.table`` renders them; ``workflow list`` needs no module of its
 own. No ``from __future__ import annotations``: see ``cli/options``.
 """
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from uwf.cli.options import age
+from uwf.cli.columns import age
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend

@@ -179,7 +179,7 @@ def list_workers(fmt: TableFormatOpt = None) -> None:
 
 
 def _rows(items: "list[WorkerListed]") -> tuple[list[str], list[list[object]]]:
-    from uwf.cli.options import age
+    from uwf.cli.columns import age
     from uwf.util.ulid import now_ms
 
     now = now_ms()
