@@ -470,12 +470,12 @@ def test_a_state_file_over_its_bound_is_damage_read_no_further(
 ) -> None:
     """The bounds are far above what uwf writes (256 MiB for threads.yaml): here lowered to
     a few hundred bytes, so that the test need not write 256 MiB."""
-    import uwf.backend.fs.state as state
+    import uwf.backend.fs.mapping as mapping  # the mapping files are read there
 
     for n in range(6):
         new_thread(f"thread {n}")
     size = (root / "threads.yaml").stat().st_size
-    monkeypatch.setattr(state, "STATE_LIMIT", size - 1)
+    monkeypatch.setattr(mapping, "STATE_LIMIT", size - 1)
     r = cli("thread", "list")
     path = root / "threads.yaml"
     assert (r.code, r.err) == (
