@@ -10,7 +10,7 @@ one ``BulkLine`` per thread, exit 1 when any of them has an error.
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -126,20 +126,10 @@ def _bulk_command(threads_arg: object = ThreadsArg) -> Callable[[BulkBody], Bulk
             if p.name not in _SHARED
         ]
 
-        def command(
-            threads: list[str] | None = None,
-            *,
-            status: str | None = None,
-            workflow: str | None = None,
-            after: str | None = None,
-            before: str | None = None,
-            parent: str | None = None,
-            dry_run: bool = False,
-            fmt: Format | None = None,
-            **options: object,
-        ) -> None:
-            filters = _filters(status, workflow, after, before, parent)
-            body(threads, filters, dry_run, fmt, **options)
+        def command(threads: list[str] | None = None, **given: Any) -> None:
+            # Typer passes every parameter of the signature below by name
+            filters = _filters(*(given.pop(p.name) for p in _FILTER_PARAMS))
+            body(threads, filters, given.pop("dry_run"), given.pop("fmt"), **given)
 
         threads = inspect.Parameter(
             "threads", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=threads_arg
