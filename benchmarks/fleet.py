@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -217,7 +216,7 @@ def uwf_fleet(
 
     env = _uwf_store(b, url, prefix, config)
     if agent.startswith("python:"):  # the worker imports the agent's module from here
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH")) if p)
+        env = mock_agent.importable(env)
     argv = uwf_bench.uwf("worker", "--idle-exit", str(IDLE_EXIT), "--agent", agent)
     with open_backend(env.get("UWF_STORE") or env["UNCAGED_WORKFLOW_STORAGE_ROOT"]) as backend:
 

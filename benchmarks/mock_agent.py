@@ -13,6 +13,8 @@ for node as this agent does; ``tests/test_benchmarks.py`` checks it against real
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import workload
@@ -51,8 +53,16 @@ def inprocess(call: AgentCall) -> str:
 AGENT = WorkloadAgent()
 
 # ``inprocess`` named as ``--agent`` or config.yaml's ``python:`` take it, the benchmarks'
-# directory on the step's PYTHONPATH (docs/api.md, "Python agents").
+# directory on the step's PYTHONPATH (``importable``; docs/api.md, "Python agents").
 REFERENCE = "python:mock_agent:inprocess"
+
+
+def importable(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this directory first on PYTHONPATH, so that a ``uwf`` process started with
+    it can import this module (``REFERENCE``)."""
+    here = str(Path(__file__).resolve().parent)
+    return env | {"PYTHONPATH": os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)}
+
 
 if __name__ == "__main__":
     runner.main(AGENT)

@@ -342,9 +342,8 @@ def inprocess_step(b: Bench) -> None:
     peer's cold step always is (its node runs in its process), so this row compares the same
     work; the ``step@`` rows add the agent's own process on uwf's side."""
     tr = b.tr
-    job = uwf_job(b, tr.root, "thread", "step", tr.threads["small"], "--agent", INPROCESS_AGENT)
-    here = str(Path(__file__).resolve().parent)
-    job.env["PYTHONPATH"] = os.pathsep.join(p for p in (here, job.env.get("PYTHONPATH")) if p)
+    argv = uwf_bench.uwf("thread", "step", tr.threads["small"], "--agent", INPROCESS_AGENT)
+    job = Job(argv, mock_agent.importable(uwf_bench.cli_env(tr.root)), b.cwd)
     checks = {"uwf": stepped(b, tr.root, "small")}
     checks |= {name: peer_stepped(b, name, "small") for name in b.peers}
     b.timed(
