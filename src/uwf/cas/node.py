@@ -46,10 +46,11 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
     """
     if (
         not isinstance(data, dict)
-        or set(data) != {"type", "payload", "timestamp"}
+        or len(data) != 3  # exactly these three keys: no set built per node read
+        or "type" not in data
+        or "payload" not in data
         or not is_hash(data["type"])
-        or not isinstance(data["timestamp"], int)
-        or isinstance(data["timestamp"], bool)
+        or type(data.get("timestamp")) is not int  # an integer, not a bool (nor missing)
     ):
         raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")
     if not rehash:

@@ -201,12 +201,14 @@ class Store(abc.ABC):
         """The hashes of ``hashes`` that are not stored (a backend may ask in one query)."""
         return {h for h in hashes if not self._exists(h)}
 
-    def get(self, h: str) -> Node | None:
+    def get(self, h: str, *, keep: bool = True) -> Node | None:
         """The node at ``h`` (a checked hash), None if absent; CorruptNode if damaged.
 
         Read and decoded once per process (``kept``): a node kept is served again once the
         storage says it still holds it (``_exists``: a file's ``stat``, not its reading and
-        re-hashing), so a node gc deleted is never served from memory."""
+        re-hashing), so a node gc deleted is never served from memory. ``keep=False``: a
+        node read is not kept (a walk that reads each node once, a full history, does not
+        push out what the process keeps: docs/performance.md, "Full history")."""
         check_hash(h)
         kept = self.kept()
         node = kept.get(h)
@@ -215,7 +217,7 @@ class Store(abc.ABC):
                 return node
             kept.drop(h)
         node, size = self._load_sized(h)
-        if node is not None:
+        if node is not None and keep:
             kept.keep(h, node, size)
         return node
 

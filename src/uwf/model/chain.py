@@ -135,9 +135,10 @@ def _start_or_none(store: Store, h: NodeHash) -> Start | None:
     return Start(h, node.payload, node.timestamp)
 
 
-def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
+def iter_steps(store: Store, head: Start | Step, *, keep: bool = True) -> Iterator[Step]:
     """The steps of the chain ending at ``head``, newest first (through a resume, on into
-    the steps of the thread it resumed)."""
+    the steps of the thread it resumed). ``keep=False``: the steps read are not kept by the
+    process (``Store.get``): a walk of the whole chain."""
     current = _resumed(store, head) if isinstance(head, Start) else head
     step_types = schemas.hashes().steps
     while current is not None:
@@ -149,7 +150,7 @@ def iter_steps(store: Store, head: Start | Step) -> Iterator[Step]:
             resumed = current.depth is None or current.depth > 1
             current = _resumed(store, current.start) if resumed else None
             continue
-        node = store.get(prev)
+        node = store.get(prev, keep=keep)
         if node is None:
             raise NotFound(
                 f"CAS node not found while walking chain: {prev}{store.missing_hint(prev)}"
@@ -181,9 +182,9 @@ def load_workflow(store: Store, h: NodeHash) -> Workflow:
     return Workflow(h, workflow_node(store, h).payload)
 
 
-def output_of(store: Store, step: Step) -> Any:
+def output_of(store: Store, step: Step, *, keep: bool = True) -> Any:
     """The payload of a step's structured output ({} when missing)."""
-    node = store.get(str(step.payload.get("output")))
+    node = store.get(str(step.payload.get("output")), keep=keep)
     return node.payload if node is not None else {}
 
 

@@ -97,10 +97,10 @@ class Cost(NamedTuple):
         return cls(ms, *(c or 0 for c in counts))
 
 
-def _payload(store: Store, detail_hash: Any) -> Any:
+def _payload(store: Store, detail_hash: Any, *, keep: bool = True) -> Any:
     if not isinstance(detail_hash, str) or not detail_hash:
         return None
-    node = store.get(detail_hash)
+    node = store.get(detail_hash, keep=keep)
     return node.payload if node is not None else None
 
 
@@ -117,7 +117,10 @@ def recorded(detail: Any) -> tuple[int | None, Cost | None]:
 def own(detail: Any) -> Cost:
     """One step's own cost (what it did not record counts as 0). Built directly, not with
     ``_replace``: ``thread steps`` runs it once per step."""
-    ms, usage = recorded(detail)
+    return _own(*recorded(detail))
+
+
+def _own(ms: int | None, usage: Cost | None) -> Cost:
     if usage is None:
         return Cost(ms or 0)
     return Cost(
@@ -125,16 +128,18 @@ def own(detail: Any) -> Cost:
     )
 
 
-def step_cost(store: Store, step: chain.Step) -> tuple[StepSpent, Cost]:
+def step_cost(
+    store: Store, step: chain.Step, *, keep: bool = True
+) -> tuple[StepSpent, Cost]:
     """What one step's detail records of its cost (``{durationMs, usage}``, None where it
-    does not), and the step's own :class:`Cost` (for sums)."""
-    detail = _payload(store, step.payload.get("detail"))
+    does not), and the step's own :class:`Cost` (for sums); ``keep``: as ``Store.get``."""
+    detail = _payload(store, step.payload.get("detail"), keep=keep)
     ms, usage = recorded(detail)
     spent: StepSpent = {
         "durationMs": ms,
         "usage": usage.usage_json() if usage is not None else None,
     }
-    return spent, own(detail)
+    return spent, _own(ms, usage)  # the detail read once, not again by `own`
 
 
 def total(store: Store, head: chain.Start | chain.Step) -> Cost:

@@ -48,17 +48,12 @@ def pack_names(directory: Path) -> list[str]:
     )
 
 
-def _parse_json(text: str) -> object:
-    """``json.loads`` for uwf's compact records (``jsonfmt.loads``: no ``json`` import, and
-    no whitespace to skip around the value in the usual case)."""
-    return jsonfmt.loads(text)
-
-
 def decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
     """The node stored as ``data`` (JSON, UTF-8) under ``h``, checked to hash to it (unless
-    ``rehash`` is False: a packed record whose check ties it to a node that did)."""
+    ``rehash`` is False: a packed record whose check ties it to a node that did). Parsed by
+    ``jsonfmt.loads``: no ``json`` import, no whitespace to skip in uwf's compact records."""
     try:
-        record = _parse_json(data.decode("utf-8"))
+        record = jsonfmt.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise CorruptNode(f"corrupt node {h}: not valid JSON") from None
     return decode_node(h, record, rehash=rehash)

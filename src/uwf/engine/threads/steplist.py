@@ -59,10 +59,12 @@ def start_entry(start: chain.Start) -> StartEntry:
     }
 
 
-def step_entry(store: Store, step: chain.Step, output: Any) -> tuple[StepEntry, cost.Cost]:
-    """A step as ``thread steps`` lists it, and what it cost."""
+def step_entry(
+    store: Store, step: chain.Step, output: Any, *, keep: bool = True
+) -> tuple[StepEntry, cost.Cost]:
+    """A step as ``thread steps`` lists it, and what it cost (``keep``: as ``Store.get``)."""
     payload = step.payload
-    spent, paid = cost.step_cost(store, step)
+    spent, paid = cost.step_cost(store, step, keep=keep)
     entry: StepEntry = {
         "hash": step.hash,
         "role": step.role,
@@ -83,16 +85,18 @@ def chain_entries(
 
     Each step's output and detail are read as the walk back from the head reaches it, not
     in a second pass: a packed chain's nodes sit together in its blocks, so the walk
-    inflates each block once (docs/performance.md, "Full history").
+    inflates each block once (docs/performance.md, "Full history"). Nothing the walk reads
+    is kept by the process (``Store.get``): each node is read once, and a long chain would
+    only push out what the process keeps.
     """
     out: list[StepEntry] = []
     total = cost.Cost()
     outputs: dict[Any, Any] = {}
-    for step in chain.iter_steps(store, head):
+    for step in chain.iter_steps(store, head, keep=False):
         key = step.payload.get("output")
         if key not in outputs:
-            outputs[key] = chain.output_of(store, step)
-        entry, paid = step_entry(store, step, outputs[key])
+            outputs[key] = chain.output_of(store, step, keep=False)
+        entry, paid = step_entry(store, step, outputs[key], keep=False)
         total = total + paid
         out.append(entry)
     out.reverse()
