@@ -206,10 +206,13 @@ class Store(abc.ABC):
 
         Read and decoded once per process (``kept``): a node kept is served again once the
         storage says it still holds it (``_exists``: a file's ``stat``, not its reading and
-        re-hashing), so a node gc deleted is never served from memory. ``keep=False``: a
-        node read is not kept (a walk that reads each node once, a full history, does not
-        push out what the process keeps: docs/performance.md, "Full history")."""
+        re-hashing), so a node gc deleted is never served from memory. ``keep=False``: read
+        from the storage, and not kept (a walk that reads each node once, a full history,
+        neither looks its nodes up nor pushes out what the process keeps:
+        docs/performance.md, "Full history")."""
         check_hash(h)
+        if not keep:
+            return self._load_sized(h)[0]
         kept = self.kept()
         node = kept.get(h)
         if node is not None:
