@@ -38,6 +38,23 @@ class NodeInfo(NamedTuple):
     size: int  # bytes freed by deleting it
 
 
+_TYPES_SEEN: set[str] = set()  # type hashes found well-formed: a store holds few types
+_TYPES_KEPT = 1024
+
+
+def _type_ok(value: object) -> bool:
+    """Whether a record's type is a well-formed hash; those seen are remembered (a history
+    checks 30,000 records of a handful of types)."""
+    if value.__class__ is str and value in _TYPES_SEEN:  # a list or a dict: not hashable
+        return True
+    if not is_hash(value):
+        return False
+    if len(_TYPES_SEEN) >= _TYPES_KEPT:
+        _TYPES_SEEN.clear()
+    _TYPES_SEEN.add(value)
+    return True
+
+
 def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True) -> Node:
     """Check a decoded node record and that it hashes to ``claimed``; raise CorruptNode.
 
@@ -49,7 +66,7 @@ def decode_node(claimed: str, data: dict[str, Any] | Any, *, rehash: bool = True
         or len(data) != 3  # exactly these three keys: no set built per node read
         or "type" not in data
         or "payload" not in data
-        or not is_hash(data["type"])
+        or not _type_ok(data["type"])
         or type(data.get("timestamp")) is not int  # an integer, not a bool (nor missing)
     ):
         raise CorruptNode(f"corrupt node {claimed}: not a {{type, payload, timestamp}} record")

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from uwf.util.outputs import StartAt, StartEntry, StepAt, StepEntry, ThreadSteps
 
 
+_FREE = cost.Cost()
+
+
 def steps(backend: Backend, thread: str) -> ThreadSteps:
     """Every node of the chain, oldest first, outputs expanded, each step's cost.
 
@@ -97,7 +100,8 @@ def chain_entries(
         if key not in outputs:
             outputs[key] = chain.output_of(store, step, keep=False)
         entry, paid = step_entry(store, step, outputs[key], keep=False)
-        total = total + paid
+        if paid != _FREE:  # most steps record no cost: no sum made for them
+            total = total + paid
         out.append(entry)
     out.reverse()
     start = start_entry(chain.start_of(store, head))  # beside the first steps: read last
