@@ -265,6 +265,27 @@ class StoreContract:
         assert str(info.value).startswith("invalid hash: ")
         assert str(info.value).endswith("(expected 13 upper-case Crockford Base32 characters)")
 
+    @pytest.mark.parametrize("bad", [b for b in MALFORMED if b is not None])
+    def test_a_walks_read_of_a_malformed_hash_raises(self, store: Store, bad: str) -> None:
+        with pytest.raises(InvalidInput) as info:
+            store.get(bad, keep=False)
+        assert str(info.value).startswith("invalid hash: ")
+
+    def test_a_walks_read_is_the_node_and_keeps_nothing(self, store: Store) -> None:
+        """``get(h, keep=False)`` (a full history's reads): the stored node, read from the
+        storage, and the process's kept nodes left as they were."""
+        s = store.put_schema(ITEM)
+        h = store.put(s, {"n": 7, "tag": "walked"})
+        written = store.require(h)
+        store.kept().clear()  # another process, which read nothing yet
+        node = store.get(h, keep=False)
+        assert node == written
+        assert node is not None and node.payload == {"n": 7, "tag": "walked"}
+        assert store.kept().get(h) is None and len(store.kept()) == 0
+        assert store.get(missing_hash(store), keep=False) is None
+        assert store.get(h) == written  # a plain read keeps it, as before
+        assert store.kept().get(h) == written
+
     def test_get_of_a_missing_hash(self, store: Store) -> None:
         h = missing_hash(store)
         assert store.get(h) is None

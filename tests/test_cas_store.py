@@ -71,6 +71,20 @@ class TestFsStore(StoreContract):
         assert not cas_dir.exists()
         assert not cas_dir.parent.exists()
 
+    def test_a_loose_file_larger_than_one_read_is_read_whole(self, store: FsStore) -> None:
+        """A loose file is read through its descriptor, 64 KiB a read: a larger node comes
+        back whole, and checked."""
+        s = store.put_schema(ITEM)
+        tag = "".join(chr(0x41 + i % 26) for i in range(300_000))  # several reads' worth
+        h = store.put(s, {"n": 1, "tag": tag})
+        size = store.loose_bytes(h)
+        assert size is not None and size > 4 * 65536
+        node = self._reader(store).get(h, keep=False)
+        assert node is not None and node.payload == {"n": 1, "tag": tag}
+        self._tamper(store.path(h), store.path(h).read_text().replace("ABC", "ABD", 1))
+        with pytest.raises(CorruptNode):
+            self._reader(store).get(h)
+
     def test_path_fan_out(self, cas_dir: Path, store: FsStore) -> None:
         s = store.put_schema(ITEM)
         h = store.put(s, {"n": 1})

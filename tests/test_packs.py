@@ -514,13 +514,15 @@ def test_a_packed_history_inflates_each_block_once(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``thread steps`` of a packed chain that spans many blocks: each block is inflated once
-    (docs/performance.md, "Full history"), and the steps read back are those written."""
+    (docs/performance.md, "Full history"), the steps read back are those written, listed as
+    they were before the pack (loose files), and the walk keeps none of the nodes it read."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import uwf_bench
 
     from uwf.engine.threads.steplist import steps
 
     tr = uwf_bench.build_threads_root(root, small=1, mid=1, large=150)
+    loose = steps(FsBackend(root), tr.threads["large"])
     backend = FsBackend(root)
     assert backend.nodes.pack()["loose"] == 0
     inflated: list[int] = []
@@ -532,10 +534,14 @@ def test_a_packed_history_inflates_each_block_once(
         return real(pack, i, e)
 
     monkeypatch.setattr(packs.Pack, "_inflate", counted)
-    listed = steps(FsBackend(root), tr.threads["large"])
+    reader = FsBackend(root)
+    listed = steps(reader, tr.threads["large"])
     assert [s["hash"] for s in listed["steps"][1:]] == tr.steps["large"]
+    assert listed == loose
     assert len(set(inflated)) > packs.BLOCKS_KEPT  # the chain spans more blocks than are kept
     assert len(inflated) == len(set(inflated))
+    # the head and the start are kept (as any read keeps them); the 450 nodes walked are not
+    assert len(reader.nodes.kept()) <= 2
 
 
 def test_a_long_lived_writer_reads_only_the_packs_on_disk(cas: Path) -> None:
