@@ -128,9 +128,7 @@ def _own(ms: int | None, usage: Cost | None) -> Cost:
     )
 
 
-def step_cost(
-    store: Store, step: chain.Step, *, keep: bool = True
-) -> tuple[StepSpent, Cost]:
+def step_cost(store: Store, step: chain.Step, *, keep: bool = True) -> tuple[StepSpent, Cost]:
     """What one step's detail records of its cost (``{durationMs, usage}``, None where it
     does not), and the step's own :class:`Cost` (for sums); ``keep``: as ``Store.get``."""
     detail = _payload(store, step.payload.get("detail"), keep=keep)

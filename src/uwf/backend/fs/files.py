@@ -187,8 +187,8 @@ class NodeFiles:
                 i = pack.find(key)
                 if i >= 0:
                     try:
-                        data = pack.read(i)
-                        return decode(h, data, rehash=rehash), len(data)
+                        record = pack.read(i)
+                        return decode(h, record, rehash=rehash), len(record)
                     except CorruptNode as exc:
                         return self._instead(h, pack, rehash, exc)
         found = self._find(h) if packs is None else None
