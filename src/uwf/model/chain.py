@@ -143,8 +143,8 @@ def iter_steps(store: Store, head: Start | Step, *, keep: bool = True) -> Iterat
     step_types = schemas.hashes().steps
     while current is not None:
         yield current
-        prev = current.prev
-        if prev is None:
+        prev = current.payload.get("prev")  # ``Step.prev``, without a call per step
+        if not isinstance(prev, str):
             # only a step after a resume has no prev and a depth above 1: a plain first step
             # (depth 1) costs no read of its StartNode
             resumed = current.depth is None or current.depth > 1
@@ -157,7 +157,7 @@ def iter_steps(store: Store, head: Start | Step, *, keep: bool = True) -> Iterat
             )
         if node.type not in step_types:
             return
-        current = Step(prev, node.payload, node.timestamp)
+        current = Step(NodeHash(prev), node.payload, node.timestamp)
 
 
 def steps_oldest_first(store: Store, head: Start | Step) -> list[Step]:

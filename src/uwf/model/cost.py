@@ -97,6 +97,9 @@ class Cost(NamedTuple):
         return cls(ms, *(c or 0 for c in counts))
 
 
+_NOTHING = Cost()  # the cost of a step that records none (a tuple: shared safely)
+
+
 def _payload(store: Store, detail_hash: Any, *, keep: bool = True) -> Any:
     if not isinstance(detail_hash, str) or not detail_hash:
         return None
@@ -122,7 +125,7 @@ def own(detail: Any) -> Cost:
 
 def _own(ms: int | None, usage: Cost | None) -> Cost:
     if usage is None:
-        return Cost(ms or 0)
+        return Cost(ms) if ms else _NOTHING
     return Cost(
         ms or 0, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, usage.calls
     )
