@@ -139,6 +139,32 @@ class TestFsStore(StoreContract):
             ("", "not valid JSON"),
             ('{"type": "X"}', "not a {type, payload, timestamp} record"),
             ("[1, 2]", "not a {type, payload, timestamp} record"),
+            # the record's shape, checked without a set per read: a type that is no hash
+            # (nor even hashable), a timestamp that is a bool, a key too many or missing
+            (
+                '{"type": ["X"], "payload": 1, "timestamp": 1}',
+                "not a {type, payload, timestamp} record",
+            ),
+            (
+                '{"type": {}, "payload": 1, "timestamp": 1}',
+                "not a {type, payload, timestamp} record",
+            ),
+            (
+                '{"type": "0123456789abc", "payload": 1, "timestamp": 1}',
+                "not a {type, payload, timestamp} record",
+            ),
+            (
+                '{"type": "0123456789ABC", "payload": 1, "timestamp": true}',
+                "not a {type, payload, timestamp} record",
+            ),
+            (
+                '{"type": "0123456789ABC", "payload": 1, "timestamp": 1, "x": 2}',
+                "not a {type, payload, timestamp} record",
+            ),
+            (
+                '{"type": "0123456789ABC", "payload": 1, "stamp": 1}',
+                "not a {type, payload, timestamp} record",
+            ),
         ],
     )
     def test_unreadable_node_file_is_corrupt(self, store: FsStore, text: str, reason: str) -> None:
