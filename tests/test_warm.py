@@ -16,6 +16,7 @@ import yaml
 
 import uwf
 from support import EXAMPLES
+from uwf.cas import codec
 from uwf.cas.store import Store
 from uwf.config import config as config_module
 from uwf.config import envfile
@@ -23,6 +24,7 @@ from uwf.engine.step import step
 from uwf.engine.store.gc import gc
 from uwf.testing import InProcessRunner, ScriptedAgent
 from uwf.util import filememo
+from uwf.util.jsonfmt import dumps
 
 SCENARIO = EXAMPLES / "solve-issue.mock.yaml"
 OUTPUTS = {
@@ -218,6 +220,39 @@ def test_a_process_decodes_each_node_once_and_puts_each_schema_once(
         assert len(loaded) == len(set(loaded)) and not set(loaded) & set(heads)
         schemas = {nodes.require(h).type for h in heads} | {nodes.ensure_meta()}
         assert not set(stored) & schemas  # only new nodes written: no type put again
+
+
+def test_a_step_validates_each_new_node_once(
+    any_store: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent kit checks each node as it puts it (its batch); the write of the batch
+    does not check them again (docs/architecture.md, "What a process keeps"). A put_many
+    from anywhere else is still validated: an invalid payload is refused, nothing stored."""
+    write_config(root)
+    with uwf.open_store() as store:
+        thread = started(store)
+        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
+        step(store.backend, thread, runner=runner)
+        nodes = store.backend.nodes
+        validated: list[Any] = []
+        real = Store._validate
+
+        def validate(self: Store, type_hash: Any, payload: Any) -> None:
+            validated.append(payload)
+            real(self, type_hash, payload)
+
+        monkeypatch.setattr(Store, "_validate", validate)
+        result = step(store.backend, thread, runner=runner)
+        head = nodes.require(result.head)
+        written = [result.head, head.payload["output"], head.payload["detail"]]
+        assert all(nodes.get(h) is not None for h in written)
+        # output, detail, its turn, StepNode: each once (the batch's check), not twice
+        assert len(validated) == len({dumps(p) for p in validated}) == len(written) + 1
+        s = nodes.put_schema({"type": "object", "required": ["n"]})
+        with pytest.raises(uwf.UwfError, match="payload does not match schema"):
+            nodes.put_many([(s, {"n": 1}), (s, {"m": 2})])
+        valid, _ = codec.hashed(s, {"n": 1})
+        assert not nodes.has(valid)  # checked before anything was written
 
 
 def test_a_node_another_process_collected_is_not_served_from_memory(
