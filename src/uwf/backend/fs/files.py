@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,6 +80,7 @@ class NodeFiles:
         self._packs: list[Pack] | None = None  # opened on the first read
         self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
         self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
+        self._wrote_at: int | None = None  # when ``add_pack`` last listed them (monotonic)
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -122,6 +124,14 @@ class NodeFiles:
             from uwf.backend.fs.packs import Pack
 
             self._packs = [*(self._packs or []), Pack(self.pack_dir, name)]
+        self._wrote_at = time.monotonic_ns()
+
+    def packs_just_listed(self, within_ns: int) -> list[Pack] | None:
+        """The packs as listed when this process last wrote one (``add_pack``), if that was
+        at most ``within_ns`` ago; else None (``packing.due`` then lists them itself)."""
+        if self._wrote_at is None or time.monotonic_ns() - self._wrote_at > within_ns:
+            return None
+        return self._packs
 
     def _packs_changed(self) -> bool:
         """List the packs again after a miss; True when the set changed."""
