@@ -22,6 +22,7 @@ from uwf.config import config as config_module
 from uwf.config import envfile
 from uwf.engine.step import step
 from uwf.engine.store.gc import gc
+from uwf.model import routing
 from uwf.testing import InProcessRunner, ScriptedAgent
 from uwf.util import filememo
 from uwf.util.jsonfmt import dumps
@@ -253,6 +254,30 @@ def test_a_step_validates_each_new_node_once(
             nodes.put_many([(s, {"n": 1}), (s, {"m": 2})])
         valid, _ = codec.hashed(s, {"n": 1})
         assert not nodes.has(valid)  # checked before anything was written
+
+
+def test_the_moderator_decides_once_per_warm_step(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision the commit made for the new head is the next plan's: one evaluation per
+    step, not two; the routing is the same as a fresh process's (docs/architecture.md,
+    "What a process keeps")."""
+    write_config(root)
+    with uwf.open_store() as store:
+        thread = started(store)
+        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
+        step(store.backend, thread, runner=runner)
+        decided: list[str] = []
+        real = routing.decide
+
+        def decide(store: Any, workflow: Any, head: Any, *args: Any, **kwargs: Any) -> Any:
+            decided.append(head.hash)
+            return real(store, workflow, head, *args, **kwargs)
+
+        monkeypatch.setattr(routing, "decide", decide)
+        roles = [step(store.backend, thread, runner=runner).role for _ in range(2)]
+        assert len(decided) == 2 and len(set(decided)) == 2  # each head decided once
+        assert roles == ["developer", "reviewer"]
 
 
 def test_a_node_another_process_collected_is_not_served_from_memory(
