@@ -132,8 +132,12 @@ def append_lines(path: Path, lines: list[str], *, sync: bool = True) -> None:
     docs/format.md, "The filesystem backend")."""
     data = "".join(line.rstrip("\n") + "\n" for line in lines).encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        try:  # the directory is there but for the first line: made only when it is not
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o644)
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
