@@ -65,6 +65,9 @@ def decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
     return decode_node(h, record, rehash=rehash)
 
 
+_COPIED_KEPT = 64  # checked packed records kept for ``_touch`` (the types steps copy)
+
+
 class NodeFiles:
     """The loose files and packs of one store directory: finding, reading and checking a
     node, the packs as this process last listed them, and the sweep lock."""
@@ -81,6 +84,7 @@ class NodeFiles:
         self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
         self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
         self._wrote_at: int | None = None  # when ``add_pack`` last listed them (monotonic)
+        self._copied: dict[str, bytes] = {}  # packed records ``_touch`` checked, by hash
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -249,11 +253,17 @@ class NodeFiles:
         found = self._find(h) or (self._find_fresh(h) if fresh else None)
         if found is None:
             return False
+        data = self._copied.get(h)  # a schema a step's pack copies at every step
+        if data is not None:
+            return data  # checked when first read; any good copy of a node is the node
         try:
             data = found[0].read(found[1])
             decode(h, data)
         except CorruptNode:
             return False
+        if len(self._copied) >= _COPIED_KEPT:
+            self._copied.clear()
+        self._copied[h] = data
         return data
 
     @contextlib.contextmanager
