@@ -6,8 +6,10 @@ is redacted from the next step on, and a node gc deleted is not served from memo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,18 @@ def write_config(root: Path, *args: str) -> None:
 def started(store: uwf.Store) -> str:
     store.put_workflow(EXAMPLES / "solve-issue.yaml")
     return store.start("solve-issue", "Fix the login bug").thread
+
+
+@contextlib.contextmanager
+def stepped_once(root: Path) -> Iterator[tuple[uwf.Store, str, InProcessRunner]]:
+    """A store of ``root`` whose new thread took its first step in this process (what a
+    process reads once, read), and the runner that stepped it."""
+    write_config(root)
+    with uwf.open_store() as store:
+        thread = started(store)
+        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
+        step(store.backend, thread, runner=runner)
+        yield store, thread, runner
 
 
 def test_an_edited_config_yaml_is_read_by_the_next_step(
@@ -194,11 +208,7 @@ def test_a_process_decodes_each_node_once_and_puts_each_schema_once(
 ) -> None:
     """Warm steps of one process: no node is read from the storage twice, and the role's
     schemas are not put again (docs/performance.md, "Warm: where the design cannot win")."""
-    write_config(root)
-    with uwf.open_store() as store:
-        thread = started(store)
-        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
-        step(store.backend, thread, runner=runner)
+    with stepped_once(root) as (store, thread, runner):
         nodes = store.backend.nodes
         loaded: list[str] = []
         stored: list[Any] = []
@@ -229,11 +239,7 @@ def test_a_step_validates_each_new_node_once(
     """The agent kit checks each node as it puts it (its batch); the write of the batch
     does not check them again (docs/architecture.md, "What a process keeps"). A put_many
     from anywhere else is still validated: an invalid payload is refused, nothing stored."""
-    write_config(root)
-    with uwf.open_store() as store:
-        thread = started(store)
-        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
-        step(store.backend, thread, runner=runner)
+    with stepped_once(root) as (store, thread, runner):
         nodes = store.backend.nodes
         validated: list[Any] = []
         real = Store._validate
@@ -262,11 +268,7 @@ def test_the_moderator_decides_once_per_warm_step(
     """The decision the commit made for the new head is the next plan's: one evaluation per
     step, not two; the routing is the same as a fresh process's (docs/architecture.md,
     "What a process keeps")."""
-    write_config(root)
-    with uwf.open_store() as store:
-        thread = started(store)
-        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
-        step(store.backend, thread, runner=runner)
+    with stepped_once(root) as (store, thread, runner):
         decided: list[str] = []
         real = routing.decide
 
