@@ -209,6 +209,33 @@ def test_packing_is_due_once_enough_small_packs_pile_up(tmp_path: Path) -> None:
     assert autopack.main([str(cas)]) == 2  # a usage error
 
 
+def test_right_after_its_own_pack_a_process_counts_the_packs_it_just_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check after a step (``due``) lists no directory when this process has just
+    written the step's pack (and listed the packs then); later, it lists them again, and
+    sees a pack another process wrote."""
+    cas = tmp_path / "store" / "cas"
+    store, other = FsStore(cas), FsStore(cas)
+    s = store.put_schema(ITEM)
+    for k in range(packing.AUTO_PACKS - 2):
+        batch(store, s, 10 * k)
+    listings: list[Any] = []
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        listings.append(path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    batch(store, s, 500)  # the 7th pack, listed with it
+    listings.clear()
+    assert not packing.due(store) and listings == []
+    batch(other, s, 900)  # the 8th, by another process: seen once the listing is not recent
+    monkeypatch.setattr(packing, "JUST_LISTED_NS", 0)
+    assert packing.due(store) and listings == [cas / "packs"]
+
+
 def test_a_worker_packs_in_a_thread_of_its_own(tmp_path: Path) -> None:
     cas = tmp_path / "store" / "cas"
     store = FsStore(cas)

@@ -18,7 +18,7 @@ import xxhash
 
 from backend_contract import ITEM
 from rootfiles import damage_packed_record, open_store
-from uwf.backend.fs import FsBackend, packing, packs, packwrite
+from uwf.backend.fs import FsBackend, files, packing, packs, packwrite
 from uwf.backend.fs.files import pack_names
 from uwf.backend.fs.nodes import FsStore
 from uwf.cas import codec, ops
@@ -559,3 +559,29 @@ def test_a_long_lived_writer_reads_only_the_packs_on_disk(cas: Path) -> None:
     assert sorted(p.name for p in writer.packs()) == sorted(pack_names(cas / "packs"))
     assert merged in {p.name for p in writer.packs()} and len(writer.packs()) == 2
     assert all(writer.require(h).payload["n"] == i for i, pair in enumerate(first) for h in pair)
+
+
+def test_a_packed_type_is_read_and_checked_once_to_record_its_puts(
+    cas: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's pack copies the packed schema of its nodes (their put recorded for gc):
+    its record is read from its pack and checked once per process, not at every step."""
+    writer = FsStore(cas)
+    s = writer.put_schema(ITEM)
+    writer.pack(everything=True)  # the schema only in a pack
+    writer.put_many([(s, {"n": 1, "tag": "a"}), (s, {"n": 1, "tag": "b"})])
+    decoded: list[str] = []
+    real = files.decode
+
+    def decode(h: str, data: bytes, **kwargs: Any) -> Any:
+        decoded.append(h)
+        return real(h, data, **kwargs)
+
+    monkeypatch.setattr(files, "decode", decode)
+    for n in (2, 3):
+        writer.put_many([(s, {"n": n, "tag": "a"}), (s, {"n": n, "tag": "b"})])
+    assert s not in decoded
+    fresh = FsStore(cas)  # another process: the copies are good nodes, the schema among them
+    copies = [p for p in fresh.packs() if p.find(s.encode()) >= 0]
+    assert len(copies) == 4 and fresh.require(s).payload == writer.require(s).payload
+    assert ops.verify(fresh)["ok"] is True

@@ -6,8 +6,10 @@ is redacted from the next step on, and a node gc deleted is not served from memo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +18,16 @@ import yaml
 
 import uwf
 from support import EXAMPLES
+from uwf.cas import codec
 from uwf.cas.store import Store
 from uwf.config import config as config_module
 from uwf.config import envfile
 from uwf.engine.step import step
 from uwf.engine.store.gc import gc
+from uwf.model import routing
 from uwf.testing import InProcessRunner, ScriptedAgent
 from uwf.util import filememo
+from uwf.util.jsonfmt import dumps
 
 SCENARIO = EXAMPLES / "solve-issue.mock.yaml"
 OUTPUTS = {
@@ -53,6 +58,18 @@ def write_config(root: Path, *args: str) -> None:
 def started(store: uwf.Store) -> str:
     store.put_workflow(EXAMPLES / "solve-issue.yaml")
     return store.start("solve-issue", "Fix the login bug").thread
+
+
+@contextlib.contextmanager
+def stepped_once(root: Path) -> Iterator[tuple[uwf.Store, str, InProcessRunner]]:
+    """A store of ``root`` whose new thread took its first step in this process (what a
+    process reads once, read), and the runner that stepped it."""
+    write_config(root)
+    with uwf.open_store() as store:
+        thread = started(store)
+        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
+        step(store.backend, thread, runner=runner)
+        yield store, thread, runner
 
 
 def test_an_edited_config_yaml_is_read_by_the_next_step(
@@ -191,11 +208,7 @@ def test_a_process_decodes_each_node_once_and_puts_each_schema_once(
 ) -> None:
     """Warm steps of one process: no node is read from the storage twice, and the role's
     schemas are not put again (docs/performance.md, "Warm: where the design cannot win")."""
-    write_config(root)
-    with uwf.open_store() as store:
-        thread = started(store)
-        runner = InProcessRunner(store.backend, ScriptedAgent(OUTPUTS))
-        step(store.backend, thread, runner=runner)
+    with stepped_once(root) as (store, thread, runner):
         nodes = store.backend.nodes
         loaded: list[str] = []
         stored: list[Any] = []
@@ -218,6 +231,55 @@ def test_a_process_decodes_each_node_once_and_puts_each_schema_once(
         assert len(loaded) == len(set(loaded)) and not set(loaded) & set(heads)
         schemas = {nodes.require(h).type for h in heads} | {nodes.ensure_meta()}
         assert not set(stored) & schemas  # only new nodes written: no type put again
+
+
+def test_a_step_validates_each_new_node_once(
+    any_store: str, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent kit checks each node as it puts it (its batch); the write of the batch
+    does not check them again (docs/architecture.md, "What a process keeps"). A put_many
+    from anywhere else is still validated: an invalid payload is refused, nothing stored."""
+    with stepped_once(root) as (store, thread, runner):
+        nodes = store.backend.nodes
+        validated: list[Any] = []
+        real = Store._validate
+
+        def validate(self: Store, type_hash: Any, payload: Any) -> None:
+            validated.append(payload)
+            real(self, type_hash, payload)
+
+        monkeypatch.setattr(Store, "_validate", validate)
+        result = step(store.backend, thread, runner=runner)
+        head = nodes.require(result.head)
+        written = [result.head, head.payload["output"], head.payload["detail"]]
+        assert all(nodes.get(h) is not None for h in written)
+        # output, detail, its turn, StepNode: each once (the batch's check), not twice
+        assert len(validated) == len({dumps(p) for p in validated}) == len(written) + 1
+        s = nodes.put_schema({"type": "object", "required": ["n"]})
+        with pytest.raises(uwf.UwfError, match="payload does not match schema"):
+            nodes.put_many([(s, {"n": 1}), (s, {"m": 2})])
+        valid, _ = codec.hashed(s, {"n": 1})
+        assert not nodes.has(valid)  # checked before anything was written
+
+
+def test_the_moderator_decides_once_per_warm_step(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision the commit made for the new head is the next plan's: one evaluation per
+    step, not two; the routing is the same as a fresh process's (docs/architecture.md,
+    "What a process keeps")."""
+    with stepped_once(root) as (store, thread, runner):
+        decided: list[str] = []
+        real = routing.decide
+
+        def decide(store: Any, workflow: Any, head: Any, *args: Any, **kwargs: Any) -> Any:
+            decided.append(head.hash)
+            return real(store, workflow, head, *args, **kwargs)
+
+        monkeypatch.setattr(routing, "decide", decide)
+        roles = [step(store.backend, thread, runner=runner).role for _ in range(2)]
+        assert len(decided) == 2 and len(set(decided)) == 2  # each head decided once
+        assert roles == ["developer", "reviewer"]
 
 
 def test_a_node_another_process_collected_is_not_served_from_memory(

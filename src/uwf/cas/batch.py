@@ -34,13 +34,13 @@ class Batch(Store):
 
     # -- the held nodes -----------------------------------------------------------------
     def flush(self) -> None:
-        """Write every held node with one ``put_many`` of the wrapped store, in put order;
-        afterwards nothing is held (also when the write fails: the caller fails the step)."""
+        """Write every held node with one ``put_checked`` of the wrapped store (a
+        ``put_many`` that need not check them again), in put order; afterwards nothing is
+        held (also when the write fails: the caller fails the step)."""
         if not self.pending:
             return
-        nodes = [(node.type, node.payload) for node in self.pending.values()]
-        self.pending = {}
-        self.inner.put_many(nodes)
+        nodes, self.pending = self.pending, {}
+        self.inner.put_checked(nodes)  # checked by ``put`` here: not validated again
         self.inner.remember_schemas(self._schemas_put())  # written: put once per process
 
     def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:

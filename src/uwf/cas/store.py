@@ -401,6 +401,15 @@ class Store(abc.ABC):
         in part or not at all (a node matters only once a head references it)."""
         return [self.put(type_hash, payload) for type_hash, payload in nodes]
 
+    def put_checked(self, nodes: Mapping[NodeHash, Node]) -> None:
+        """Store ``nodes``, which a ``cas.batch.Batch`` of this process over this store has
+        already redacted, hashed and validated (its ``put``), in order. A backend whose
+        writes happen here may skip those checks — a node is validated once, when it is
+        put (docs/architecture.md, "What a process keeps"); the others, and a store whose
+        writes happen elsewhere (the relay: uwf validates what an agent sends), put them
+        again as ``put_many`` does, checks included."""
+        self.put_many([(node.type, node.payload) for node in nodes.values()])
+
     def put_schema(self, schema_payload: dict[str, Any] | bool) -> NodeHash:
         """Store a JSON Schema (typed by the meta-schema) and return its hash: the type of the
         nodes the caller puts next. Put once per process (docs/architecture.md, "What a process

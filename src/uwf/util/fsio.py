@@ -18,12 +18,14 @@ import fcntl
 import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from uwf.util.errors import Busy, UwfError
 
 _TMP_PREFIX = ".tmp-"
+_T = TypeVar("_T")
 
 
 def _write_error(path: Path, exc: OSError) -> UwfError:
@@ -67,11 +69,21 @@ def _write_tmp(path: Path, data: bytes, mode: int) -> Path:
     return tmp
 
 
+def _made(path: Path, make: Callable[[], _T]) -> _T:
+    """``make()``, which creates something in ``path``'s directory: that directory (and its
+    parents) made, and ``make`` tried again, only when it is missing — a ``mkdir`` per new
+    directory, not one (and a ``stat``) per write."""
+    try:
+        return make()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return make()
+
+
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, ``os.replace``."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _write_tmp(path, data, mode)
+        tmp = _made(path, lambda: _write_tmp(path, data, mode))
         try:
             os.replace(tmp, path)
         except BaseException:
@@ -132,8 +144,7 @@ def append_lines(path: Path, lines: list[str], *, sync: bool = True) -> None:
     docs/format.md, "The filesystem backend")."""
     data = "".join(line.rstrip("\n") + "\n" for line in lines).encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = _made(path, lambda: os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644))
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -167,8 +178,7 @@ def open_lock(path: Path) -> int:
     """A descriptor of the lock file ``path`` (created, with its directory, if missing) to
     ``flock``; closing it releases the lock."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return _made(path, lambda: os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as exc:
         raise UwfError(f"cannot lock {path}: {exc.strerror or exc}") from None
 

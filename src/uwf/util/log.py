@@ -129,10 +129,14 @@ def append_private(path: Path, text: str) -> None:
         except FileNotFoundError:
             _private_dir(directory)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with open(fd, "ab") as fh:
+        try:  # the descriptor itself, not a file object: a line is one write (O_APPEND)
             if os.fstat(fd).st_mode & 0o077:
                 os.fchmod(fd, 0o600)
-            fh.write(text.encode("utf-8", "replace"))
+            data = memoryview(text.encode("utf-8", "replace"))
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
     except OSError:
         pass
 

@@ -24,7 +24,7 @@ an instant, at the price of one fsync per type per step.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from uwf.backend.fs import packwrite
@@ -46,14 +46,20 @@ def put_many(store: Store, files: NodeFiles, nodes: Sequence[tuple[str, Any]]) -
     are the store's files (``nodes.FsStore`` is both)."""
     batch = Batch(store)
     hashes = [batch.put(type_hash, payload) for type_hash, payload in nodes]
-    write(store, files, batch.pending)
-    kept = store.kept()  # this process keeps what it wrote, as ``put`` does (nodes never change)
-    for h, node in batch.pending.items():
-        kept.keep(h, node, size_of(node.payload))
+    write_checked(store, files, batch.pending)
     return hashes
 
 
-def write(store: Store, files: NodeFiles, pending: dict[NodeHash, Node]) -> None:
+def write_checked(store: Store, files: NodeFiles, pending: Mapping[NodeHash, Node]) -> None:
+    """Write the nodes ``pending`` that a ``Batch`` over ``store`` checked (``write``), and
+    keep them in this process, as ``put`` does (nodes never change)."""
+    write(store, files, pending)
+    kept = store.kept()
+    for h, node in pending.items():
+        kept.keep(h, node, size_of(node.payload))
+
+
+def write(store: Store, files: NodeFiles, pending: Mapping[NodeHash, Node]) -> None:
     """Store the checked nodes ``pending`` (in order) as one pack; see the module."""
     from uwf.protocol import schemas
 

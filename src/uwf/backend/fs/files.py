@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +62,9 @@ def decode(h: str, data: bytes, *, rehash: bool = True) -> Node:
     return decode_node(h, record, rehash=rehash)
 
 
+_COPIED_KEPT = 64  # checked packed records kept for ``_touch`` (the types steps copy)
+
+
 class NodeFiles:
     """The loose files and packs of one store directory: finding, reading and checking a
     node, the packs as this process last listed them, and the sweep lock."""
@@ -76,6 +80,8 @@ class NodeFiles:
         self._packs: list[Pack] | None = None  # opened on the first read
         self._dropped: set[str] = set()  # packed copies deleted here (gc), until `pack`
         self._loose_at_scan: set[str] | None = None  # scan_order's listing (cas verify)
+        self._wrote_at: int | None = None  # when ``add_pack`` last listed them (monotonic)
+        self._copied: dict[str, bytes] = {}  # packed records ``_touch`` checked, by hash
 
     def path(self, h: str) -> Path:
         return self.objects / h[:2] / h
@@ -119,6 +125,14 @@ class NodeFiles:
             from uwf.backend.fs.packs import Pack
 
             self._packs = [*(self._packs or []), Pack(self.pack_dir, name)]
+        self._wrote_at = time.monotonic_ns()
+
+    def packs_just_listed(self, within_ns: int) -> list[Pack] | None:
+        """The packs as listed when this process last wrote one (``add_pack``), if that was
+        at most ``within_ns`` ago; else None (``packing.due`` then lists them itself)."""
+        if self._wrote_at is None or time.monotonic_ns() - self._wrote_at > within_ns:
+            return None
+        return self._packs
 
     def _packs_changed(self) -> bool:
         """List the packs again after a miss; True when the set changed."""
@@ -267,11 +281,17 @@ class NodeFiles:
         found = self._find(h) or (self._find_fresh(h) if fresh else None)
         if found is None:
             return False
+        data = self._copied.get(h)  # a schema a step's pack copies at every step
+        if data is not None:
+            return data  # checked when first read; any good copy of a node is the node
         try:
             data = found[0].read(found[1])
             decode(h, data)
         except CorruptNode:
             return False
+        if len(self._copied) >= _COPIED_KEPT:
+            self._copied.clear()
+        self._copied[h] = data
         return data
 
     @contextlib.contextmanager

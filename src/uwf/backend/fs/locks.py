@@ -110,7 +110,14 @@ _STOP_KEYS = ("pid", "host", "since")  # what binds a stop request to one holdin
 
 
 class _FsStepLock(StepLock):
-    def __init__(self, fd: int, stop_path: Path, log: str | None, worker: str | None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        stop_path: Path,
+        log: str | None,
+        worker: str | None,
+        note: tuple[str, str] | None = None,
+    ) -> None:
         self.fd = fd
         self.stop_path = stop_path
         self.record: dict[str, object] = {
@@ -122,6 +129,8 @@ class _FsStepLock(StepLock):
             self.record["log"] = log
         if worker is not None:
             self.record["worker"] = worker
+        if note is not None:  # the role and agent known already: written with the rest
+            self.record.update(role=note[0], agent=note[1])
         self._write()
 
     def _write(self) -> None:
@@ -131,6 +140,8 @@ class _FsStepLock(StepLock):
             os.pwrite(self.fd, data, 0)
 
     def note(self, *, role: str, agent: str) -> None:
+        if self.record.get("role") == role and self.record.get("agent") == agent:
+            return  # noted already (the step planned before its lock): nothing to rewrite
         self.record.update(role=role, agent=agent)
         self._write()
 
@@ -171,10 +182,8 @@ class FsLocks(Locks):
                 fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise Busy(f"thread {thread} is busy") from None
-            lock = _FsStepLock(fd, self.stop_path(thread), log, worker)
+            lock = _FsStepLock(fd, self.stop_path(thread), log, worker, note)
             fsio.mark_held(fd)  # after the record: a marked lock file is never empty
-            if note is not None:
-                lock.note(role=note[0], agent=note[1])
             try:
                 yield lock
             finally:

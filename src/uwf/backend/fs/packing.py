@@ -48,6 +48,7 @@ SAMPLE = 64  # records sampled for a pack's dictionary
 FACTOR = 2  # a pack is kept beside smaller ones only when it holds at least this many times more
 AUTO_PACKS = 8  # automatic packing starts when the rule would merge this many packs,
 AUTO_LOOSE = 512  # or when there are about this many loose nodes
+JUST_LISTED_NS = 500_000_000  # a listing of the packs this recent counts as current (``due``)
 _FANS = ("0G", "4R", "8Z", "CA")  # fan-out directories whose loose files ``due`` counts
 _IDX_FIXED = 12 + 4 * 512 + 16  # an index's bytes besides its entries (packs.py)
 
@@ -77,7 +78,8 @@ def choose(counts: list[tuple[str, int]], loose: int) -> list[str]:
 def due(store: NodeFiles) -> bool:
     """Whether automatic packing has work: a few ``stat`` calls, no pack opened (a pack's node
     count is read from its index's size; the loose nodes are counted in four of the 512
-    fan-out directories)."""
+    fan-out directories). Right after this process wrote a pack (a step of its own), the
+    packs as it listed them then are counted instead: no listing, no ``stat``."""
     loose = 0
     for fan in _FANS:
         try:
@@ -87,6 +89,11 @@ def due(store: NodeFiles) -> bool:
     loose *= 512 // len(_FANS)
     if loose >= AUTO_LOOSE:
         return True
+    listed = store.packs_just_listed(JUST_LISTED_NS)
+    if listed is not None:
+        if len(listed) < AUTO_PACKS:
+            return False
+        return len(choose([(p.name, p.count) for p in listed], loose)) >= AUTO_PACKS
     try:
         entries = list(os.scandir(store.pack_dir))
     except (FileNotFoundError, NotADirectoryError):

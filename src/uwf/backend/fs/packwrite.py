@@ -69,17 +69,26 @@ class _Blocks:
         self.pending.clear()
 
 
+def _create(path: Path) -> BinaryIO:
+    """``path`` opened for writing; its directory made only when missing (the first pack)."""
+    try:
+        return open(path, "wb", buffering=1 << 20)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "wb", buffering=1 << 20)
+
+
 def write_pack(directory: Path, sources: Iterable[Source], zdict: bytes) -> str | None:
     """Write one pack of ``sources`` (nodes in that order, each name once) and its index;
     return the pack's name, None when no source had anything to pack. Durable on return.
 
     Each source's bytes must be the JSON of the node its name is the hash of (checked by the
     caller: ``packing`` re-hashes loose nodes, and records read from a pack were checked)."""
-    directory.mkdir(parents=True, exist_ok=True)
     tmp = f"{TMP_PREFIX}pack-{os.getpid()}-{os.urandom(4).hex()}"
     tmp_pack, tmp_idx = directory / f"{tmp}.pack", directory / f"{tmp}.idx"
+    left = [tmp_pack, tmp_idx]  # the temp files not renamed yet: removed on the way out
     try:
-        with open(tmp_pack, "wb", buffering=1 << 20) as out:
+        with _create(tmp_pack) as out:
             head = _HEAD.pack(PACK_MAGIC, len(zdict)) + zdict
             out.write(head)
             blocks = _Blocks(out, len(head), zdict)
@@ -102,11 +111,13 @@ def write_pack(directory: Path, sources: Iterable[Source], zdict: bytes) -> str 
         # then removed by the next `cas pack`), while records without their index are a
         # lost index, which `cas verify` reports (docs/format.md, "Packs").
         os.replace(tmp_idx, directory / f"{name}.idx")
+        left.remove(tmp_idx)
         os.replace(tmp_pack, directory / f"{name}.pack")
+        left.remove(tmp_pack)
     except OSError as exc:
         raise UwfError(f"cannot write {directory}: {exc.strerror or exc}") from None
     finally:
-        for path in (tmp_pack, tmp_idx):
+        for path in left:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
     fsio.fsync_dir(directory)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from uwf.backend.base import Backend, Ending
 from uwf.backend.tree import FanOutRefused
 from uwf.cas.store import Store
-from uwf.engine.step.plan import StepPlan
+from uwf.engine.step.plan import StepPlan, decide_after
 from uwf.engine.step.run import suspend
 from uwf.model import artifacts, chain, routing
 from uwf.moderator import fanout as fanout_rules
@@ -131,7 +131,7 @@ def commit_step(backend: Backend, plan: StepPlan, h: NodeHash, log: ProcessLog) 
     if routing.step_status(workflow, step.role, output) == SUSPEND:
         raise suspend(backend, plan, _reason(output), log)
     try:
-        after = routing.decide(store, workflow, step, output)
+        after = decide_after(store, workflow, step, output)
         if after.fan_out is not None:  # checked before the head moves
             from uwf.engine.step import fanout
 

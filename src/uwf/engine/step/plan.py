@@ -117,8 +117,30 @@ def decide(
     children: list[Any] | None = None,
 ) -> Decision:
     """The moderator's decision for a head (``$START`` for a thread with no steps yet);
-    ``children``: the joined children's results, for the prompt."""
+    ``children``: the joined children's results, for the prompt. A step's decision made when
+    it was committed (``decide_after``) is not made again."""
+    if children is None and isinstance(head, chain.Step):
+        found = _decided.get((workflow.hash, head.hash))
+        if found is not None:
+            return found
     return routing.decide(store, workflow, head, children=children)
+
+
+#: The decisions made for the heads this process committed, by (workflow, head) hash: the
+#: next step of the thread plans from the same two immutable nodes (docs/architecture.md,
+#: "What a process keeps"). A few per thread stepping here; cleared when full.
+_decided: dict[tuple[str, str], Decision] = {}
+_DECIDED_KEPT = 256
+
+
+def decide_after(store: Store, workflow: Workflow, step: chain.Step, output: Any) -> Decision:
+    """The decision for ``step``, just written, whose ``output`` the caller read (the
+    commit's), kept for the thread's next plan (``decide``)."""
+    decision = routing.decide(store, workflow, step, output)
+    if len(_decided) >= _DECIDED_KEPT:
+        _decided.clear()
+    _decided[(workflow.hash, step.hash)] = decision
+    return decision
 
 
 def round_limit(start: chain.Start, config: Config) -> int | None:

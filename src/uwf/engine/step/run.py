@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -100,8 +101,6 @@ def check_workdir(plan: StepPlan, workdir: str | None = None) -> None:
 def _what_is(path: str) -> str:
     """What is at a working directory's path that is not a directory, as the end of a
     sentence: ``does not exist``, ``is a file, not a directory``, …"""
-    import stat
-
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -133,8 +132,7 @@ def artifacts_dir(backend: Backend, plan: StepPlan) -> Iterator[str]:
     path = parent / plan.thread
     try:
         _private_dir(parent)
-        _remove(path)  # a step killed before it could clean up, or an agent's link
-        path.mkdir(mode=0o700)
+        _fresh(path, lambda: path.mkdir(mode=0o700))
     except OSError as exc:
         raise UwfError(f"cannot create {path}: {exc.strerror or exc}") from None
     try:
@@ -145,10 +143,27 @@ def artifacts_dir(backend: Backend, plan: StepPlan) -> Iterator[str]:
 
 
 def _private_dir(path: Path) -> None:
-    """``path`` as a real directory of ours (a symbolic link there is replaced, not used)."""
+    """``path`` as a real directory of ours (a symbolic link there is replaced, not used):
+    one ``lstat`` when it is one already."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):  # lstat: a link to a directory is no directory
+            return
+    except FileNotFoundError:
+        pass
     if path.is_symlink():
         path.unlink()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _fresh(path: Path, create: Callable[[], object]) -> None:
+    """``create()`` something new at ``path``, which fails when something is there already:
+    what a step killed before it could clean up left there, or an agent's link, is then
+    removed first (``_remove``) and ``create`` tried again."""
+    try:
+        create()
+    except FileExistsError:
+        _remove(path)
+        create()
 
 
 def _remove(path: Path) -> None:
@@ -177,10 +192,13 @@ def live_turns(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
     first = {"head": plan.head, "role": plan.role, "step": plan.depth + 1}
     try:
         _private_dir(path.parent)
-        _remove(path)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dumps(first) + "\n")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        made: list[int] = []
+        _fresh(path, lambda: made.append(os.open(path, flags, 0o600)))
+        try:
+            os.write(made[0], (dumps(first) + "\n").encode())
+        finally:
+            os.close(made[0])
     except OSError:
         yield None
         return
