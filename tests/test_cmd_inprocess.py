@@ -209,3 +209,21 @@ def test_python_uwf_cmd_without_a_command_is_the_usage_error_of_the_process(
         "error: Python agent failed (python:uwf-cmd) with exit code 2: error: no command to "
         "run; usage: uwf-cmd -- <command> [args…] <thread-id> <role>"
     )
+
+
+def test_uwfs_own_python_agents_are_found_as_their_entry_points_name_them() -> None:
+    """``python: uwf-cmd`` (uwf-mock, uwf-builtin) is found without reading every installed
+    package's metadata (``OWN``): the very callables pyproject's entry points name."""
+    import tomllib
+    from importlib.metadata import entry_points
+
+    from uwf.engine.step import inproc
+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    declared = pyproject["project"]["entry-points"][inproc.ENTRY_POINTS]
+    assert declared == inproc.OWN
+    installed = {e.name: e.value for e in entry_points(group=inproc.ENTRY_POINTS)}
+    assert {name: installed[name] for name in inproc.OWN} == inproc.OWN
+    for name, ref in inproc.OWN.items():
+        module, _, attribute = ref.partition(":")
+        assert inproc.resolve(name) is getattr(__import__(module, fromlist=["_"]), attribute)
