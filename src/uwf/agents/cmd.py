@@ -197,6 +197,8 @@ def run_live(
     """
     cwd, stop, to, timeout = None, None, None, None
     if call is not None:
+        if call.should_stop():  # e.g. before a correction's run: start nothing
+            raise AgentFailed(f"the step stopped: command not started ({argv[0]})")
         cwd, stop, timeout = call.cwd, call.should_stop, call.remaining()
         to = call.stderr.write if call.stderr is not None else None
     try:

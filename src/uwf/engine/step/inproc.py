@@ -47,7 +47,7 @@ __all__ = ["ENTRY_POINTS", "OWN", "InProcess", "reference", "resolve", "run"]
 ENTRY_POINTS = "uwf.agents"  # the entry-point group naming Python agents
 # uwf's own entry points of that group (pyproject.toml; a test checks they agree): found
 # without reading every installed distribution's metadata, which costs a cold step more than
-# loading the agent (~70 M instructions: docs/performance.md, "python: uwf-cmd")
+# loading the agent (~70 M instructions: docs/performance.md, "Processes and start-up")
 OWN = {
     "uwf-mock": "uwf.agents.mock:inprocess",
     "uwf-builtin": "uwf.agents.builtin.cli:inprocess",
