@@ -4,13 +4,14 @@
 The same contract as the `uwf-cmd` process: the same arguments, the command run with the
 same environment (credentials and secrets left out), prompt and directory, the same StepNode,
 output, turns and detail (all but the measured duration); the command is still a process
-of its own — its own group, killed when the step stops wanting the answer (timeout here),
-while uwf runs on.
+of its own — its own group, killed when the step stops wanting the answer (a timeout, `thread
+kill`) while uwf runs on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -30,7 +31,7 @@ given = sys.stdin.read()
 keys = ("UWF_THREAD", "UWF_ROLE", "UWF_EDGE_PROMPT", "WORKFLOW_STORAGE_ROOT", "TEAM_TOKEN",
         "SHOWN", "UWF_ARTIFACTS_DIR")
 record = {{"argv": sys.argv[1:], "stdin": given, "cwd": os.getcwd(),
-          "env": {{k: os.environ.get(k) for k in keys}}}}
+          "env": {{k: os.environ.get(k) for k in keys}}, "names": sorted(os.environ)}}
 with open({log!r}, "a") as f:
     f.write(json.dumps(record) + "\\n")
 sys.stderr.write("working on " + os.environ["UWF_ROLE"] + "\\n")
@@ -61,6 +62,7 @@ def without_durations(detail: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_uwf_cmd_in_process_runs_the_command_as_its_process_does(
+    any_store: str,
     root: Path,
     cli: Any,
     cli_proc: Any,
@@ -101,7 +103,8 @@ def test_uwf_cmd_in_process_runs_the_command_as_its_process_does(
     assert "uwf-cmd: working on planner\n" in by_process.err
 
     # the command got the same arguments, prompt, directory and environment (the secret left
-    # out both ways); only the thread and its artifacts directory are the twin's
+    # out both ways, the same variables set); only the thread and its artifacts directory
+    # are the twin's
     in_calls = [json.loads(line) for line in log.read_text().splitlines()]
     for ran in (*proc_calls, *in_calls):
         assert ran["env"]["TEAM_TOKEN"] is None and ran["env"]["SHOWN"] == "plain"
@@ -113,11 +116,11 @@ def test_uwf_cmd_in_process_runs_the_command_as_its_process_does(
         ran["stdin"] = ran["stdin"].replace(twin, thread)
     for ran in proc_calls:
         ran["env"]["UWF_ARTIFACTS_DIR"] = None
-    assert in_calls == proc_calls
+    assert in_calls == proc_calls  # the very same variables too ("names")
 
     # the same StepNodes: the same output, turns, agent and detail, all but the durations
     # the detail measured (which make their hashes differ); the same hashes for the rest
-    with open_backend(str(root)) as backend:
+    with open_backend(os.environ.get("UWF_STORE") or str(root)) as backend:
         nodes = backend.nodes
 
         def landed(t: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -227,3 +230,30 @@ def test_uwfs_own_python_agents_are_found_as_their_entry_points_name_them() -> N
     for name, ref in inproc.OWN.items():
         module, _, attribute = ref.partition(":")
         assert inproc.resolve(name) is getattr(__import__(module, fromlist=["_"]), attribute)
+
+
+def test_a_failing_command_fails_the_step_quoting_its_stderr_as_the_process_does(
+    cli: Any, root: Path, new_thread: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "import sys\nprint('partial output')\nprint('noise', file=sys.stderr)\n"
+        "print('boom: disk on fire', file=sys.stderr)\nsys.exit(3)\n"
+    )
+    thread = new_thread()
+    said = f"error: command failed ({sys.executable}) with exit code 3: noise boom: disk on fire"
+    for agent, failed in (
+        ("uwf-cmd", "agent command failed"),
+        ("python:uwf-cmd", "Python agent failed"),
+    ):
+        r = cli(
+            "thread",
+            "step",
+            thread,
+            "--agent",
+            shlex.join([agent, "--", sys.executable, str(script)]),
+        )
+        assert r.code == 5, r.err
+        assert f"{agent}: noise\n{agent}: boom: disk on fire\n" in r.err  # shown live
+        assert r.err.splitlines()[-1] == f"error: {failed} ({agent}) with exit code 1: {said}"
+        assert cli("thread", "steps", thread).json()["steps"][1:] == []
