@@ -202,6 +202,36 @@ def test_thread_kill_kills_the_command_of_an_in_process_uwf_cmd(
     )
 
 
+def test_the_command_dies_with_uwf_killed_by_sigkill(new_thread: Any, tmp_path: Path) -> None:
+    """uwf killed with SIGKILL mid-step (nothing of it runs on to stop anything): the
+    command and what it started die too (its group, through uwf's watchdog)."""
+    import signal
+
+    from support import BIN
+
+    pidfile, script = sleeper(tmp_path)
+    thread = new_thread()
+    agent = shlex.join(["python:uwf-cmd", "--", sys.executable, str(script)])
+    uwf = subprocess.Popen(
+        [str(BIN / "uwf"), "thread", "step", thread, "--agent", agent],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert time.monotonic() < deadline and uwf.poll() is None, "the command did not start"
+            time.sleep(0.02)
+        uwf.send_signal(signal.SIGKILL)
+        assert uwf.wait(10) == -signal.SIGKILL
+        for pid in map(int, pidfile.read_text().split()):  # the command and what it started
+            wait_dead(pid, timeout=10)
+    finally:
+        if uwf.poll() is None:
+            uwf.kill()
+            uwf.wait(10)
+
+
 def test_python_uwf_cmd_without_a_command_is_the_usage_error_of_the_process(
     cli: Any, new_thread: Any
 ) -> None:
