@@ -1,8 +1,9 @@
 """The fleet rows (docs/performance.md, "Fleets"): N workers doing the same work on every side.
 
 * **The same agent**: every side's worker runs the same small external agent program per step
-  (``agent.py``): uwf's ``uwf worker`` through ``uwf-cmd`` (``--agent "uwf-cmd -- python
-  agent.py"``), each peer's node through ``subprocess`` (``--external``). The in-process rows
+  (``agent.py``): uwf's ``uwf worker`` through ``uwf-cmd`` run in the worker's process
+  (``--agent external``: config.yaml's ``python: uwf-cmd`` alias, ``uwf_bench.setup_root``),
+  each peer's node through ``subprocess`` (``--external``). The in-process rows
   run the peers' nodes in their own process, and uwf's agent as a Python agent in its worker
   (``uwf_inprocess_agent``).
 * **The same claim**: every side takes threads from the shared database as they become free —
@@ -43,12 +44,12 @@ if TYPE_CHECKING:
 
 WORKERS = (1, 2, 4, 8)
 IDLE_EXIT = 1.0  # seconds a uwf worker waits for work before it exits (after the window)
-AGENT = HERE / "agent.py"
 
 
 def external_agent() -> str:
-    """The external agent of a uwf worker: the same program the peers' nodes spawn."""
-    return f"uwf-cmd -- {sys.executable} {AGENT}"
+    """The external agent of a uwf worker: the same program the peers' nodes spawn, through
+    uwf-cmd in the worker's own process (config.yaml's alias of ``python: uwf-cmd``)."""
+    return uwf_bench.EXTERNAL
 
 
 # -- uwf's in-process fleet row ---------------------------------------------------------------

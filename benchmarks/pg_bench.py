@@ -254,10 +254,11 @@ def cold_counts(b: Bench, counter: pgcount.Counter, url: str, peers: dict[str, P
 
 def worker_counts(b: Bench, server: Any, counter: pgcount.Counter, peers: dict[str, Peer]) -> None:
     """What one step of a long-lived worker with the external agent costs the server, its
-    agent's reads and writes included: ``uwf worker --max-steps K`` (its agent through
-    uwf-cmd, relayed through the worker) and each peer's fleet worker (its node spawning
-    the agent, the claim included), each run for 1 and for 1 + ``statements`` steps on one
-    thread; the difference over the extra steps (``pgcount.marginal``)."""
+    agent's reads and writes included: ``uwf worker --max-steps K`` (its agent program
+    through uwf-cmd in the worker's process, ``python: uwf-cmd``) and each peer's fleet
+    worker (its node spawning the agent, the claim included), each run for 1 and for
+    1 + ``statements`` steps on one thread; the difference over the extra steps
+    (``pgcount.marginal``)."""
     import fleet
 
     few, many = 1, 1 + b.s.statements

@@ -41,9 +41,6 @@ from harness import Fig, Job, Usage, tree_usage
 from uwf.backend.fs import FsBackend
 from uwf.util.base32 import NodeHash
 
-AGENT_PROGRAM = HERE / "agent.py"
-
-
 # -- build ------------------------------------------------------------------------------------
 
 
@@ -317,13 +314,13 @@ def steps(b: Bench) -> None:
     b.timed_together(rows)  # a target compares them: interleaved
     for size in ("small", "large"):
         advance(b, size, ("uwf", *b.peers))
-    agent = f"uwf-cmd -- {sys.executable} {AGENT_PROGRAM}"
+    agent = uwf_bench.EXTERNAL  # python: uwf-cmd, config.yaml's alias (uwf_bench.setup_root)
     checks = {"uwf": stepped(b, tr.root, "small")}
     checks |= {name: peer_stepped(b, name, "small") for name in b.peers}
     b.timed(
         "ext-step@small",
-        "cold process, one step, its agent an external program (uwf: thread step + uwf-cmd "
-        "+ agent.py; peers: a node running agent.py)",
+        "cold process, one step, its agent an external program (uwf: thread step running "
+        "uwf-cmd in its process + agent.py; peers: a node running agent.py)",
         {"uwf": uwf_job(b, tr.root, "thread", "step", tr.threads["small"], "--agent", agent)}
         | b.peer_jobs("step", "--thread", "small", "--external", "--agent-python", sys.executable),
         checks,

@@ -43,6 +43,11 @@ WORKFLOW_FILE = REPO / "examples" / "solve-issue.yaml"
 BIN = Path(sys.executable).parent
 ZERO = Cost().total_json()  # the cost total uwf-mock's details carry (it records no cost)
 AGENT = Path(__file__).resolve().parent / "mock_agent.py"
+# The external-agent rows' program (the one the peers' nodes spawn) and config.yaml's alias of
+# it: ``uwf-cmd`` run in the stepping process (``python: uwf-cmd``, docs/agents.md), so that
+# uwf's side, like each peer's, is one tool process that spawns agent.py.
+AGENT_PROGRAM = Path(__file__).resolve().parent / "agent.py"
+EXTERNAL = "external"
 
 
 def cli_env(root: Path) -> dict[str, str]:
@@ -65,13 +70,16 @@ def task_of(name: str) -> str:
 
 def setup_root(root: Path) -> str:
     """A storage root with the solve-issue workflow registered and the benchmark's agent as
-    the default (config.yaml, as a user would set it up). Returns the workflow hash."""
+    the default (config.yaml, as a user would set it up), and the external agent program
+    as the alias ``EXTERNAL``. Returns the workflow hash."""
     from uwf.engine.workflows import stored as workflows
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.yaml").write_text(
         f"agents:\n  mock:\n    command: {json.dumps(str(BIN / 'python'))}\n"
         f"    args: [{json.dumps(str(AGENT))}]\n"
+        f"  {EXTERNAL}:\n    python: uwf-cmd\n"
+        f'    args: ["--", {json.dumps(sys.executable)}, {json.dumps(str(AGENT_PROGRAM))}]\n'
         "defaultAgent: mock\n"
     )
     return workflows.put_workflow(FsBackend(root), WORKFLOW_FILE).hash

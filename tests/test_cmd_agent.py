@@ -488,7 +488,8 @@ print({plan!r})
 """
 
 
-def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("prog", ["uwf-cmd", "python:uwf-cmd"])  # its process, or uwf's
+def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path, prog: str) -> None:
     """The command's first stderr line reaches uwf's stderr while the command still runs:
     the command waits for the test to see that line before it goes on."""
     import queue
@@ -498,7 +499,7 @@ def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) ->
     release = tmp_path / "release"
     script = tmp_path / "live.py"
     script.write_text(LIVE.format(release=str(release), plan=PLAN))
-    agent = shlex.join(["uwf-cmd", "--", sys.executable, str(script)])
+    agent = shlex.join([prog, "--", sys.executable, str(script)])
     proc = subprocess.Popen(
         ["uwf", "thread", "step", thread, "--agent", agent],
         stdout=subprocess.PIPE,
@@ -515,7 +516,7 @@ def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) ->
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     try:
-        assert lines.get(timeout=30) == "uwf-cmd: first line\n"
+        assert lines.get(timeout=30) == f"{prog}: first line\n"
         release.touch()
         assert proc.stdout is not None
         out = proc.stdout.read()
@@ -526,7 +527,7 @@ def test_stderr_is_passed_through_live(cli: Any, thread: str, tmp_path: Path) ->
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-    assert lines.get(timeout=5) == "uwf-cmd: released\n"
+    assert lines.get(timeout=5) == f"{prog}: released\n"
     assert json.loads(out)["role"] == "planner"
     head = cli("thread", "show", thread).json()["head"]
     detail = cli("thread", "step-details", head, "--format", "json").json()

@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from uwf.agent_kit import prompts
 from uwf.agent_kit.deliverable import build_output_format_instruction
@@ -551,3 +553,12 @@ def test_the_budget_is_shared_fairly() -> None:
     assert shares([300_000] * 20, 32_000) == [1_600] * 20
     assert shares([5, 50, 500], 100) == [5, 47, 48]
     assert sum(shares([7, 7, 7], 10)) <= 10 and shares([], 10) == []
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=())))
+def test_prompt_lengths_are_counted_as_javascript_counts_them(text: str) -> None:
+    """UTF-16 code units: one a character, two above U+FFFF (a lone surrogate is one)."""
+    from uwf.model.window import js_len
+
+    assert js_len(text) == sum(2 if ord(c) > 0xFFFF else 1 for c in text)
+    assert js_len("a😀é") == 4

@@ -8,9 +8,11 @@ a line an agent writes — 400 MB without a newline — uwf holds a few hundred 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from typing import IO
 
 LINE_SHOWN = 8192  # bytes of one stderr line copied live; the rest is counted, never kept
@@ -100,15 +102,25 @@ class LiveLines:
             self.alive = False
 
 
-def pump_stderr(stream: IO[bytes], tail: Tail, prefix: str | None) -> None:
-    live = LiveLines(prefix) if prefix is not None else None
+def pump_stderr(
+    stream: IO[bytes], tail: Tail, prefix: str | None, sink: Callable[[str], object] | None = None
+) -> None:
+    """Keep the tail of a child's stderr; copy it live to ours after ``prefix`` (None: not
+    at all), or with ``sink`` hand it to that function as text (an in-process agent's stderr,
+    which shows it and keeps its own tail)."""
+    live = LiveLines(prefix) if prefix is not None and sink is None else None
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode if sink else None
     fd = stream.fileno()
     while chunk := os.read(fd, 65536):
         tail.add(chunk)
         if live is not None and live.alive:
             live.feed(chunk)
+        if sink is not None and decode is not None:
+            sink(decode(chunk))
     if live is not None and live.alive and (live.line or live.cut):
         live.end()
+    if sink is not None and decode is not None and (rest := decode(b"", True)):
+        sink(rest)
     stream.close()
 
 

@@ -177,18 +177,20 @@ def run(
     stderr_keep: int = STDERR_TAIL,
     serve: Serve | None = None,
     pass_fds: Sequence[int] = (),
+    stderr_to: Callable[[str], object] | None = None,
 ) -> Finished:
     """Run ``argv`` to its end (or timeout, stop, signal) and return how it ended.
 
     ``stderr_prefix`` None keeps stderr to the tail only; a string copies each line to our
     stderr as it arrives, prefixed (``"uwf-mock: "``; ``""`` for none), so that it is never
-    mistaken for uwf's own ``error:`` line. ``stdout_limit`` bounds the stdout kept (its tail;
-    None keeps it all), ``stderr_keep`` the characters of stderr kept. A command that cannot
-    start (not found, not executable) is a configuration error: ``CannotStart`` naming
-    ``what`` ("agent command not found: …"). ``pass_fds`` are kept open in the child;
-    ``serve`` is a descriptor and a function called each time it is readable while the child
-    runs (until the function answers False): the step's store relay (only where
-    ``can_serve``).
+    mistaken for uwf's own ``error:`` line; ``stderr_to`` is given the text instead, as it
+    arrives (an in-process agent's stderr: ``uwf-cmd`` run in uwf's process). ``stdout_limit``
+    bounds the stdout kept (its tail; None keeps it all), ``stderr_keep`` the characters of
+    stderr kept. A command that cannot start (not found, not executable) is a configuration
+    error: ``CannotStart`` naming ``what`` ("agent command not found: …"). ``pass_fds`` are
+    kept open in the child; ``serve`` is a descriptor and a function called each time it is
+    readable while the child runs (until the function answers False): the step's store relay
+    (only where ``can_serve``).
     """
     began = time.monotonic()
     with deferred():  # a signal now would leave a child that nobody kills
@@ -201,7 +203,9 @@ def run(
             raise
         watchdog.watch(proc.pid, token)
     try:
-        out, out_total, tail, workers = _pump(proc, stdin, stdout_limit, stderr_prefix, stderr_keep)
+        out, out_total, tail, workers = _pump(
+            proc, stdin, stdout_limit, stderr_prefix, stderr_keep, stderr_to
+        )
         timed_out, stopped = _wait(proc, timeout, should_stop, serve)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
@@ -235,6 +239,7 @@ def _pump(
     stdout_limit: int | None,
     stderr_prefix: str | None,
     stderr_keep: int,
+    stderr_to: Callable[[str], object] | None = None,
 ) -> tuple[bytearray, list[int], Tail, list[threading.Thread]]:
     """Start the threads that feed stdin and drain stdout and stderr."""
     assert proc.stdout is not None and proc.stderr is not None
@@ -245,7 +250,9 @@ def _pump(
         threading.Thread(
             target=pump_stdout, args=(proc.stdout, out, stdout_limit, seen), daemon=True
         ),
-        threading.Thread(target=pump_stderr, args=(proc.stderr, tail, stderr_prefix), daemon=True),
+        threading.Thread(
+            target=pump_stderr, args=(proc.stderr, tail, stderr_prefix, stderr_to), daemon=True
+        ),
     ]
     if stdin is not None:
         assert proc.stdin is not None

@@ -267,7 +267,12 @@ def build_context(
 ) -> AgentContext:
     """The context of ``role``'s step of ``thread``; ``call``: the step's call when the agent
     runs in uwf's process (the children it joins come from it, not from the environment)."""
-    tid, head_hash = require_active(backend, thread)
+    if call is not None and call.thread == thread:
+        # the step holds its thread: the head is the one it planned from, read once by the
+        # step (docs/api.md, "Python agents"), as the store relay answers a process agent
+        tid, head_hash = call.thread, call.head
+    else:
+        tid, head_hash = require_active(backend, thread)
     store = backend.nodes
     head = chain.load_head(store, head_hash)
     start = chain.start_of(store, head)

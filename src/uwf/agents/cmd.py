@@ -14,6 +14,17 @@ exit fails the step.
 Configured like any agent (docs/agents.md)::
 
     agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}}
+
+or run in uwf's own process (``inprocess``; docs/api.md, "Python agents"), one interpreter
+fewer per step, with the same arguments, the same command and the same StepNode::
+
+    agents: {claude: {python: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}}
+
+The command is still a process of its own (its own process group, killed with uwf even by
+SIGKILL); in uwf's process it gets the environment uwf built for the step (``ctx.env``),
+runs in the step's directory, its stderr goes to the agent's (shown live, its tail quoted),
+and a stop — the step's timeout, ``thread kill``, ``thread stop``, a worker's drain — kills
+its group at once instead of killing uwf-cmd's process.
 """
 
 from __future__ import annotations
@@ -22,13 +33,16 @@ import argparse
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import process
 from uwf.agent_kit import args, runner
 from uwf.agent_kit.context import AgentContext
 from uwf.model.cost import COST_FIELDS
 from uwf.util.errors import AgentFailed
+
+if TYPE_CHECKING:
+    from uwf.model.agentcall import AgentCall
 
 DESCRIPTION = """\
 Makes any command-line agent (claude -p, codex exec, a script) a uwf agent. For each
@@ -49,6 +63,8 @@ a shell:
 
 uwf spawns it as `uwf-cmd -- <command> [args…] <thread-id> <role>`, e.g. in config.yaml:
   agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}
+or, with python: uwf-cmd instead of command: uwf-cmd, runs it in uwf's own process:
+one interpreter fewer per step, the command still a process of its own.
 """
 
 DETAIL = runner.detail_schema(
@@ -96,9 +112,10 @@ class CmdAgent:
 
         from uwf.config.secrets import command_env, model_config
 
-        # os.environ carries UWF_ARTIFACTS_DIR when uwf gave one: the command inherits it; store
-        # credentials and the secrets: of config.yaml it does not (docs/agents.md, uwf-cmd)
-        env = command_env(os.environ, model_config(ctx.root), provider_keys=True)
+        # the agent's environment (os.environ in a process, the step's in uwf's) carries
+        # UWF_ARTIFACTS_DIR when uwf gave one: the command inherits it; store credentials and
+        # the secrets: of config.yaml it does not (docs/agents.md, uwf-cmd)
+        env = command_env(ctx.env, model_config(ctx.root), provider_keys=True)
         env.update(UWF_THREAD=ctx.thread, UWF_ROLE=ctx.role)
         with tempfile.TemporaryDirectory(prefix="uwf-cmd-") as scratch:  # 0700, removed after
             prompt_file = os.path.join(scratch, "prompt.md")
@@ -113,7 +130,7 @@ class CmdAgent:
                 env["UWF_EDGE_PROMPT_FILE"] = os.path.join(scratch, "edge-prompt.md")
                 _write_private(env["UWF_EDGE_PROMPT_FILE"], ctx.edge_prompt)
             began = time.monotonic()
-            code, stdout, stderr = run_live(argv, prompt if via_stdin else "", env)
+            code, stdout, stderr = run_live(argv, prompt if via_stdin else "", env, ctx.call)
         duration = int((time.monotonic() - began) * 1000)
         if code != 0:
             tail = " ".join(stderr.split())[-500:]
@@ -164,32 +181,80 @@ def _write_private(path: str, text: str) -> None:
         fh.write(text)
 
 
-def run_live(argv: Sequence[str], stdin: str, env: dict[str, str]) -> tuple[int, str, str]:
+def run_live(
+    argv: Sequence[str], stdin: str, env: dict[str, str], call: AgentCall | None = None
+) -> tuple[int, str, str]:
     """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr).
 
     Through ``uwf.adapters.process``: its own process group (killed with uwf-cmd, even by
     SIGKILL), the prompt fed to its stdin from a thread, its stderr copied to ours line by
     line as it arrives with the last ``STDERR_KEEP`` characters kept for the detail.
+
+    ``call``: uwf-cmd runs in uwf's process (``inprocess``). The group then dies with uwf
+    (its watchdog), runs in the step's directory, its stderr goes to the call's, and the
+    group is killed as soon as the step stops wanting the answer (``call.should_stop``:
+    timeout, kill, stop, drain) — at the deadline itself, or within ``process.POLL``.
     """
+    cwd, stop, to, timeout = None, None, None, None
+    if call is not None:
+        if call.should_stop():  # e.g. before a correction's run: start nothing
+            raise AgentFailed(f"the step stopped: command not started ({argv[0]})")
+        cwd, stop, timeout = call.cwd, call.should_stop, call.remaining()
+        to = call.stderr.write if call.stderr is not None else None
     try:
         ran = process.run(
-            argv, env, stdin=stdin, stderr_prefix="", stdout_limit=None, stderr_keep=STDERR_KEEP
+            argv,
+            env,
+            stdin=stdin,
+            stderr_prefix="",
+            stdout_limit=None,
+            stderr_keep=STDERR_KEEP,
+            cwd=cwd,
+            should_stop=stop,
+            timeout=timeout,
+            stderr_to=to,
         )
     except process.CannotStart as exc:
         if isinstance(exc.cause, FileNotFoundError):
             raise AgentFailed(f"command not found: {argv[0]}") from None
         reason = exc.cause.strerror or exc.cause
         raise AgentFailed(f"command could not start: {argv[0]}: {reason}") from None
+    if ran.timed_out or ran.stopped:  # the step has gone on without this answer
+        why = "timed out" if ran.timed_out else "stopped"
+        raise AgentFailed(f"the step {why}: command killed ({argv[0]})")
     return ran.code, ran.stdout, ran.stderr_tail
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = args.parser(
+def _command(passed: Sequence[str]) -> list[str]:
+    """The command of ``uwf-cmd``'s arguments (those before ``<thread-id> <role>``)."""
+    command = list(passed)
+    return command[1:] if command[:1] == ["--"] else command
+
+
+def _parser() -> args.Parser:
+    return args.parser(
         "uwf-cmd", DESCRIPTION, "-- <command> [args…]", passthrough=True, named=False
     )
 
+
+def inprocess(call: AgentCall) -> str:
+    """``uwf-cmd`` as a Python agent, run in uwf's process (docs/api.md, "Python agents";
+    docs/agents.md, uwf-cmd): ``agents: {claude: {python: uwf-cmd, args: ["--", "claude",
+    "-p", "{prompt}"]}}`` in config.yaml, or ``--agent "python:uwf-cmd -- <command…>"``. The
+    same arguments, command, StepNode and detail as the process, one interpreter fewer."""
+    from uwf.agent_kit.inprocess import run
+
+    command = _command(call.args)
+    if not command:
+        args.fail(_parser(), "no command to run")
+    return run(CmdAgent(command), call)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = _parser()
+
     def make(options: argparse.Namespace) -> runner.Agent:
-        command = options.passed[1:] if options.passed[:1] == ["--"] else options.passed
+        command = _command(options.passed)
         if not command:
             args.fail(parser, "no command to run")
         return CmdAgent(command)

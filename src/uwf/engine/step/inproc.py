@@ -42,9 +42,17 @@ from uwf.model.artifacts import ENV as ARTIFACTS_ENV
 from uwf.util import clock
 from uwf.util.errors import DEFER_EXIT, Deferred, InvalidInput, UwfError, oneline
 
-__all__ = ["ENTRY_POINTS", "InProcess", "reference", "resolve", "run"]
+__all__ = ["ENTRY_POINTS", "OWN", "InProcess", "reference", "resolve", "run"]
 
 ENTRY_POINTS = "uwf.agents"  # the entry-point group naming Python agents
+# uwf's own entry points of that group (pyproject.toml; a test checks they agree): found
+# without reading every installed distribution's metadata, which costs a cold step more than
+# loading the agent (~70 M instructions: docs/performance.md, "Processes and start-up")
+OWN = {
+    "uwf-mock": "uwf.agents.mock:inprocess",
+    "uwf-builtin": "uwf.agents.builtin.cli:inprocess",
+    "uwf-cmd": "uwf.agents.cmd:inprocess",
+}
 POLL = 0.5  # seconds between two looks at the stop requests while an agent runs
 INTERNAL = 70  # an exception that is not a UwfError: a bug of the agent (as in the kit's main)
 
@@ -95,7 +103,7 @@ def resolve(ref: str) -> PythonAgent:
     cannot be loaded or is not callable."""
     found = _resolved.get(ref)
     if found is None:
-        found = _load(ref)
+        found = _load(OWN.get(ref, ref))
         _resolved[ref] = found
     return found
 
