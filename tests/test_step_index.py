@@ -57,9 +57,9 @@ class Reads:
         self.count = 0
         real = backend.nodes.get
 
-        def get(h: str) -> Any:
+        def get(h: str, *, keep: bool = True) -> Any:
             self.count += 1
-            return real(h)
+            return real(h, keep=keep)
 
         monkeypatch.setattr(backend.nodes, "get", get)
 

@@ -200,6 +200,8 @@ def live_turns(backend: Backend, plan: StepPlan) -> Iterator[str | None]:
         finally:
             os.close(made[0])
     except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()  # a file without its first line names no step: none at all
         yield None
         return
     try:
