@@ -14,16 +14,16 @@ for node as this agent does; ``tests/test_benchmarks.py`` checks it against real
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import workload
 
 from uwf.agent_kit import runner
-from uwf.agent_kit.context import AgentContext
-from uwf.agent_kit.inprocess import run
 from uwf.agents import mock
-from uwf.model.agentcall import AgentCall
+
+if TYPE_CHECKING:  # the agent's own process imports neither (docs/performance.md)
+    from uwf.agent_kit.context import AgentContext
+    from uwf.model.agentcall import AgentCall
 
 LABEL = mock.LABEL  # the StepNode says uwf-mock: the same agent, with generated answers
 SCENARIO = f"workload.py, seed {workload.SEED}"  # what the detail's "scenario" records
@@ -47,6 +47,8 @@ class WorkloadAgent(mock.MockAgent):
 
 def inprocess(call: AgentCall) -> str:
     """The same agent in uwf's process (``uwf_warm.py``): a Python agent."""
+    from uwf.agent_kit.inprocess import run
+
     return run(AGENT, call)
 
 
@@ -60,7 +62,7 @@ REFERENCE = "python:mock_agent:inprocess"
 def importable(env: dict[str, str]) -> dict[str, str]:
     """``env`` with this directory first on PYTHONPATH, so that a ``uwf`` process started with
     it can import this module (``REFERENCE``)."""
-    here = str(Path(__file__).resolve().parent)
+    here = os.path.dirname(os.path.realpath(__file__))
     return env | {"PYTHONPATH": os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)}
 
 

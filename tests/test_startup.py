@@ -285,9 +285,82 @@ def test_uwf_mock_loads_only_what_a_scripted_step_needs(new_thread: Any, scenari
     probe("uwf.agents.mock:main", *args)
     report = probe("uwf.agents.mock:main", *args)
     assert "uwf.agent_kit.runner" in report["modules"]  # the probe really ran the agent
-    # the prompts are built only by an agent that prompts a model (or asks for a correction)
+    # the prompts are built only by an agent that prompts a model (or asks for a correction);
+    # uwf's plain call is read without argparse (uwf.agent_kit.target), the LLM extract and
+    # the artifacts' module only when there is an answer to extract or a file left to store
     unused = ["dataclasses", "uwf.agent_kit.prompts", "uwf.agent_kit.thread_prompt"]
+    unused += ["argparse", "gettext", "shutil", "uwf.agent_kit.args", "uwf.agent_kit.extract"]
+    unused += ["uwf.model.artifacts"]
     assert among(report["modules"], [*AGENT_HEAVY, *unused]) == []
+
+
+PLAIN_CALLS = [
+    ["T", "planner"],
+    ["01ABC", "re viewer"],
+    ["", "planner"],
+    ["T"],
+    ["T", "planner", "extra"],
+    ["-h", "planner"],
+    ["T", "--role"],
+    ["--thread", "T", "--role", "planner"],
+    ["--", "T", "planner"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", PLAIN_CALLS)
+def test_the_plain_call_is_read_as_argparse_reads_it(argv: list[str], monkeypatch: Any) -> None:
+    """``target.plain`` reads uwf's own call without argparse, and leaves every other command
+    line to the kit's parser: where it answers, the parser gives the same target."""
+    from uwf.agent_kit import args, target
+    from uwf.util.errors import UsageError
+
+    monkeypatch.setenv("UWF_EDGE_PROMPT", "Review it.")
+    monkeypatch.delenv("UWF_EDGE_PROMPT_FILE", raising=False)
+    quick = target.plain(argv)
+    try:
+        parsed: target.Target | None = args.kit(argv)
+    except (UsageError, SystemExit):  # a usage error, or the help printed
+        parsed = None
+    if quick is not None:
+        assert quick == parsed == target.Target(argv[0], argv[1], "Review it.")
+    else:
+        assert len(argv) != 2 or any(a.startswith("-") for a in argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "quick"),
+    [
+        (["--scenario", "s.yaml", "T", "planner"], True),
+        (["--mock-data", "s.yaml", "T", "planner"], True),
+        (["T", "planner"], None),  # read at once when $UWF_MOCK_SCENARIO names the scenario
+        (["--scenario", "", "T", "planner"], False),
+        (["--scenario", "-s.yaml", "T", "planner"], False),
+        (["--scenario=s.yaml", "T", "planner"], False),
+        (["T", "planner", "--scenario", "s.yaml"], False),
+    ],
+)
+@pytest.mark.parametrize("env", ["", "env.yaml"])
+def test_uwf_mock_reads_uwf_s_call_as_its_parser_does(
+    argv: list[str], quick: bool | None, env: str, monkeypatch: Any
+) -> None:
+    """uwf-mock's ``[--scenario FILE] <thread-id> <role>`` without argparse: the same scenario
+    and target as its parser; anything else (None) is left to the parser."""
+    from uwf.agents import mock
+    from uwf.util.errors import UsageError
+
+    monkeypatch.setenv(mock.SCENARIO_ENV, env)
+    monkeypatch.setenv("UWF_EDGE_PROMPT", "Plan it.")
+    found = mock._plain(argv)
+    assert (found is not None) == (bool(env) if quick is None else quick)
+    parser = mock.make_parser()
+    try:
+        options, target = parser.parse(argv)
+        parsed = (mock._agent(parser, options.scenario or env).scenario_path, target)
+    except UsageError:
+        assert found is None
+        return
+    assert found is None or found == parsed
 
 
 def test_uwf_cmd_loads_only_what_it_needs_before_its_command(new_thread: Any) -> None:

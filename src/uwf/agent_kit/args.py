@@ -15,23 +15,27 @@ not parsed, but kept as ``passed``.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
-from typing import NamedTuple, NoReturn
+from typing import NoReturn
 
-from uwf.util.errors import UsageError, UwfError
+from uwf.agent_kit.target import EDGE_PROMPT, EDGE_PROMPT_FILE, Target, edge_prompt_from_env
+from uwf.util.errors import UsageError
 
-EDGE_PROMPT = "UWF_EDGE_PROMPT"
-EDGE_PROMPT_FILE = "UWF_EDGE_PROMPT_FILE"  # the prompt too long for a variable, by file
+__all__ = [
+    "EDGE_PROMPT",
+    "EDGE_PROMPT_FILE",
+    "NAMED",
+    "Parser",
+    "Target",
+    "edge_prompt_from_env",
+    "fail",
+    "kit",
+    "parser",
+    "split",
+    "target",
+]
+
 NAMED = ("--thread", "--role", "--prompt")  # v0.5.0's form
-
-
-class Target(NamedTuple):
-    """What an agent is asked to do: play ``role`` in ``thread``, told ``edge_prompt``."""
-
-    thread: str
-    role: str
-    edge_prompt: str
 
 
 class Parser(argparse.ArgumentParser):
@@ -91,20 +95,6 @@ def target(p: Parser, ns: argparse.Namespace) -> Target:
     if ns.thread is None or ns.role is None:
         fail(p, "expected <thread-id> <role>")
     return Target(ns.thread, ns.role, edge_prompt_from_env())
-
-
-def edge_prompt_from_env() -> str:
-    """The edge prompt uwf gave: ``$UWF_EDGE_PROMPT``, or the file ``$UWF_EDGE_PROMPT_FILE``
-    names when the prompt was too long for an environment variable (docs/format.md, "The
-    agent protocol")."""
-    path = os.environ.get(EDGE_PROMPT_FILE)
-    if not path:
-        return os.environ.get(EDGE_PROMPT, "")
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except OSError as exc:
-        raise UwfError(f"cannot read {path} (${EDGE_PROMPT_FILE}): {exc.strerror}") from None
 
 
 def split(argv: list[str], named: bool = True) -> tuple[list[str], list[str]]:

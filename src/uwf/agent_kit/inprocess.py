@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from uwf.agent_kit import runner
-from uwf.agent_kit.args import Target
 from uwf.agent_kit.context import AgentContext
+from uwf.agent_kit.target import Target
 from uwf.model.agentcall import AgentCall
 from uwf.model.cost import COST_FIELDS
 from uwf.util.errors import Deferred, InvalidInput, UwfError

@@ -12,7 +12,6 @@ failure is one ``error: …`` line on stderr and exit 1 (2 for a usage error:
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
@@ -20,9 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from uwf.adapters import otel
-from uwf.agent_kit import args
-from uwf.agent_kit.args import Target
 from uwf.agent_kit.context import AgentContext, build_context
+from uwf.agent_kit.target import Target, plain
 from uwf.model import turns as model_turns
 from uwf.model.turns import TURN_SCHEMA, detail_schema
 from uwf.util.errors import (
@@ -35,6 +33,9 @@ from uwf.util.errors import (
 )
 
 if TYPE_CHECKING:
+    import argparse
+
+    from uwf.agent_kit import args
     from uwf.backend.base import Backend
     from uwf.model.agentcall import AgentCall
 
@@ -124,7 +125,7 @@ def _extract(
     Each correction prompt names what the role schema rejected (``notes: False is not of
     type 'string'``), and so does the error when nothing could be extracted.
     """
-    from uwf.agent_kit import extract, fastpath
+    from uwf.agent_kit import fastpath
 
     if first.output_hash is not None:
         span.event("extract", {"method": "agent"})
@@ -146,6 +147,8 @@ def _extract(
         if again is None:
             break
         result = again
+    from uwf.agent_kit import extract  # only an answer the fast path could not read needs it
+
     calls = ctx.meter.usage.calls if ctx.meter.usage else 0
     output_hash = extract.extract(
         ctx.root, result.output, ctx.schema_hash, ctx.store, on_reply=ctx.meter.add
@@ -205,11 +208,6 @@ def _with_cost(ctx: AgentContext, detail: str) -> str:
 
 def _with_artifacts(ctx: AgentContext, detail: str) -> str:
     """The detail, listing the files the agent left in ``$UWF_ARTIFACTS_DIR`` (stored now)."""
-    from pathlib import Path
-
-    from uwf.config.config import load_config
-    from uwf.model import artifacts
-
     given = ctx.artifacts_dir  # in uwf's process: the step's, not uwf's environment's
     directory = str(given) if given is not None else ""
     if not directory:
@@ -221,6 +219,11 @@ def _with_artifacts(ctx: AgentContext, detail: str) -> str:
                     return detail
         except OSError:  # gone
             return detail
+    from pathlib import Path
+
+    from uwf.config.config import load_config
+    from uwf.model import artifacts
+
     limit = load_config(ctx.root).artifact_max_bytes
     found, skipped = artifacts.store_dir(ctx.store, Path(directory), limit)
     for warning in skipped:
@@ -318,10 +321,18 @@ def main(agent: Agent, target: Target | None = None) -> None:
     """Run ``agent`` on ``target``: print the StepNode hash, or one error line and exit 1.
 
     Without ``target``, the console-script entry of an agent with no options of its own
-    (docs/agents.md, "A Python agent on the agent kit"): its command line is the kit's."""
+    (docs/agents.md, "A Python agent on the agent kit"): its command line is the kit's, read
+    without argparse when it is uwf's plain ``<thread-id> <role>`` (``target.plain``)."""
     from uwf.util.signals import interrupt_on_signals
 
     if target is None:
+        try:
+            target = plain(sys.argv[1:])
+        except UwfError as exc:
+            sys.exit(report(exc))
+    if target is None:
+        from uwf.agent_kit import args
+
         prog = os.path.basename(sys.argv[0]) or agent.label
         cli(args.parser(prog, f"{agent.label}: a uwf agent on the agent kit."), lambda _: agent)
         return

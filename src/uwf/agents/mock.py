@@ -22,20 +22,21 @@ stays a run of that visit: the next run is its next attempt.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from uwf.agent_kit import args, runner
+from uwf.agent_kit import runner
 from uwf.agent_kit.context import AgentContext
+from uwf.agent_kit.target import Target, plain
 from uwf.model.cost import COST_FIELDS
-from uwf.util import yamlio
-from uwf.util.errors import InvalidInput, UwfError
+from uwf.util.errors import InvalidInput, UwfError, report
 
 if TYPE_CHECKING:
+    import argparse
+
+    from uwf.agent_kit import args
     from uwf.model.agentcall import AgentCall
 
 LABEL = "uwf-mock"
@@ -114,6 +115,10 @@ def load_scenario(path: str) -> dict[str, list[Any]]:
 def read_scenario(path: str) -> tuple[dict[str, list[Any]], list[tuple[str, Any]] | None]:
     """A scenario: each role's entries, or (uwf 0.8's form) its steps in the thread's order,
     each (role, entry)."""
+    from pathlib import Path
+
+    from uwf.util import yamlio
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -341,6 +346,8 @@ def _suspends(played: str | dict[str, Any], key: str) -> bool:
 
 
 def make_parser() -> args.Parser:
+    from uwf.agent_kit import args
+
     parser = args.parser(LABEL, DESCRIPTION)
     parser.add_argument(
         "--scenario",
@@ -353,6 +360,8 @@ def make_parser() -> args.Parser:
 
 def _agent(parser: args.Parser, scenario: str | None) -> MockAgent:
     if not scenario:
+        from uwf.agent_kit import args
+
         args.fail(parser, "uwf-mock needs --scenario FILE or $UWF_MOCK_SCENARIO")
     return MockAgent(scenario)
 
@@ -375,13 +384,37 @@ def inprocess(call: AgentCall) -> str:
     return run(agent, call)
 
 
+SCENARIO_FLAGS = ("--scenario", "--mock-data")
+
+
+def _plain(argv: Sequence[str]) -> tuple[str, Target] | None:
+    """The scenario and target of the calls uwf makes — ``[--scenario FILE] <thread-id>
+    <role>``, the scenario else from ``$UWF_MOCK_SCENARIO`` — read without argparse
+    (``target.plain``); None for any other command line, or without a scenario (the parser
+    reads those, and says what is wrong)."""
+    if len(argv) == 4 and argv[0] in SCENARIO_FLAGS and not argv[1].startswith("-"):
+        scenario, rest = argv[1], argv[2:]
+    else:
+        scenario, rest = os.environ.get(SCENARIO_ENV, ""), argv
+    target = plain(rest) if scenario else None
+    return (scenario, target) if target is not None else None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    given = sys.argv[1:] if argv is None else argv
+    try:
+        found = _plain(given)
+    except UwfError as exc:
+        sys.exit(report(exc))
+    if found is not None:
+        runner.main(MockAgent(found[0]), found[1])
+        return
     parser = make_parser()
 
     def make(options: argparse.Namespace) -> runner.Agent:
         return _agent(parser, options.scenario or os.environ.get(SCENARIO_ENV, ""))
 
-    runner.cli(parser, make, argv)
+    runner.cli(parser, make, given)
 
 
 if __name__ == "__main__":
