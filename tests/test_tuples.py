@@ -61,7 +61,8 @@ def test_a_record_behaves_as_typing_makes_it(record: type[Fast]) -> None:
     assert repr(made) == f"{record.__name__}(name='a', count=2, note=None)"
     assert record.__doc__ == "A record."
     assert record.__module__ == __name__ and record.__qualname__ == record.__name__
-    assert record.__bases__ == (tuple,)
+    assert isinstance(made, tuple) and made[1] == 2 and made[-1] is None
+    assert made < record("b") and hash(made) == hash(("a", 2, None))
     assert list(record.__annotations__) == ["name", "count", "note"]
     assert pickle.loads(pickle.dumps(made)) == made
     name, count, note = made
@@ -70,6 +71,14 @@ def test_a_record_behaves_as_typing_makes_it(record: type[Fast]) -> None:
         record()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         record("a", bogus=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        record("a", name="b")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        record("a", 1, None, 4)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        record._make(["a"])
+    with pytest.raises(ValueError):
+        made._replace(bogus=1)
     with pytest.raises(AttributeError):
         made.count = 3  # type: ignore[misc]
 
