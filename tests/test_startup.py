@@ -170,6 +170,8 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "hashlib",  # a limit's file name: only where a limit is configured
         "uwf.engine.threads.bulk",  # the bulk commands' engine (bulk.py's, never imported)
         "uwf.engine.views",  # read, graph, watch, export
+        "uwf.cli.tables",  # --format table's rows and columns: only when asked for
+        "uwf.cli.columns",
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
@@ -180,6 +182,7 @@ def test_thread_list_loads_its_own_command_module_alone(new_thread: Any) -> None
     assert "uwf.cli.thread.lifecycle" in modules  # the probe really ran the command
     others = [m for m in THREAD_MODULES if m != "uwf.cli.thread.lifecycle"]
     unused = ["uwf.engine.threads.bulk", "uwf.engine.step", "uwf.backend.fs.limits"]
+    unused += ["uwf.cli.tables", "uwf.cli.columns"]  # --format table only
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
 
