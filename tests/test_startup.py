@@ -171,6 +171,7 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "uwf.engine.threads.bulk",  # the bulk commands' engine (bulk.py's, never imported)
         "uwf.engine.views",  # read, graph, watch, export
         "uwf.cli.tables",  # --format table's rows and columns: only when asked for
+        "uwf.util.yamlio",  # config.yaml is looked at for store: with no YAML module
         "uwf.cli.columns",
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
