@@ -1,5 +1,5 @@
 """``NamedTuple`` as ``typing`` spells it, built for less at import (docs/performance.md,
-"Start-up").
+"Processes and start-up (issue 36)").
 
 ``class Failure(NamedTuple): …`` with ``typing.NamedTuple`` checks every field's annotation
 as a type (under postponed annotations each is a string, which the check compiles into a
