@@ -447,3 +447,15 @@ def test_cli_modules_keep_real_annotations() -> None:
         ):
             postponed.append(module)
     assert postponed == []
+
+
+def test_the_backend_face_imports_its_interface_on_first_use() -> None:
+    """``uwf.backend`` names ``Backend`` without importing ``backend.base`` up front: a
+    record module under it (``backend.failure``) costs no more than itself."""
+    code = (
+        "import sys, uwf.backend.failure; print('uwf.backend.base' in sys.modules); "
+        "import uwf.backend, uwf.backend.base; "
+        "print(uwf.backend.Backend is uwf.backend.base.Backend)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr
