@@ -170,6 +170,9 @@ def test_thread_show_loads_only_what_it_reads(new_thread: Any) -> None:
         "hashlib",  # a limit's file name: only where a limit is configured
         "uwf.engine.threads.bulk",  # the bulk commands' engine (bulk.py's, never imported)
         "uwf.engine.views",  # read, graph, watch, export
+        "uwf.cli.tables",  # --format table's rows and columns: only when asked for
+        "uwf.util.yamlio",  # config.yaml is looked at for store: with no YAML module
+        "uwf.cli.columns",
     ]
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
@@ -180,6 +183,7 @@ def test_thread_list_loads_its_own_command_module_alone(new_thread: Any) -> None
     assert "uwf.cli.thread.lifecycle" in modules  # the probe really ran the command
     others = [m for m in THREAD_MODULES if m != "uwf.cli.thread.lifecycle"]
     unused = ["uwf.engine.threads.bulk", "uwf.engine.step", "uwf.backend.fs.limits"]
+    unused += ["uwf.cli.tables", "uwf.cli.columns"]  # --format table only
     assert among(modules, [*HEAVY, *others, *unused]) == []
 
 
@@ -516,3 +520,15 @@ def test_cli_modules_keep_real_annotations() -> None:
         ):
             postponed.append(module)
     assert postponed == []
+
+
+def test_the_backend_face_imports_its_interface_on_first_use() -> None:
+    """``uwf.backend`` names ``Backend`` without importing ``backend.base`` up front: a
+    record module under it (``backend.failure``) costs no more than itself."""
+    code = (
+        "import sys, uwf.backend.failure; print('uwf.backend.base' in sys.modules); "
+        "import uwf.backend, uwf.backend.base; "
+        "print(uwf.backend.Backend is uwf.backend.base.Backend)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from uwf.backend.base import Backend
+if TYPE_CHECKING:  # the interface's module is imported by the backend that subclasses it
+    from uwf.backend.base import Backend
 
 STORE_ENV = "UWF_STORE"
 RELAY_ENV = "UWF_STORE_RELAY"  # uwf.backend.relay
@@ -98,6 +100,16 @@ def open_for_agent() -> Backend:
         if found is not None:
             return found
     return open_backend()
+
+
+def __getattr__(name: str) -> object:
+    """``uwf.backend.Backend``, the interface (``uwf.backend.base``), imported on first use:
+    ``import uwf.backend.failure`` (a record) needs none of it."""
+    if name == "Backend":
+        from uwf.backend.base import Backend
+
+        return Backend
+    raise AttributeError(f"module 'uwf.backend' has no attribute {name!r}")
 
 
 __all__ = [

@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from uwf.util.base32 import NodeHash
 from uwf.util.optional import present
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import FailureShown

@@ -13,9 +13,10 @@ start more than the limit between them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from uwf.util.errors import UwfError
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId
 
 

@@ -5,12 +5,13 @@ Plain values: every backend builds them, the engine and the views read them."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.backend.failure import Failure
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotActive
 from uwf.util.optional import present
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId
 
 __all__ = [

@@ -4,11 +4,12 @@ it (``NodeInfo``), and the check that a record read back is one and hashes to it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.cas import codec
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import CorruptNode, InvalidInput
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import NodeShown

@@ -62,11 +62,11 @@ TableFormatOpt = Annotated[
 ]
 
 
-def emit_listing(
-    value: Any,
-    fmt: ListFormat | None,
-    rows: Callable[[], tuple[list[str] | None, list[list[object]]]],
-) -> None:
+# A table: its header (None: none) and its rows (``uwf.cli.columns.table``).
+Rows = tuple[list[str] | None, list[list[object]]]
+
+
+def emit_listing(value: Any, fmt: ListFormat | None, rows: Callable[[], Rows]) -> None:
     """Print ``value`` as JSON or YAML (``emit``), or, with ``--format table``, the header and
     rows ``rows`` makes of it: the one table renderer of every listing."""
     if fmt is ListFormat.table:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from uwf.cli.columns import age
+from uwf.cli.options import Rows
 
 if TYPE_CHECKING:
     from uwf.backend.base import Backend
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
         ThreadShown,
         ThreadSteps,
     )
-
-Rows = tuple[list[str] | None, list[list[object]]]
 
 
 def _now() -> int:

@@ -12,13 +12,14 @@ ended thread come before the first step after the resume, and depths count on fr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.cas.store import Node, Store
 from uwf.protocol import schemas
 from uwf.protocol.workflow import Workflow
 from uwf.util.base32 import NodeHash, check_hash
 from uwf.util.errors import InvalidInput, NotFound
+from uwf.util.tuples import NamedTuple
 
 
 class Step(NamedTuple):

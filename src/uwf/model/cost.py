@@ -18,10 +18,11 @@ nearest step that has one (or the start).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.cas.store import Store
 from uwf.model import chain
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import StepSpent, ThreadCost, Total, Usage

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from uwf.backend import base
 from uwf.backend.base import Backend, Failure, Waiting
 from uwf.model import chain
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import NotFound, UwfError
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:

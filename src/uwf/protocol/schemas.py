@@ -17,11 +17,12 @@ of each kind (``SchemaHashes.steps``, ``SchemaHashes.workflows``).
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.cas.store import Store
 from uwf.protocol.parts import CAS_REF, extended
 from uwf.util.base32 import is_hash
+from uwf.util.tuples import NamedTuple
 
 # Role names are plain identifiers, so nothing from a workflow can become a flag, a path or a
 # shell word where uwf passes a role to an agent (as an argument).

@@ -15,9 +15,10 @@ checks read the file's raw mapping, since a file may be anything.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.util.base32 import NodeHash
+from uwf.util.tuples import NamedTuple
 
 __all__ = ["Edge", "Graph", "Role", "Workflow"]
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The largest YAML document uwf reads (config.yaml, a workflow file): ``yamlio.MAX_BYTES``,
+# defined here so that every command's look at config.yaml (``config_mentioning``) needs no
+# YAML module.
+MAX_YAML_BYTES = 1 << 20
+
 
 def storage_root() -> Path:
     """``$UNCAGED_WORKFLOW_STORAGE_ROOT``, else ``$WORKFLOW_STORAGE_ROOT``, else the default.
@@ -23,20 +28,20 @@ def config_mentioning(root: Path, word: bytes) -> bytes | None:
 
     Read on every command (``store:``), so the caller parses the file only when the key can
     be there at all."""
-    from uwf.util.yamlio import MAX_BYTES
-
     path = root / "config.yaml"
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)  # a huge file costs no memory: refused below
+            data = fh.read(MAX_YAML_BYTES + 1)  # a huge file costs no memory: refused below
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         from uwf.util.errors import UwfError
 
         raise UwfError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
+    if len(data) > MAX_YAML_BYTES:
         from uwf.util.errors import InvalidInput
 
-        raise InvalidInput(f"invalid config.yaml: {path} is too large: more than {MAX_BYTES} bytes")
+        raise InvalidInput(
+            f"invalid config.yaml: {path} is too large: more than {MAX_YAML_BYTES} bytes"
+        )
     return data if word in data else None

@@ -15,8 +15,9 @@ import math
 from typing import Any
 
 from uwf.util.errors import InvalidInput
+from uwf.util.root import MAX_YAML_BYTES
 
-MAX_BYTES = 1 << 20
+MAX_BYTES = MAX_YAML_BYTES
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 

@@ -14,6 +14,7 @@ from uwf.cli.options import (
     FormatOpt,
     NoCwdOpt,
     ParentOpt,
+    Rows,
     StatusFilterOpt,
     TableFormatOpt,
     ThreadArg,
@@ -120,12 +121,17 @@ def show(
     "output","detail","agent","timestamp"}, the output expanded). --format table prints one
     field per line.
     """
-    from uwf.cli import tables
     from uwf.engine.threads import lifecycle as threads
 
     storage = backend()
     shown = threads.show(storage, thread, full=full)
-    emit_listing(shown, fmt, lambda: tables.show_rows(storage, shown))
+
+    def rows() -> Rows:  # the table's module: with --format table only
+        from uwf.cli.tables import show_rows
+
+        return show_rows(storage, shown)
+
+    emit_listing(shown, fmt, rows)
 
 
 def list_(
@@ -160,7 +166,6 @@ def list_(
     --workflow, --after, --before, --parent) select the threads of the bulk actions too
     (thread kill, stop, retry, rerun).
     """
-    from uwf.cli import tables
     from uwf.engine.threads.listing import list_threads
 
     skip_n, take_n = list_page(skip, take, offset, limit)
@@ -177,7 +182,13 @@ def list_(
         take=take_n or None,
         parent=parent,
     )
-    emit_listing(items, fmt, lambda: tables.list_rows(storage, items))
+
+    def rows() -> Rows:  # the table's module: with --format table only
+        from uwf.cli.tables import list_rows
+
+        return list_rows(storage, items)
+
+    emit_listing(items, fmt, rows)
 
 
 AtOpt = Annotated[
