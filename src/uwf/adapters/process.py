@@ -45,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from uwf.adapters import watchdog
 from uwf.adapters.groups import KILL_GRACE as KILL_GRACE
@@ -60,6 +59,7 @@ from uwf.adapters.groups import terminate as terminate
 from uwf.adapters.pipes import Tail, feed, pump_stderr, pump_stdout
 from uwf.util.errors import UwfError
 from uwf.util.signals import deferred
+from uwf.util.tuples import NamedTuple
 
 STDOUT_LIMIT = 1 << 20  # bytes of stdout kept (the tail)
 STDERR_TAIL = 2000  # characters of stderr kept for error messages

@@ -14,10 +14,11 @@ a prompt that no agent can take (a ``{prompt}`` argument holds at most 128 KiB).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from uwf.model.window import step_cost
 from uwf.util.fences import cut, shares
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.agent_kit.context import AgentContext

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.cas.store import Store
 from uwf.model import chain
@@ -19,6 +19,7 @@ from uwf.util import fences
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import InvalidInput
 from uwf.util.fences import shares
+from uwf.util.tuples import NamedTuple
 
 ENV = "UWF_CHILDREN"
 HEADING = "## Children"

@@ -19,13 +19,14 @@ Differences from uwf v0.5.0, on purpose:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.moderator import emits
 from uwf.util.errors import InvalidInput, SchemaViolation
 from uwf.util.frontmatter import load_mapping as _mapping
 from uwf.util.frontmatter import split
 from uwf.util.jsonfmt import dumps
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.cas.store import Store

@@ -17,7 +17,7 @@ newest first, and the step records no summary.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from uwf.model import chain, compact
 from uwf.model.window import StepView, Window, read_window, text_of, within_budget
@@ -25,6 +25,7 @@ from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.errors import UwfError
 from uwf.util.fences import cut
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.cas.store import Store

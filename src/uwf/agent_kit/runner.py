@@ -16,7 +16,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from uwf.adapters import otel
 from uwf.agent_kit.context import AgentContext, build_context
@@ -31,6 +31,7 @@ from uwf.util.errors import (
     printable,
     report,
 )
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     import argparse

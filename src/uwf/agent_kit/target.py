@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from uwf.util.errors import UwfError
+from uwf.util.tuples import NamedTuple
 
 __all__ = ["EDGE_PROMPT", "EDGE_PROMPT_FILE", "Target", "edge_prompt_from_env", "plain"]
 

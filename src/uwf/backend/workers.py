@@ -12,7 +12,8 @@ step lock names it).
 from __future__ import annotations
 
 import abc
-from typing import NamedTuple
+
+from uwf.util.tuples import NamedTuple
 
 LOST_AFTER = 3  # heartbeat intervals without a beat after which a worker is lost
 KEEP_MS = 86_400_000  # records whose last beat is older than a day are pruned

@@ -20,7 +20,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.config.envfile import ENV_FILE as ENV_FILE  # .env lives in its own module
 from uwf.config.envfile import ENV_LIMIT as ENV_LIMIT
@@ -30,8 +30,9 @@ from uwf.config.envfile import load_dotenv as load_dotenv
 from uwf.util import yamlio
 from uwf.util.errors import InvalidInput
 from uwf.util.filememo import FileMemo
+from uwf.util.root import CONFIG_FILE as CONFIG_FILE  # one name for the file, in util
+from uwf.util.tuples import NamedTuple
 
-CONFIG_FILE = "config.yaml"
 _PREFIX = f"invalid {CONFIG_FILE}: "
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

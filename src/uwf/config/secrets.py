@@ -15,30 +15,38 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from uwf.config.config import CONFIG_FILE, Config, load_config
 from uwf.config.envfile import ENV_FILE, load_dotenv
-from uwf.util import filememo, fsio, secrets, yamlio
+from uwf.util import filememo, fsio, secrets
 from uwf.util.errors import UwfError
+from uwf.util.root import CONFIG_FILE, MAX_YAML_BYTES
+
+if TYPE_CHECKING:
+    from uwf.config.config import Config
 
 STORE_ENV = "UWF_STORE"
 PG_PASSWORD = "PGPASSWORD"  # libpq reads the password from it (docs/scale-out.md)
 _USERINFO_PASSWORD = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*):[^@\s/]*@"  # compiled on use
 
 
-def _config(root: Path) -> Config:
-    """config.yaml as far as secrets go: parsed only when it can name one (a broken file is
-    reported by the command that needs it, never by a redaction)."""
+def _config(root: Path) -> Config | None:
+    """config.yaml as far as secrets go: parsed only when it can name one, else None (a
+    broken file is reported by the command that needs it, never by a redaction). An agent
+    redacts every node it puts: a config.yaml that names no secret costs it no import of the
+    config module."""
     try:
-        data = fsio.read_bytes(root / CONFIG_FILE, yamlio.MAX_BYTES) or b""
+        data = fsio.read_bytes(root / CONFIG_FILE, MAX_YAML_BYTES) or b""
     except OSError:
-        return Config(root=root)
+        return None
     if b"apiKeyEnv" not in data and b"secrets" not in data:
-        return Config(root=root)
+        return None
+    from uwf.config.config import load_config
+
     try:
         return load_config(root)
     except UwfError:
-        return Config(root=root)
+        return None
 
 
 def _dotenv(root: Path) -> dict[str, str]:
@@ -48,8 +56,11 @@ def _dotenv(root: Path) -> dict[str, str]:
         return {}
 
 
-def secret_names(config: Config) -> set[str]:
-    """The variables whose values are secrets, by config.yaml (``.env`` entries aside)."""
+def secret_names(config: Config | None) -> set[str]:
+    """The variables whose values are secrets, by config.yaml (``.env`` entries aside; None:
+    a config.yaml that names none)."""
+    if config is None:
+        return {PG_PASSWORD}
     names = {PG_PASSWORD, *config.secrets}
     names.update(p.api_key_env for p in config.providers.values() if p.api_key_env)
     return names
@@ -121,7 +132,9 @@ def command_env(
 
 def model_config(root: Path) -> Config:
     """config.yaml as ``command_env`` needs it (an unreadable one: no names from it)."""
-    return _config(root)
+    from uwf.config.config import Config
+
+    return _config(root) or Config(root=root)
 
 
 def _values_of(env: Mapping[str, str], names: Iterable[str], root: Path | None) -> list[str]:

@@ -16,7 +16,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from uwf.cas.store import Store
 from uwf.model import chain, cost
@@ -28,6 +28,7 @@ from uwf.util.base32 import NodeHash
 from uwf.util.errors import InvalidInput, NotFound, SchemaViolation, UwfError
 from uwf.util.frontmatter import load_mapping, split
 from uwf.util.jsonfmt import dump_yaml, dumps
+from uwf.util.tuples import NamedTuple
 
 LABEL = "uwf-human"  # the StepNode's agent for every step a person wrote
 

@@ -17,12 +17,13 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.cas.store import Store
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, describe, is_hash
 from uwf.util.errors import InvalidInput, NotFound, UwfError
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import ArtifactListed

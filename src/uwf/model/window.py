@@ -14,7 +14,7 @@ thread with no summary costs a budget's worth of reads, not its length.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.cas.store import Store
 from uwf.model import chain
@@ -22,6 +22,7 @@ from uwf.model.turns import last_assistant_content
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash
 from uwf.util.jsonfmt import canonical, dumps
+from uwf.util.tuples import NamedTuple
 
 
 class StepView(Mapping[str, Any]):

@@ -24,7 +24,9 @@ answer) and any agent that builds a form or a template from the schema (docs/for
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
+
+from uwf.util.tuples import NamedTuple
 
 #: Unions nested deeper than this are not read (a schema put with ``cas put`` can be deep).
 MAX_DEPTH = 32

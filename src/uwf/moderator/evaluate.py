@@ -17,11 +17,12 @@ such a workflow may name its agent's working directory (``Decision.location``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.adapters import template as template_adapter
 from uwf.protocol.workflow import Graph, Workflow
 from uwf.util.errors import UwfError
+from uwf.util.tuples import NamedTuple
 
 START = "$START"
 END = "$END"

@@ -18,10 +18,11 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from uwf.util import yamlio
 from uwf.util.errors import InvalidInput, oneline
+from uwf.util.tuples import NamedTuple
 
 TAG = "!include"
 MAX_INCLUDES = 100

@@ -9,6 +9,7 @@ from pathlib import Path
 # defined here so that every command's look at config.yaml (``config_mentioning``) needs no
 # YAML module.
 MAX_YAML_BYTES = 1 << 20
+CONFIG_FILE = "config.yaml"  # in the storage root (docs/format.md, "config.yaml")
 
 
 def storage_root() -> Path:
@@ -28,7 +29,7 @@ def config_mentioning(root: Path, word: bytes) -> bytes | None:
 
     Read on every command (``store:``), so the caller parses the file only when the key can
     be there at all."""
-    path = root / "config.yaml"
+    path = root / CONFIG_FILE
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_YAML_BYTES + 1)  # a huge file costs no memory: refused below

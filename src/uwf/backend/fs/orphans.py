@@ -18,10 +18,11 @@ import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from uwf.backend.fs import packs
 from uwf.util.errors import CorruptNode, UwfError
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import PackDamage

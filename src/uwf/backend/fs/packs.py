@@ -37,12 +37,13 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import xxhash
 
 from uwf.util.base32 import ALPHABET, NodeHash
 from uwf.util.errors import CorruptNode
+from uwf.util.tuples import NamedTuple
 
 PACK_MAGIC = b"UWFPACK2"
 IDX_MAGIC = b"UWFIDX02"

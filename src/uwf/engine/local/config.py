@@ -22,12 +22,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from uwf.cas import wording
 from uwf.config.config import CONFIG_FILE, config_path, problems
 from uwf.util import fsio, yamlio
 from uwf.util.errors import InvalidInput, UsageError, UwfError
+from uwf.util.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from uwf.util.outputs import ConfigSet

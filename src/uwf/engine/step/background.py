@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.adapters import process
 from uwf.backend.base import Backend, Holder, StepLock
@@ -34,6 +34,7 @@ from uwf.engine.step.run import Runner, process_runner
 from uwf.model.threads import not_active, require_active
 from uwf.util.errors import Busy, Deferred, Interrupted, NotActive, UwfError, exit_code
 from uwf.util.log import ProcessLog
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:

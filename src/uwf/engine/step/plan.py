@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from uwf.backend.base import ActiveThread, Backend, Failure
 from uwf.config.config import (
@@ -30,6 +30,7 @@ from uwf.protocol.workflow import Workflow
 from uwf.util import secrets
 from uwf.util.base32 import NodeHash, describe
 from uwf.util.errors import InvalidInput, UsageError, UwfError
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId
 
 if TYPE_CHECKING:

@@ -61,7 +61,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from uwf.backend.base import Backend, HistoryEntry
 from uwf.cas.refs import collect
@@ -70,6 +70,7 @@ from uwf.model import compact
 from uwf.protocol import schemas
 from uwf.util.base32 import NodeHash, is_hash
 from uwf.util.errors import CorruptNode, Damaged, InvalidInput, UwfError
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId, now_ms
 
 if TYPE_CHECKING:

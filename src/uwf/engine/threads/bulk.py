@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from uwf.backend.base import Backend
 from uwf.model import chain
 from uwf.model.threads import active_status, locate, not_active, workflow_of
 from uwf.util.errors import InvalidInput, NotFound, UsageError, UwfError, exit_code, printable
+from uwf.util.tuples import NamedTuple
 from uwf.util.ulid import ThreadId, check_thread_id
 
 if TYPE_CHECKING:
