@@ -170,3 +170,11 @@ def any_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, r
     else:
         monkeypatch.delenv("UWF_STORE", raising=False)
     return str(request.param)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End the watchdog the in-process CLI started (uwf.adapters.watchdog.close), so that a
+    worker's interpreter does not exit with it still running (a ResourceWarning)."""
+    watchdog = sys.modules.get("uwf.adapters.watchdog")
+    if watchdog is not None:
+        watchdog.close()

@@ -244,3 +244,20 @@ def test_sigkill_of_a_real_step_kills_its_agent_and_the_watchdog_ends(
     assert proc.returncode == -signal.SIGKILL
     assert_gone(group)
     wait_dead(watcher, timeout=5)
+
+
+def test_close_ends_the_watchdog_and_the_groups_it_still_watches() -> None:
+    """``watchdog.close`` (a long-lived host's exit, the test session's end) does what the
+    host's own exit does: the watchdog kills what it still watches, ends and is reaped."""
+    watchdog.start()
+    dog = watchdog.running()
+    assert dog is not None
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        watchdog.watch(sleeper.pid)
+        watchdog.close()
+        assert watchdog.running() is None
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL  # killed by the watchdog
+        wait_dead(dog, timeout=5)
+    finally:
+        reap(sleeper)

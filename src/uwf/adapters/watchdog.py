@@ -39,7 +39,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-__all__ = ["ENV", "SHELL", "marked", "release", "running", "spawning", "start", "watch"]
+__all__ = ["ENV", "SHELL", "close", "marked", "release", "running", "spawning", "start", "watch"]
 
 SHELL = "/bin/sh"
 ENV = "UWF_WATCHDOG_TOKEN"  # in a watched group leader's environment (docs/format.md)
@@ -231,6 +231,28 @@ def running() -> int | None:
     """The watchdog's pid, None before the first group (for tests and diagnostics)."""
     proc = _WATCHDOG.proc
     return None if proc is None or proc.poll() is not None else proc.pid
+
+
+def close(timeout: float = 2.0) -> None:
+    """End this process's watchdog now, as its own exit would: our end of the pipe is closed,
+    so the watchdog kills whatever group it still watches and exits; it is reaped (killed
+    after ``timeout``). For a long-lived host of uwf (a test session, an application that
+    steps in process) that wants no watchdog left to its interpreter's exit; the next spawn
+    starts another."""
+    with _WATCHDOG.mutex:
+        proc, fd = _WATCHDOG.proc, _WATCHDOG.fd
+        _WATCHDOG.proc, _WATCHDOG.fd = None, None
+        _WATCHDOG.groups.clear()
+        _WATCHDOG.tokens.clear()
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if proc is not None:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _forget() -> None:
