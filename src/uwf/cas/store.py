@@ -220,7 +220,7 @@ class Store(abc.ABC):
                 return node
             kept.drop(h)
         node, size = self._load_sized(h)
-        if node is not None and keep:
+        if node is not None:
             kept.keep(h, node, size)
         return node
 

@@ -281,25 +281,27 @@ class PgStore(Store):
         """Each node validated as ``put`` does it; then, outside a step, all of them written
         in one statement (``uwf_put_many``: each put as ``uwf_put`` makes it), and around a
         step held for its commit."""
-        if self._stage is not None:
-            return super().put_many(nodes)
-        with self.staging():
+        with self._together():
             hashes = super().put_many(nodes)
-            held = self.take_stage()
-        if held:
-            self._write_many(held)
         return hashes
 
     def put_checked(self, nodes: Mapping[NodeHash, Node]) -> None:
         """A batch's nodes, checked by it: held or written as ``put_many`` does it, without
         validating them again."""
-        if self._stage is not None:
+        with self._together():
             for h, node in nodes.items():
                 self._store_typed(h, node.type, node.payload)
+
+    @contextlib.contextmanager
+    def _together(self) -> Iterator[None]:
+        """The block's puts held for the step's commit around a step (``staging``); outside
+        one, held for the block, then written in one statement (``_write_many``). A block
+        that raises writes nothing."""
+        if self._stage is not None:
+            yield
             return
         with self.staging():
-            for h, node in nodes.items():
-                self._store_typed(h, node.type, node.payload)
+            yield
             held = self.take_stage()
         if held:
             self._write_many(held)
