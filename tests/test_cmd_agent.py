@@ -304,6 +304,36 @@ def test_command_exit_code_and_stderr_tail(
     )
 
 
+def test_an_answer_over_the_limit_fails_the_step(
+    cli: Any, root: Path, thread: str, tmp_path: Path
+) -> None:
+    """A command's stdout is read up to ``MAX_ANSWER`` bytes: more fails the step (both forms
+    of uwf-cmd; in uwf's process it would otherwise grow uwf's own memory)."""
+    from uwf.agents.cmd import MAX_ANSWER
+
+    script = tmp_path / "flood.py"
+    script.write_text(f"import sys\nsys.stdout.write('---\\n' + 'x' * {MAX_ANSWER})\n")
+    command = ["--", sys.executable, str(script)]
+    message = (
+        f"command printed more than {MAX_ANSWER} bytes, the most an answer may have "
+        f"({sys.executable})"
+    )
+    step_fails(
+        cli,
+        root,
+        thread,
+        shlex.join(["uwf-cmd", *command]),
+        f"agent command failed (uwf-cmd) with exit code 1: error: the {message}",
+    )
+    step_fails(
+        cli,
+        root,
+        thread,
+        shlex.join(["python:uwf-cmd", *command]),
+        f"Python agent failed (python:uwf-cmd) with exit code 1: error: the {message}",
+    )
+
+
 def test_command_killed_by_step_timeout(cli: Any, root: Path, thread: str, tmp_path: Path) -> None:
     pidfile = tmp_path / "command.pid"
     script = tmp_path / "slow.py"

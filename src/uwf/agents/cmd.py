@@ -59,7 +59,8 @@ a shell:
     directory is stored as an artifact of the step (uwf step artifacts <step>); store
     credentials and the variables listed under secrets: in config.yaml are left out;
   - its stdout is the answer (YAML frontmatter, else up to two correction runs, else
-    the LLM extract); its stderr is passed through live; a non-zero exit fails the step.
+    the LLM extract; at most 8 MiB); its stderr is passed through live; a non-zero exit
+    fails the step.
 
 uwf spawns it as `uwf-cmd -- <command> [args…] <thread-id> <role>`, e.g. in config.yaml:
   agents: {claude: {command: uwf-cmd, args: ["--", "claude", "-p", "{prompt}"]}
@@ -78,6 +79,9 @@ DETAIL = runner.detail_schema(
     {"usage": COST_FIELDS["usage"], "total": COST_FIELDS["total"]},
 )
 STDERR_KEEP = 20_000
+# The largest answer (stdout) read from the command: an agent's output is hostile, and with
+# ``python: uwf-cmd`` it is read into uwf's own process (docs/agents.md, "uwf-cmd")
+MAX_ANSWER = 8 << 20
 
 
 class CmdAgent:
@@ -184,7 +188,8 @@ def _write_private(path: str, text: str) -> None:
 def run_live(
     argv: Sequence[str], stdin: str, env: dict[str, str], call: AgentCall | None = None
 ) -> tuple[int, str, str]:
-    """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr).
+    """Run ``argv`` without a shell: (exit code, whole stdout, the tail of stderr); a stdout
+    over ``MAX_ANSWER`` bytes fails the run.
 
     Through ``uwf.adapters.process``: its own process group (killed with uwf-cmd, even by
     SIGKILL), the prompt fed to its stdin from a thread, its stderr copied to ours line by
@@ -207,7 +212,7 @@ def run_live(
             env,
             stdin=stdin,
             stderr_prefix="",
-            stdout_limit=None,
+            stdout_limit=MAX_ANSWER,  # past it the step fails below: memory stays bounded
             stderr_keep=STDERR_KEEP,
             cwd=cwd,
             should_stop=stop,
@@ -222,6 +227,11 @@ def run_live(
     if ran.timed_out or ran.stopped:  # the step has gone on without this answer
         why = "timed out" if ran.timed_out else "stopped"
         raise AgentFailed(f"the step {why}: command killed ({argv[0]})")
+    if ran.stdout_dropped:
+        raise AgentFailed(
+            f"the command printed more than {MAX_ANSWER} bytes, the most an answer may have "
+            f"({argv[0]})"
+        )
     return ran.code, ran.stdout, ran.stderr_tail
 
 
